@@ -1,0 +1,30 @@
+# Every target sets itself up: it creates .venv if missing and installs what it needs.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_DEV := $(VENV)/.installed-dev
+
+.PHONY: test lint typecheck pytest clean
+
+$(BIN)/python:
+	$(shell command -v $(PYTHON) >/dev/null 2>&1 && echo $(PYTHON) || echo python3) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_DEV): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+lint: $(STAMP_DEV)
+	$(BIN)/ruff check sdk backends sandbox tests examples benchmarks
+	$(BIN)/ruff format --check sdk backends sandbox tests examples benchmarks
+
+typecheck: $(STAMP_DEV)
+	$(BIN)/mypy
+
+pytest: $(STAMP_DEV)
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

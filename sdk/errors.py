@@ -1,0 +1,103 @@
+"""Every error ctxfs raises, in one tree.
+
+::
+
+    WorkspaceError (Exception)
+    ├── UnsafePathError (+ ValueError)         path refused by the sandbox
+    ├── PathNotFoundError (+ FileNotFoundError) nothing at that path
+    ├── PathExistsError (+ FileExistsError)    create-only write onto an existing file
+    ├── IsADirectoryPathError (+ IsADirectoryError)
+    ├── NotADirectoryPathError (+ NotADirectoryError)
+    ├── ReadOnlyPathError (+ PermissionError)  write into a read-only area
+    ├── NotTextError (+ ValueError)            binary or invalid UTF-8 where text is needed
+    ├── EditError (+ ValueError)               old_string absent or ambiguous
+    ├── PatternError (+ ValueError)            invalid regex or glob pattern
+    ├── SearchTimeoutError (+ TimeoutError)    a regex match ran past its time limit
+    └── BackendError (+ OSError)               the storage could not be asked
+                                               (network, permission, server error)
+
+Three kinds are kept apart: misuse raises at construction (plain ``ValueError``/``TypeError``
+from pydantic or the constructor), runtime failures raise one of the classes above, and the
+agent's tools turn these into ``Error: ...`` strings instead of raising.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "EditError",
+    "IsADirectoryPathError",
+    "NotADirectoryPathError",
+    "NotTextError",
+    "PathExistsError",
+    "PathNotFoundError",
+    "PatternError",
+    "ReadOnlyPathError",
+    "SearchTimeoutError",
+    "UnsafePathError",
+    "WorkspaceError",
+]
+
+
+class WorkspaceError(Exception):
+    """Base class of every error raised by ctxfs.
+
+    Attributes:
+        path: The virtual path the error is about, when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UnsafePathError(WorkspaceError, ValueError):
+    """The sandbox refused an agent-supplied path (climbs out, scheme, control chars...)."""
+
+
+class PathNotFoundError(WorkspaceError, FileNotFoundError):
+    """Nothing exists at the path. Never raised when the storage could not be asked."""
+
+
+class PathExistsError(WorkspaceError, FileExistsError):
+    """A create-only write found the file already there."""
+
+
+class IsADirectoryPathError(WorkspaceError, IsADirectoryError):
+    """A file operation was given a directory."""
+
+
+class NotADirectoryPathError(WorkspaceError, NotADirectoryError):
+    """A directory operation was given a file."""
+
+
+class ReadOnlyPathError(WorkspaceError, PermissionError):
+    """A write, edit or delete aimed at a read-only area of the workspace."""
+
+
+class NotTextError(WorkspaceError, ValueError):
+    """The file is binary or not valid UTF-8, so it cannot be read as text."""
+
+
+class EditError(WorkspaceError, ValueError):
+    """An exact-replacement edit found its old text zero times, or more than once."""
+
+
+class PatternError(WorkspaceError, ValueError):
+    """A regular expression or glob pattern is invalid."""
+
+
+class SearchTimeoutError(WorkspaceError, TimeoutError):
+    """A regular expression ran past its time limit (catastrophic backtracking)."""
+
+
+class BackendError(WorkspaceError, OSError):
+    """The storage could not be asked: network, permission or server failure.
+
+    Distinct from :class:`PathNotFoundError` on purpose: a failure to ask must never read as
+    "missing".
+    """
