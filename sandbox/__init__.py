@@ -1,0 +1,29 @@
+"""Confinement for agent-supplied paths: virtual-path rules, read-only areas, size caps.
+
+Everything an agent hands the workspace goes through here first. The rules are pure where they
+can be (:func:`normalize_path`), and touch the disk only for what only the disk can tell
+(symlinks on local storage, :func:`check_host_path`).
+"""
+
+from __future__ import annotations
+
+from ctxfs.sandbox.limits import Limits
+from ctxfs.sandbox.local import check_host_path, host_path
+from ctxfs.sandbox.paths import (
+    MAX_NAME_BYTES,
+    MAX_PATH_BYTES,
+    is_within,
+    normalize_path,
+    relative_to,
+)
+
+__all__ = [
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
+    "Limits",
+    "check_host_path",
+    "host_path",
+    "is_within",
+    "normalize_path",
+    "relative_to",
+]

@@ -1,0 +1,122 @@
+"""Turn an agent-supplied path into a virtual workspace path, or refuse it and say why.
+
+Virtual paths are POSIX paths rooted at ``/``, the workspace root. They are pure strings: the
+rules here never touch storage, so they behave the same on every backend. Host-specific
+checks (symlinks on local disk) live in :mod:`ctxfs.sandbox.local`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ctxfs.errors import UnsafePathError
+
+__all__ = [
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
+    "is_within",
+    "normalize_path",
+    "relative_to",
+]
+
+MAX_NAME_BYTES = 255
+"""Longest name of a single path segment, in UTF-8 bytes (the common filesystem limit)."""
+
+MAX_PATH_BYTES = 4096
+"""Longest whole virtual path, in UTF-8 bytes."""
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:(//|$)")
+_DRIVE = re.compile(r"^[A-Za-z]:(/|$)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def normalize_path(raw: str) -> str:
+    """Normalise an agent-supplied path into a virtual path rooted at ``/``.
+
+    ``./a``, ``a//b`` and ``/a/./b`` normalise; relative paths are taken from the root; ``""``
+    and ``"."`` mean the root. Names that merely contain dots (``report..final.md``,
+    ``[...slug]``, ``...``) are ordinary names.
+
+    Args:
+        raw: The path as the agent (or user) wrote it.
+
+    Returns:
+        The normalised virtual path, always starting with ``/``, never ending with ``/``
+        (except the root itself).
+
+    Raises:
+        UnsafePathError: The path uses ``..`` to climb above the root, starts with ``~``, is a
+            URL (``s3://``, ``file://``) or a drive path, contains NUL, control characters or
+            backslashes, or has an overlong name.
+    """
+    if not isinstance(raw, str):
+        raise UnsafePathError(f"path must be a string, got {type(raw).__name__}")
+    if _CONTROL.search(raw):
+        raise UnsafePathError(
+            f"path {raw!r} contains a NUL or control character; use a plain name", path=raw
+        )
+    if "\\" in raw:
+        raise UnsafePathError(
+            f"path {raw!r} contains a backslash; separate folders with '/'", path=raw
+        )
+    if raw.startswith("~"):
+        raise UnsafePathError(
+            f"path {raw!r} starts with '~'; home directories are outside the workspace, "
+            "use a path from the workspace root such as '/notes.md'",
+            path=raw,
+        )
+    if _SCHEME.match(raw) or _DRIVE.match(raw):
+        raise UnsafePathError(
+            f"path {raw!r} is a URL or drive path; give a workspace path such as '/data/x.txt'",
+            path=raw,
+        )
+    parts: list[str] = []
+    for segment in raw.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not parts:
+                raise UnsafePathError(
+                    f"path {raw!r} climbs above the workspace root with '..'; "
+                    "paths are rooted at '/'",
+                    path=raw,
+                )
+            parts.pop()
+            continue
+        if len(segment.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise UnsafePathError(
+                f"path {raw!r} has a name longer than {MAX_NAME_BYTES} bytes; shorten it",
+                path=raw,
+            )
+        parts.append(segment)
+    virtual = "/" + "/".join(parts)
+    try:
+        size = len(virtual.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise UnsafePathError(
+            f"path {raw!r} is not valid Unicode (lone surrogate); use a plain name", path=raw
+        ) from None
+    if size > MAX_PATH_BYTES:
+        raise UnsafePathError(
+            f"path is longer than {MAX_PATH_BYTES} bytes; use a shorter path", path=raw
+        )
+    return virtual
+
+
+def is_within(path: str, prefix: str) -> bool:
+    """Whether virtual ``path`` is ``prefix`` itself or lies below it.
+
+    Both arguments must already be normalised. ``/a/bc`` is not within ``/a/b``.
+    """
+    if prefix == "/":
+        return True
+    return path == prefix or path.startswith(prefix + "/")
+
+
+def relative_to(path: str, base: str) -> str:
+    """``path`` relative to ``base`` (both normalised, ``path`` within ``base``), no leading ``/``."""
+    if base == "/":
+        return path[1:]
+    if path == base:
+        return ""
+    return path[len(base) + 1 :]
