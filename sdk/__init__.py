@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ctxfs.errors import WorkspaceError
-from ctxfs.results import EditResult, FileInfo, GlobResult, ReadResult
+from ctxfs.results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs.sandbox import Limits
 from ctxfs.workspace import Workspace
 
@@ -11,6 +11,7 @@ __all__ = [
     "EditResult",
     "FileInfo",
     "GlobResult",
+    "GrepResult",
     "Limits",
     "ReadResult",
     "Workspace",

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["EditResult", "FileInfo", "GlobResult", "ReadResult"]
+from ctxfs._grep import FileResult, OutputMode
+
+__all__ = ["EditResult", "FileInfo", "GlobResult", "GrepResult", "ReadResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +87,24 @@ class GlobResult:
 
     paths: tuple[str, ...]
     truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GrepResult:
+    """Everything a grep found, before paging (the tools page it with ``head_limit``).
+
+    Attributes:
+        output_mode: The mode searched in; in ``files_with_matches`` each file's search
+            stopped at its first match.
+        files: Files with at least one match, sorted by path, with their lines in
+            ``content`` mode and their counts in ``count`` mode.
+        searched: How many files were searched.
+        skipped_binary: Files skipped because they are binary (hold NUL bytes).
+        skipped_large: Files skipped because they exceed ``Limits.max_grep_file_bytes``.
+    """
+
+    output_mode: OutputMode
+    files: tuple[FileResult, ...]
+    searched: int
+    skipped_binary: tuple[str, ...] = ()
+    skipped_large: tuple[str, ...] = ()

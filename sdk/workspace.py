@@ -9,6 +9,8 @@ from typing import Any
 
 from fsspec import AbstractFileSystem
 
+from ctxfs._grep import OutputMode
+from ctxfs._search import glob_files, grep_files
 from ctxfs._textread import read_page
 from ctxfs.backends import Storage, open_storage, translate_errors
 from ctxfs.errors import (
@@ -21,7 +23,7 @@ from ctxfs.errors import (
     PathNotFoundError,
     ReadOnlyPathError,
 )
-from ctxfs.results import EditResult, FileInfo, ReadResult
+from ctxfs.results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs.sandbox import Limits, check_host_path, host_path, is_within, normalize_path
 
 __all__ = ["Workspace"]
@@ -416,6 +418,70 @@ class Workspace:
             )
         with translate_errors(virtual):
             self.fs.rm(self._host(virtual), recursive=recursive)
+
+    # -- searching ----------------------------------------------------------------------
+
+    def glob(self, pattern: str, path: str = "/", *, limit: int | None = None) -> GlobResult:
+        """Files under ``path`` matching a glob pattern, sorted.
+
+        ``*``, ``?``, ``[...]``, ``{a,b}`` and ``**`` (any number of folders) are supported; a
+        pattern without ``/`` matches file names at any depth. Hidden files (a name starting
+        with ``.``) match only when the pattern names the dot. At most ``limit`` paths
+        (default ``limits.max_glob_results``) are returned; ``truncated`` says if more matched.
+
+        Raises:
+            PatternError: The pattern is malformed.
+            PathNotFoundError: ``path`` does not exist.
+        """
+        return glob_files(self, pattern, path, limit)
+
+    def grep(
+        self,
+        pattern: str,
+        path: str = "/",
+        *,
+        glob: str | None = None,
+        fixed_strings: bool = False,
+        ignore_case: bool = False,
+        multiline: bool = False,
+        output_mode: OutputMode = "files_with_matches",
+        before: int = 0,
+        after: int = 0,
+    ) -> GrepResult:
+        """Search text files under ``path`` with a regular expression.
+
+        Args:
+            pattern: A ``regex``-module regular expression (or a literal with
+                ``fixed_strings``). Every match runs under ``limits.regex_timeout``.
+            path: A folder to search recursively, or one file.
+            glob: Only files whose path (relative to ``path``) matches this glob.
+            fixed_strings: Search for ``pattern`` literally.
+            ignore_case: Case-insensitive, with Unicode case folding.
+            multiline: Let matches span lines (``.`` then matches newlines).
+            output_mode: ``files_with_matches``, ``content`` or ``count``.
+            before: Context lines before each match (content mode).
+            after: Context lines after each match (content mode).
+
+        Hidden files are skipped unless ``glob`` names them; binary files and files over
+        ``limits.max_grep_file_bytes`` are skipped and listed in the result.
+
+        Raises:
+            PatternError: The pattern or glob is invalid.
+            SearchTimeoutError: The pattern ran past the time limit.
+            PathNotFoundError: ``path`` does not exist.
+        """
+        return grep_files(
+            self,
+            pattern,
+            path,
+            glob=glob,
+            fixed_strings=fixed_strings,
+            ignore_case=ignore_case,
+            multiline=multiline,
+            output_mode=output_mode,
+            before=before,
+            after=after,
+        )
 
     # -- walking (used by glob and grep) -------------------------------------------------
 

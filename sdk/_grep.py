@@ -1,0 +1,392 @@
+"""A pure grep engine over ``(virtual path, bytes)`` pairs.
+
+The Workspace lists and fetches files (concurrently where the backend allows it) and hands
+each one to :func:`search_file`; nothing here touches storage, so results are identical on
+every backend.
+
+Line semantics (the default, ``multiline=False``), as in ripgrep:
+
+- A line is the text between ``\\n`` separators; a final ``\\n`` does not start an extra
+  empty line, and an empty file has no lines. A trailing ``\\r`` is removed from every line
+  before matching and printing, so ``$`` matches at the end of CRLF lines. A UTF-8 byte
+  order mark at the start of the file is ignored.
+- A match never spans a line break: ``a\\sb`` does not match ``"a\\nb"``; ``^`` and ``$``
+  anchor at line starts and ends.
+- Data containing a NUL byte is binary and skipped; other bytes are decoded as UTF-8 with
+  invalid sequences replaced by U+FFFD.
+
+For speed the whole decoded text is searched at once and match offsets are mapped to line
+numbers by counting newlines; only a line whose match crossed a line break is re-checked on
+its own. Patterns whose meaning depends on what lies beyond the line (``\\A``, ``\\Z``,
+``\\G``, ``\\K``, lookarounds, atomic groups, possessive quantifiers) are searched line by
+line instead, which is slower but exact.
+
+With ``multiline=True`` the pattern runs over the whole text with ``.`` matching newlines
+(like ``rg -U --multiline-dotall``); every line a match touches is a matching line.
+
+Every call into the regex engine gets the time limit ``GrepOptions.timeout``; exceeding it
+raises :class:`~ctxfs.errors.SearchTimeoutError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, TypeVar
+
+import regex
+from ctxfs.errors import PatternError, SearchTimeoutError
+
+__all__ = [
+    "FileResult",
+    "GrepLine",
+    "GrepOptions",
+    "OutputMode",
+    "apply_paging",
+    "compile_pattern",
+    "search_file",
+]
+
+OutputMode = Literal["files_with_matches", "content", "count"]
+_OUTPUT_MODES: Final = ("files_with_matches", "content", "count")
+
+# Constructs that let a match depend on text outside its own line (or that cannot give back
+# what they consumed across a newline); their presence sends the search down the exact
+# line-by-line path. The check is lexical and errs towards the slow path.
+_CONTEXT_ESCAPES: Final = frozenset("AZGK")
+_CONTEXT_GROUPS: Final = ("(?=", "(?!", "(?<=", "(?<!", "(?>")
+_QUANTIFIER_ENDS: Final = frozenset("*+?}")
+
+_T = TypeVar("_T")
+_Span = tuple[int, int, int, bool]  # (line number, start offset, end offset, is_match)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrepOptions:
+    """What to search for and how to report it.
+
+    Attributes:
+        pattern: Regular expression (``regex`` module syntax), or a literal string when
+            ``fixed_strings`` is set.
+        fixed_strings: Treat ``pattern`` as a literal string.
+        ignore_case: Match case-insensitively, with full Unicode case folding.
+        multiline: Let matches span lines; ``.`` matches newlines too.
+        output_mode: ``"files_with_matches"`` stops at the first match of a file,
+            ``"count"`` counts, ``"content"`` also returns the lines.
+        before: Context lines before each match (``-B``); content mode only.
+        after: Context lines after each match (``-A``); content mode only.
+        max_line_chars: Longer returned lines are clipped to this many characters plus a
+            marker saying how long the line was.
+        timeout: Seconds allowed for each call into the regex engine.
+    """
+
+    pattern: str
+    fixed_strings: bool = False
+    ignore_case: bool = False
+    multiline: bool = False
+    output_mode: OutputMode = "files_with_matches"
+    before: int = 0
+    after: int = 0
+    max_line_chars: int = 2000
+    timeout: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.output_mode not in _OUTPUT_MODES:
+            raise ValueError(
+                f"output_mode must be one of {_OUTPUT_MODES}, not {self.output_mode!r}"
+            )
+        if self.before < 0 or self.after < 0:
+            raise ValueError("before and after must be 0 or more context lines")
+        if self.max_line_chars < 1:
+            raise ValueError("max_line_chars must be at least 1")
+        if not self.timeout > 0:
+            raise ValueError("timeout must be a positive number of seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class GrepLine:
+    """One output line of content mode.
+
+    Attributes:
+        line_number: 1-based line number in the file.
+        text: The line without its line ending, clipped to ``max_line_chars``.
+        is_match: True for a matching line, False for a context line.
+        gap_before: True when lines were skipped between the previous returned line of the
+            same file and this one while context was requested: print ``--`` before it.
+    """
+
+    line_number: int
+    text: str
+    is_match: bool
+    gap_before: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    """The outcome of searching one file.
+
+    Attributes:
+        path: The virtual path, as given to :func:`search_file`.
+        binary: True if the file was skipped as binary (then there are no matches).
+        match_count: Matching lines, or matches in multiline mode. In
+            ``files_with_matches`` mode the search stops at the first, so this is 0 or 1.
+        lines: Content mode only: matching and context lines in file order, each at most
+            once.
+    """
+
+    path: str
+    binary: bool = False
+    match_count: int = 0
+    lines: tuple[GrepLine, ...] = ()
+
+    @property
+    def matched(self) -> bool:
+        """True if the file has at least one match."""
+        return self.match_count > 0
+
+
+def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:
+    """Compile the search pattern once, for use with every file.
+
+    Args:
+        options: The search options; uses ``pattern``, ``fixed_strings``, ``ignore_case``
+            and ``multiline``.
+
+    Returns:
+        The compiled pattern, flags set for the search mode.
+
+    Raises:
+        PatternError: The regular expression is invalid; the message carries the regex
+            engine's own explanation.
+    """
+    source = regex.escape(options.pattern) if options.fixed_strings else options.pattern
+    flags = regex.MULTILINE
+    if options.ignore_case:
+        flags |= regex.IGNORECASE | regex.FULLCASE
+    if options.multiline:
+        flags |= regex.DOTALL
+    try:
+        return regex.compile(source, flags)
+    except regex.error as exc:
+        raise PatternError(
+            f"invalid regular expression {options.pattern!r}: {exc}; "
+            "to search for the text literally, use fixed_strings"
+        ) from exc
+
+
+def search_file(
+    path: str, data: bytes, compiled: regex.Pattern[str], options: GrepOptions
+) -> FileResult:
+    """Search the contents of one file.
+
+    Args:
+        path: The file's virtual path, used in the result and in error messages.
+        data: The file's bytes.
+        compiled: The pattern from :func:`compile_pattern` for the same ``options``.
+        options: The search options.
+
+    Returns:
+        The file's result; ``binary=True`` with no matches if ``data`` contains a NUL byte.
+
+    Raises:
+        SearchTimeoutError: A regex call ran past ``options.timeout``.
+    """
+    if b"\x00" in data:
+        return FileResult(path, binary=True)
+    text = data.decode("utf-8", errors="replace")
+    text = text.removeprefix("\ufeff")
+    if not text:
+        return FileResult(path)
+    # Dropping '\r' before each '\n' keeps line numbers and equals stripping it per line.
+    full = text.replace("\r\n", "\n") if "\r" in text else text
+    # The final newline ends the last line, it does not start another one.
+    body = full[:-1] if full.endswith("\n") else full.removesuffix("\r")
+    first_only = options.output_mode == "files_with_matches"
+    try:
+        if options.multiline:
+            spans, count = _multiline_spans(full, len(body), compiled, options.timeout, first_only)
+        elif _needs_line_loop(options):
+            spans = list(_line_loop_spans(body, compiled, options.timeout, first_only))
+            count = len(spans)
+        else:
+            spans = list(_fast_spans(body, compiled, options.timeout, first_only))
+            count = len(spans)
+    except TimeoutError as exc:
+        raise SearchTimeoutError(
+            f"searching {path} with pattern {options.pattern!r} ran past the "
+            f"{options.timeout:g} s time limit; the pattern probably backtracks "
+            "catastrophically, try a simpler pattern or fixed_strings",
+            path=path,
+        ) from exc
+    if options.output_mode != "content":
+        return FileResult(path, match_count=count)
+    lines = _with_context(body, spans, options.before, options.after)
+    gaps = options.before > 0 or options.after > 0
+    out: list[GrepLine] = []
+    previous = 0
+    for number, start, end, is_match in lines:
+        gap = gaps and previous > 0 and number > previous + 1
+        out.append(GrepLine(number, _clip(body[start:end], options.max_line_chars), is_match, gap))
+        previous = number
+    return FileResult(path, match_count=count, lines=tuple(out))
+
+
+def apply_paging(
+    items: Sequence[_T], offset: int = 0, head_limit: int | None = None
+) -> tuple[list[_T], bool]:
+    """Cut one page out of a result list (the tool layer's ``offset`` / ``head_limit``).
+
+    Args:
+        items: All results (file paths, output lines or count lines).
+        offset: How many leading items to skip.
+        head_limit: The most items to return; ``None`` or ``0`` means no limit.
+
+    Returns:
+        The page, and whether any items follow it.
+
+    Raises:
+        ValueError: ``offset`` or ``head_limit`` is negative.
+    """
+    if offset < 0 or (head_limit is not None and head_limit < 0):
+        raise ValueError("offset and head_limit must be 0 or more")
+    stop = len(items) if not head_limit else min(len(items), offset + head_limit)
+    return list(items[offset:stop]), stop < len(items)
+
+
+def _clip(line: str, limit: int) -> str:
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]} … [line clipped: {len(line)} chars]"
+
+
+def _needs_line_loop(options: GrepOptions) -> bool:
+    """Tell whether the pattern may look beyond its line (lexical, conservative)."""
+    if options.fixed_strings:
+        return False
+    pattern = options.pattern
+    if any(group in pattern for group in _CONTEXT_GROUPS):
+        return True
+    i = 0
+    while i < len(pattern) - 1:
+        ch, nxt = pattern[i], pattern[i + 1]
+        if ch == "\\":
+            if nxt in _CONTEXT_ESCAPES:
+                return True
+            i += 2
+            continue
+        if ch in _QUANTIFIER_ENDS and nxt == "+":
+            return True
+        i += 1
+    return False
+
+
+def _line_matches(line: str, compiled: regex.Pattern[str], timeout: float) -> bool:
+    return compiled.search(line, timeout=timeout) is not None
+
+
+def _fast_spans(
+    body: str, compiled: regex.Pattern[str], timeout: float, first_only: bool
+) -> Iterator[_Span]:
+    """Yield matching lines, searching the whole text and counting newlines."""
+    pos = 0  # always the start of a line
+    number = 1  # the line number at ``pos``
+    while pos <= len(body):
+        found = compiled.search(body, pos, timeout=timeout)
+        if found is None:
+            return
+        start = found.start()
+        breaks = body.count("\n", pos, start)
+        if breaks:
+            number += breaks
+            pos = body.rfind("\n", pos, start) + 1
+        end = body.find("\n", start)
+        end = len(body) if end == -1 else end
+        # A match that crossed a line break says nothing about line semantics: recheck
+        # this line on its own; later lines are searched afresh from the next line.
+        if found.end() <= end or _line_matches(body[pos:end], compiled, timeout):
+            yield number, pos, end, True
+            if first_only:
+                return
+        pos = end + 1
+        number += 1
+
+
+def _line_loop_spans(
+    body: str, compiled: regex.Pattern[str], timeout: float, first_only: bool
+) -> Iterator[_Span]:
+    """Yield matching lines, searching each line on its own (exact, slower)."""
+    pos = 0
+    for number, line in enumerate(body.split("\n"), start=1):
+        end = pos + len(line)
+        if _line_matches(line, compiled, timeout):
+            yield number, pos, end, True
+            if first_only:
+                return
+        pos = end + 1
+
+
+def _multiline_spans(
+    text: str, size: int, compiled: regex.Pattern[str], timeout: float, first_only: bool
+) -> tuple[list[_Span], int]:
+    """Return the lines touched by matches over the whole text, and the number of matches.
+
+    ``text`` keeps its final newline (a pattern may match it); ``size`` is the length
+    without it, so an empty match after that newline (on no line at all) is not counted.
+    """
+    spans: list[_Span] = []
+    count = 0
+    pos = 0
+    number = 1  # line number of ``line_start``
+    line_start = 0
+    last_line = 0  # last line number already in ``spans``
+    while pos <= size:
+        # One call per match (not one finditer) so the time limit applies to each match.
+        found = compiled.search(text, pos, timeout=timeout)
+        if found is None or found.start() > size:
+            break
+        count += 1
+        start, stop = found.span()
+        pos = stop if stop > start else stop + 1
+        number += text.count("\n", line_start, start)
+        line_start = text.rfind("\n", 0, start) + 1
+        last_char = max(start, stop - 1)
+        while True:  # every line from the match's first to the one holding its last char
+            end = text.find("\n", line_start, size)
+            end = size if end == -1 else end
+            if number > last_line:
+                spans.append((number, line_start, end, True))
+                last_line = number
+            if end >= last_char or end == size:
+                break
+            line_start = end + 1
+            number += 1
+        if first_only:
+            break
+    return spans, count
+
+
+def _with_context(body: str, matches: list[_Span], before: int, after: int) -> list[_Span]:
+    """Merge matching lines with their context lines, in order and without repeats."""
+    out: list[_Span] = []
+    last = 0  # last line number emitted
+    for index, (number, start, end, _) in enumerate(matches):
+        ahead: list[_Span] = []
+        line_start = start
+        for previous in range(number - 1, max(last, number - before - 1), -1):
+            line_end = line_start - 1
+            line_start = body.rfind("\n", 0, line_end) + 1
+            ahead.append((previous, line_start, line_end, False))
+        out.extend(reversed(ahead))
+        out.append((number, start, end, True))
+        limit = number + after
+        if index + 1 < len(matches):
+            limit = min(limit, matches[index + 1][0] - 1)
+        line_end = end
+        while number < limit and line_end < len(body):
+            line_start = line_end + 1
+            line_end = body.find("\n", line_start)
+            line_end = len(body) if line_end == -1 else line_end
+            number += 1
+            out.append((number, line_start, line_end, False))
+        last = number
+    return out

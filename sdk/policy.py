@@ -1,0 +1,283 @@
+"""What the context engine does, and when: validated, immutable settings.
+
+Every threshold is a :class:`Threshold`: either an absolute number of tokens or a fraction of
+``max_input_tokens``::
+
+    ContextPolicy(
+        max_input_tokens=200_000,
+        tool_results=ToolResultOffload(threshold=Threshold(tokens=20_000)),
+        tool_inputs=ToolInputOffload(trigger=Threshold(fraction=0.85), keep_messages=20),
+    )
+
+Plain dicts work wherever a settings object is expected (``trigger={"fraction": 0.85}``).
+Invalid settings raise ``pydantic.ValidationError`` (a ``ValueError``) at construction, with a
+message that says what to write instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "DEFAULT_EXEMPT_TOOLS",
+    "DEFAULT_OFFLOADED_ARGS",
+    "ContextPolicy",
+    "Threshold",
+    "ToolInputOffload",
+    "ToolResultOffload",
+]
+
+DEFAULT_EXEMPT_TOOLS: frozenset[str] = frozenset({"read_file", "grep", "glob", "ls"})
+"""Recovery tools: they page through large files instead of being offloaded."""
+
+DEFAULT_OFFLOADED_ARGS: Mapping[str, tuple[str, ...]] = {
+    "write_file": ("content",),
+    "edit_file": ("old_string", "new_string"),
+}
+"""Tool arguments saved to files when old tool inputs are offloaded."""
+
+
+class _Settings(BaseModel):
+    """Base of every settings model: frozen, keyword-only, unknown keys refused helpfully."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_raw(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            known = set(cls.model_fields)
+            for key in data:
+                if isinstance(key, str) and key not in known:
+                    close = difflib.get_close_matches(key, sorted(known), n=1)
+                    hint = f"did you mean {close[0]!r}? " if close else ""
+                    raise ValueError(
+                        f"{cls.__name__} has no setting {key!r}; {hint}"
+                        f"valid settings: {', '.join(sorted(known))}"
+                    )
+            cls._check_raw_mapping(data)
+        return data
+
+    @classmethod
+    def _check_raw_mapping(cls, data: Mapping[str, Any]) -> None:
+        """Hook for checks on the raw keyword arguments, after the unknown-key check."""
+
+
+class Threshold(_Settings):
+    """A token count, absolute or relative to the window. Set exactly one field.
+
+    Attributes:
+        tokens: An absolute number of tokens, e.g. ``Threshold(tokens=20_000)``.
+        fraction: A share of ``max_input_tokens`` in (0, 1], e.g. ``Threshold(fraction=0.85)``.
+    """
+
+    tokens: int | None = None
+    fraction: float | None = None
+
+    @classmethod
+    def _check_raw_mapping(cls, data: Mapping[str, Any]) -> None:
+        tokens, fraction = data.get("tokens"), data.get("fraction")
+        if tokens is not None and fraction is not None:
+            raise ValueError(
+                "set either tokens or fraction, not both: tokens=20_000 for an absolute count, "
+                "fraction=0.85 for a share of max_input_tokens"
+            )
+        if tokens is None and fraction is None:
+            raise ValueError(
+                "set tokens (an absolute count, e.g. tokens=20_000) or fraction (a share of "
+                "max_input_tokens, e.g. fraction=0.85)"
+            )
+        if tokens is not None:
+            _check_tokens(tokens)
+        if fraction is not None:
+            _check_fraction(fraction)
+
+    def resolve(self, max_input_tokens: int) -> int:
+        """Returns the threshold in tokens for a window of ``max_input_tokens``.
+
+        A fraction is rounded down, but never below 1 token.
+        """
+        if self.tokens is not None:
+            return self.tokens
+        assert self.fraction is not None  # guaranteed by validation
+        return max(1, int(self.fraction * max_input_tokens))
+
+    def describe(self) -> str:
+        """Returns the threshold as a user would write it, e.g. ``tokens=20000``."""
+        return f"tokens={self.tokens}" if self.tokens is not None else f"fraction={self.fraction}"
+
+
+def _check_tokens(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(
+            f"tokens must be a whole number of tokens, e.g. tokens=20_000; got {value!r}"
+        )
+    if isinstance(value, float) and 0 < value <= 1:
+        raise ValueError(
+            f"tokens={value} looks like a share of the window; write fraction={value} instead"
+        )
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"tokens must be a whole number, e.g. tokens={int(value)}; got {value}")
+    if value <= 0:
+        raise ValueError(f"tokens must be positive, e.g. tokens=20_000; got {value}")
+
+
+def _check_fraction(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"fraction must be a number in (0, 1], e.g. fraction=0.85; got {value!r}")
+    if 1 < value <= 100:
+        raise ValueError(
+            f"fraction must be in (0, 1]; for {value:g} % write fraction={value / 100:g}"
+        )
+    if not 0 < value <= 1:
+        raise ValueError(
+            f"fraction must be in (0, 1], e.g. fraction=0.85; for an absolute count write "
+            f"tokens=...; got {value}"
+        )
+
+
+class ToolResultOffload(_Settings):
+    """When a tool result is saved to a file and replaced by a pointer with a preview.
+
+    Attributes:
+        enabled: Turn result offloading off entirely with ``False``.
+        threshold: Results over this many tokens are offloaded (default 20,000 tokens).
+        preview_lines: How many first lines the pointer shows (default 10; 0 for none).
+        preview_line_chars: Each preview line is clipped to this many characters (default 200).
+        exempt_tools: Tools never offloaded: the recovery tools, which page instead, so that
+            reading an offloaded file back never offloads it again.
+    """
+
+    enabled: bool = True
+    threshold: Threshold = Field(default_factory=lambda: Threshold(tokens=20_000))
+    preview_lines: int = 10
+    preview_line_chars: int = 200
+    exempt_tools: frozenset[str] = DEFAULT_EXEMPT_TOOLS
+
+    @field_validator("preview_lines")
+    @classmethod
+    def _check_preview_lines(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"preview_lines must be 0 or more, e.g. preview_lines=10; got {value}")
+        return value
+
+    @field_validator("preview_line_chars")
+    @classmethod
+    def _check_preview_line_chars(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(
+                f"preview_line_chars must be at least 1, e.g. preview_line_chars=200; got {value}"
+            )
+        return value
+
+
+class ToolInputOffload(_Settings):
+    """When large arguments of old tool calls are saved to files and replaced by pointers.
+
+    Once the history's token count reaches ``trigger``, every offloadable argument outside the
+    ``keep_messages`` most recent messages is offloaded (not just enough to get under the
+    trigger: one larger change beats a trickle of small ones that defeat prompt caching).
+
+    Attributes:
+        enabled: Turn input offloading off entirely with ``False``.
+        trigger: Offload when the history reaches this many tokens (default 85 % of the
+            window).
+        keep_messages: The most recent messages, never touched (default 20).
+        args: Which string arguments of which tools are offloaded, by tool name.
+        min_chars: Arguments shorter than this many characters stay inline (default 2,000):
+            a pointer costs about as much as a small argument.
+    """
+
+    enabled: bool = True
+    trigger: Threshold = Field(default_factory=lambda: Threshold(fraction=0.85))
+    keep_messages: int = 20
+    args: dict[str, tuple[str, ...]] = Field(default_factory=lambda: dict(DEFAULT_OFFLOADED_ARGS))
+    min_chars: int = 2_000
+
+    @field_validator("keep_messages")
+    @classmethod
+    def _check_keep(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"keep_messages must be 0 or more, e.g. keep_messages=20; got {value}")
+        return value
+
+    @field_validator("min_chars")
+    @classmethod
+    def _check_min_chars(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"min_chars must be at least 1, e.g. min_chars=2_000; got {value}")
+        return value
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _check_args(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise ValueError(
+                'args maps tool names to argument names, e.g. args={"write_file": ["content"]}'
+            )
+        fixed: dict[Any, Any] = {}
+        for tool, names in value.items():
+            if isinstance(names, str):
+                raise ValueError(
+                    f"args[{tool!r}] must be a list of argument names; "
+                    f"write args={{{tool!r}: [{names!r}]}}"
+                )
+            fixed[tool] = tuple(names)
+        return fixed
+
+
+class ContextPolicy(_Settings):
+    """Everything the context engine is allowed to do, for one model's window.
+
+    Attributes:
+        max_input_tokens: The model's input window in tokens; fractions resolve against it.
+        tool_results: Offloading of large tool results (step 1).
+        tool_inputs: Offloading of large old tool inputs (step 2).
+    """
+
+    max_input_tokens: int
+    tool_results: ToolResultOffload = Field(default_factory=ToolResultOffload)
+    tool_inputs: ToolInputOffload = Field(default_factory=ToolInputOffload)
+    # --- summarization (step 3) -------------------------------------------------------------
+    # Issue 4 adds `summarization: Summarization = Field(default_factory=Summarization)` here,
+    # with its own triggers and keep window, validated the same way.
+
+    @field_validator("max_input_tokens", mode="before")
+    @classmethod
+    def _check_window(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(
+                "max_input_tokens must be the model's input window as a positive whole number "
+                f"of tokens, e.g. max_input_tokens=200_000; got {value!r}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> Self:
+        results = self.tool_results
+        # Only an explicit threshold is checked: the default (20,000 tokens) is capped at the
+        # window instead, so ContextPolicy(max_input_tokens=8_000) just works.
+        explicit = "threshold" in results.model_fields_set
+        if explicit and results.threshold.resolve(self.max_input_tokens) > self.max_input_tokens:
+            raise ValueError(
+                f"tool_results.threshold ({results.threshold.describe()}) is larger than "
+                f"max_input_tokens ({self.max_input_tokens}): a result that size could never "
+                "fit; use a smaller tokens value or a fraction, e.g. fraction=0.1"
+            )
+        return self
+
+    @property
+    def result_threshold_tokens(self) -> int:
+        """Tool results over this many tokens are offloaded (never more than the window)."""
+        return min(
+            self.tool_results.threshold.resolve(self.max_input_tokens), self.max_input_tokens
+        )
+
+    @property
+    def input_trigger_tokens(self) -> int:
+        """Tool inputs are offloaded once the history reaches this many tokens."""
+        return self.tool_inputs.trigger.resolve(self.max_input_tokens)

