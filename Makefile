@@ -18,8 +18,15 @@ lint: $(STAMP_DEV)
 	$(BIN)/ruff check sdk backends sandbox tests examples benchmarks
 	$(BIN)/ruff format --check sdk backends sandbox tests examples benchmarks
 
+# mypy cannot follow setuptools' package-dir mapping (ctxfs -> sdk/, ctxfs.backends ->
+# backends/, ...), so it checks a tree of symlinks laid out as the installed package.
+SHIM := $(VENV)/typeshim
 typecheck: $(STAMP_DEV)
-	$(BIN)/mypy
+	rm -rf $(SHIM) && mkdir -p $(SHIM)/ctxfs
+	for entry in sdk/*; do ln -s "$(CURDIR)/$$entry" $(SHIM)/ctxfs/; done
+	ln -s "$(CURDIR)/backends" $(SHIM)/ctxfs/backends
+	ln -s "$(CURDIR)/sandbox" $(SHIM)/ctxfs/sandbox
+	cd $(SHIM) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p ctxfs
 
 pytest: $(STAMP_DEV)
 	$(BIN)/python -m pytest -q

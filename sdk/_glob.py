@@ -103,7 +103,9 @@ def escape_glob(name: str) -> str:
         name: The literal name or relative path.
 
     Returns:
-        A glob pattern that matches exactly ``name`` (with ``/`` in it, anchored at the base).
+        A glob pattern with no wildcards left. Like any pattern, it is anchored at the base
+        if it contains ``/`` and matches the name at any depth otherwise; prefix ``/`` to
+        match exactly ``name``.
     """
     return "".join(f"[{ch}]" if ch in _SPECIAL else ch for ch in name)
 

@@ -25,7 +25,8 @@ With ``multiline=True`` the pattern runs over the whole text with ``.`` matching
 (like ``rg -U --multiline-dotall``); every line a match touches is a matching line.
 
 Every call into the regex engine gets the time limit ``GrepOptions.timeout``; exceeding it
-raises :class:`~ctxfs.errors.SearchTimeoutError`.
+raises :class:`~ctxfs.errors.SearchTimeoutError`. The fast path makes one call per chunk of
+about a million characters (or one longer line), so the limit does not shrink as files grow.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, TypeVar
 
 import regex
+
 from ctxfs.errors import PatternError, SearchTimeoutError
 
 __all__ = [
@@ -56,6 +58,7 @@ _OUTPUT_MODES: Final = ("files_with_matches", "content", "count")
 _CONTEXT_ESCAPES: Final = frozenset("AZGK")
 _CONTEXT_GROUPS: Final = ("(?=", "(?!", "(?<=", "(?<!", "(?>")
 _QUANTIFIER_ENDS: Final = frozenset("*+?}")
+_CHUNK_CHARS: Final = 1 << 20
 
 _T = TypeVar("_T")
 _Span = tuple[int, int, int, bool]  # (line number, start offset, end offset, is_match)
@@ -285,30 +288,50 @@ def _line_matches(line: str, compiled: regex.Pattern[str], timeout: float) -> bo
 
 
 def _fast_spans(
-    body: str, compiled: regex.Pattern[str], timeout: float, first_only: bool
+    body: str,
+    compiled: regex.Pattern[str],
+    timeout: float,
+    first_only: bool,
+    chunk_chars: int = _CHUNK_CHARS,
 ) -> Iterator[_Span]:
-    """Yield matching lines, searching the whole text and counting newlines."""
-    pos = 0  # always the start of a line
-    number = 1  # the line number at ``pos``
-    while pos <= len(body):
-        found = compiled.search(body, pos, timeout=timeout)
-        if found is None:
-            return
-        start = found.start()
-        breaks = body.count("\n", pos, start)
-        if breaks:
-            number += breaks
-            pos = body.rfind("\n", pos, start) + 1
-        end = body.find("\n", start)
-        end = len(body) if end == -1 else end
-        # A match that crossed a line break says nothing about line semantics: recheck
-        # this line on its own; later lines are searched afresh from the next line.
-        if found.end() <= end or _line_matches(body[pos:end], compiled, timeout):
-            yield number, pos, end, True
-            if first_only:
-                return
-        pos = end + 1
-        number += 1
+    """Yield matching lines, searching whole chunks of text and counting newlines.
+
+    ``finditer`` runs over line-aligned chunks of about ``chunk_chars`` so that the
+    time limit (which covers one whole ``finditer``) scales with the chunk, not the file.
+    """
+    size = len(body)
+    number, line_start = 1, 0  # a line start and its line number, moving forward
+    done_until = 0  # the start of the line after the last one reported
+    pos = 0  # always a line start
+    while pos <= size:
+        chunk_end = body.find("\n", pos + chunk_chars)
+        chunk_end = size if chunk_end == -1 else chunk_end
+        next_pos = chunk_end + 1
+        for found in compiled.finditer(body, pos, chunk_end, timeout=timeout):
+            start = found.start()
+            if start < done_until:
+                # A second match on a reported line: skip the rest of the line in one go
+                # rather than walk its matches (think of a pattern matching everywhere).
+                next_pos = done_until
+                break
+            breaks = body.count("\n", line_start, start)
+            if breaks:
+                number += breaks
+                line_start = body.rfind("\n", line_start, start) + 1
+            end = body.find("\n", start, chunk_end)
+            end = chunk_end if end == -1 else end
+            crossed = found.end() > end
+            # A match across a line break says nothing about line semantics: recheck the
+            # line on its own, then search afresh from the next line.
+            if not crossed or _line_matches(body[line_start:end], compiled, timeout):
+                yield number, line_start, end, True
+                if first_only:
+                    return
+            done_until = end + 1
+            if crossed:
+                next_pos = done_until
+                break
+        pos = next_pos
 
 
 def _line_loop_spans(

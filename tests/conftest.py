@@ -74,9 +74,7 @@ WorkspaceFactory = Callable[..., Workspace]
 
 
 @pytest.fixture(params=["memory", "local", "s3"])
-def make_workspace(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> WorkspaceFactory:
+def make_workspace(request: pytest.FixtureRequest, tmp_path: Path) -> WorkspaceFactory:
     """A factory of fresh workspaces on one backend; every test using it runs on all three."""
     backend = request.param
 
