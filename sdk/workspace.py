@@ -326,9 +326,7 @@ class Workspace:
                     f"{virtual} is a directory; give a file path inside it", path=virtual
                 )
             if create_only:
-                raise PathExistsError(
-                    f"{virtual} already exists and is write-once", path=virtual
-                )
+                raise PathExistsError(f"{virtual} already exists and is write-once", path=virtual)
         host = self._host(virtual)
         with translate_errors(virtual):
             if self._storage.is_local:
@@ -356,9 +354,7 @@ class Workspace:
             if os.path.lexists(temp):
                 os.unlink(temp)
 
-    def edit(
-        self, path: str, old: str, new: str, *, replace_all: bool = False
-    ) -> EditResult:
+    def edit(self, path: str, old: str, new: str, *, replace_all: bool = False) -> EditResult:
         """Replace exact text in a file.
 
         Args:
@@ -378,8 +374,7 @@ class Workspace:
                 path=virtual,
             )
         if old == new:
-            raise EditError("old_string and new_string are identical; nothing to do",
-                            path=virtual)
+            raise EditError("old_string and new_string are identical; nothing to do", path=virtual)
         text = self.read_text(virtual)
         count = text.count(old)
         if count == 0:
@@ -522,4 +517,3 @@ class Workspace:
                     continue
                 out.append(FileInfo(virtual, "file", size))
         return sorted(out, key=lambda f: f.path)
-
