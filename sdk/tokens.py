@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import tiktoken
@@ -100,69 +99,63 @@ def _compact_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-def _fingerprint(message: BaseMessage) -> tuple[object, ...]:
-    """What a cached count depends on, cheap to compare.
+def _fingerprint(message: BaseMessage) -> object:
+    """What a cached count depends on, cheap to build and to compare.
 
-    String content is kept by reference (str is immutable and ``==`` short-cuts on identity).
-    Lists of blocks and tool calls are mutable, so a shallow structural copy is kept; comparing
-    it with ``==`` is cheap because the copies share their (immutable) string leaves.
+    The parts are held by reference and compared with ``==``, which short-cuts on identity,
+    so an unchanged message costs a few pointer comparisons. String content is immutable, so
+    reassigning it is always seen. Lists (content blocks, tool calls) are snapshotted one level
+    deep, and each tool call's arguments by their top-level values: appending, removing or
+    replacing a block or a call, and ``call["args"]["k"] = v``, are all seen. Edits deeper
+    inside a block or an argument value are not: replace the message (as langgraph does)
+    rather than mutating it in place.
     """
     content = message.content
-    snapshot: object = content if isinstance(content, str) else _freeze(content)
-    calls: object = None
-    if isinstance(message, AIMessage):
-        calls = (_freeze(message.tool_calls), _freeze(message.invalid_tool_calls))
-    return (type(message), snapshot, calls)
-
-
-def _freeze(value: object) -> object:
-    """A deep, hashable-free snapshot of JSON-like data that shares its str/number leaves."""
-    if isinstance(value, dict):
-        return tuple((k, _freeze(v)) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(v) for v in value)
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    ref: weakref.ref[BaseMessage]
-    fingerprint: tuple[object, ...]
-    tokens: int
+    snapshot: object = content if type(content) is str else tuple(content)
+    # isinstance, not getattr: a missing attribute on a pydantic model is slow to report.
+    if not isinstance(message, AIMessage) or not (message.tool_calls or message.invalid_tool_calls):
+        return snapshot  # the common case: no tuple to build
+    calls, invalid = message.tool_calls, message.invalid_tool_calls
+    return (
+        snapshot,
+        tuple((c, c["name"], tuple(c["args"].values())) for c in calls),
+        tuple(invalid) if invalid else None,
+    )
 
 
 class _MessageCache:
     """Per-counter cache of message counts, keyed on object identity.
 
     langchain messages are mutable and unhashable, so the key is ``id(message)``. A stale hit
-    is impossible: the entry holds a weak reference that must still point at the very same
-    object (an id reused after garbage collection fails that check), and a fingerprint of the
-    content and tool calls that must still compare equal (a message edited in place, or given
-    new content, is recounted). Entries are dropped when their message is collected.
+    is prevented twice: the entry holds a weak reference that must still point at the very
+    same object (an id reused after garbage collection fails that check), and a fingerprint
+    (see :func:`_fingerprint`) that must still compare equal, so a message given new content
+    or new tool calls is recounted. Entries are dropped when their message is collected.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[int, _Entry] = {}
+        # id(message) -> (weak reference, fingerprint, tokens)
+        self.entries: dict[int, tuple[weakref.ref[BaseMessage], object, int]] = {}
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)
 
-    def get(self, message: BaseMessage, fingerprint: tuple[object, ...]) -> int | None:
-        entry = self._entries.get(id(message))
-        if entry is None or entry.ref() is not message or entry.fingerprint != fingerprint:
+    def get(self, message: BaseMessage, fingerprint: object) -> int | None:
+        entry = self.entries.get(id(message))
+        if entry is None or entry[0]() is not message or entry[1] != fingerprint:
             return None
-        return entry.tokens
+        return entry[2]
 
-    def put(self, message: BaseMessage, fingerprint: tuple[object, ...], tokens: int) -> None:
+    def put(self, message: BaseMessage, fingerprint: object, tokens: int) -> None:
         key = id(message)
-        entries = self._entries
+        entries = self.entries
 
         def _drop(ref: weakref.ref[BaseMessage]) -> None:
             current = entries.get(key)
-            if current is not None and current.ref is ref:
+            if current is not None and current[0] is ref:
                 del entries[key]
 
-        entries[key] = _Entry(weakref.ref(message, _drop), fingerprint, tokens)
+        entries[key] = (weakref.ref(message, _drop), fingerprint, tokens)
 
 
 class _CachedMessageCounting:
@@ -187,6 +180,9 @@ class _CachedMessageCounting:
         cached = self._cache.get(message, fingerprint)
         if cached is not None:
             return cached
+        return self._count_and_cache(message, fingerprint)
+
+    def _count_and_cache(self, message: BaseMessage, fingerprint: object) -> int:
         tokens = MESSAGE_OVERHEAD_TOKENS + sum(
             self.count_text(part) for part in message_text_parts(message) if part
         )
@@ -202,7 +198,17 @@ class _CachedMessageCounting:
         Returns:
             The sum of :meth:`count_message` over the messages.
         """
-        return sum(self.count_message(message) for message in messages)
+        # count_message inlined: this loop is the per-model-call hot path.
+        entries = self._cache.entries
+        total = 0
+        for message in messages:
+            fingerprint = _fingerprint(message)
+            entry = entries.get(id(message))
+            if entry is not None and entry[0]() is message and entry[1] == fingerprint:
+                total += entry[2]
+            else:
+                total += self._count_and_cache(message, fingerprint)
+        return total
 
 
 class TiktokenCounter(_CachedMessageCounting):

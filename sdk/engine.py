@@ -1,0 +1,279 @@
+"""The context engine: applies a :class:`~ctxfs.policy.ContextPolicy` to messages.
+
+Pure decisions (names, pointer texts, message surgery) live in :mod:`ctxfs.offload`; this
+module orchestrates them and does the workspace I/O. Every write is create-only and read back
+before a message is replaced, so a failed or corrupted write leaves the content inline and
+reports an :class:`~ctxfs.events.OffloadFailed` event: nothing is ever lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ctxfs.errors import PathExistsError, WorkspaceError
+from ctxfs.events import (
+    ContextEvent,
+    OffloadFailed,
+    OffloadResult,
+    ToolInputOffloaded,
+    ToolResultOffloaded,
+    ToolResultOutcome,
+)
+from ctxfs.offload import (
+    candidate_paths,
+    count_lines,
+    input_path,
+    input_pointer,
+    is_pointer,
+    offloadable_text,
+    replace_tool_arg,
+    result_path,
+    result_pointer,
+    target_path_of,
+)
+from ctxfs.policy import ContextPolicy
+from ctxfs.tokens import TokenCounter, as_token_counter, count_exceeding
+from ctxfs.workspace import Workspace
+
+__all__ = ["ContextEngine"]
+
+_WRITE_ERRORS = (WorkspaceError, OSError, UnicodeError)
+
+
+class _Unsaved(Exception):
+    """Internal: the text could not be saved; carries the reason and the path tried."""
+
+    def __init__(self, reason: str, path: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path = path
+
+
+class ContextEngine:
+    """Keeps a conversation inside its window by moving large content into a workspace.
+
+    Example:
+        >>> from ctxfs import ContextEngine, ContextPolicy, Workspace
+        >>> policy = ContextPolicy(max_input_tokens=200_000)
+        >>> engine = ContextEngine(Workspace("memory://demo"), policy)
+
+    Args:
+        workspace: Where offloaded content is written (the SDK's own, writable view).
+        policy: What to offload and when.
+        token_counter: A :class:`~ctxfs.tokens.TokenCounter`, a ``str -> int`` callable, or
+            ``None`` for exact cl100k_base counts. Reuse one engine per conversation so its
+            per-message cache pays off.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        policy: ContextPolicy,
+        token_counter: TokenCounter | Callable[[str], int] | None = None,
+    ) -> None:
+        self._workspace = workspace
+        self._policy = policy
+        self._counter = as_token_counter(token_counter)
+
+    @property
+    def workspace(self) -> Workspace:
+        """The workspace offloaded content goes to."""
+        return self._workspace
+
+    @property
+    def policy(self) -> ContextPolicy:
+        """The policy in force."""
+        return self._policy
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The token counter (with its per-message cache)."""
+        return self._counter
+
+    # -- step 1: tool results -------------------------------------------------------------
+
+    def offload_tool_result(self, message: ToolMessage, *, thread_id: str) -> ToolMessage:
+        """Returns ``message``, or a pointer to its saved content if it is too large.
+
+        A result is offloaded when its text is over the policy's threshold, its tool is not
+        exempt (recovery tools page instead), and it is not already a ctxfs pointer. The
+        returned message keeps the id, ``tool_call_id``, ``name``, ``status`` and
+        ``artifact``. On a failed write the input is returned unchanged.
+
+        Args:
+            message: The tool's result.
+            thread_id: The conversation it belongs to; names the folder it is saved in.
+        """
+        return self.offload_tool_result_detailed(message, thread_id=thread_id).message
+
+    def offload_tool_result_detailed(
+        self, message: ToolMessage, *, thread_id: str
+    ) -> ToolResultOutcome:
+        """Like :meth:`offload_tool_result`, and also says what happened.
+
+        Returns:
+            The message to keep and a :class:`~ctxfs.events.ToolResultOffloaded` or
+            :class:`~ctxfs.events.OffloadFailed` event (``None`` when nothing was tried).
+        """
+        settings = self._policy.tool_results
+        if not settings.enabled or message.name in settings.exempt_tools:
+            return ToolResultOutcome(message=message)
+        text = offloadable_text(message.content)
+        if text is None:
+            return ToolResultOutcome(message=message)
+        threshold = self._policy.result_threshold_tokens
+        tokens = count_exceeding(self._counter, text, threshold)
+        if tokens is None or is_pointer(text):
+            return ToolResultOutcome(message=message)
+        call_id = message.tool_call_id
+        try:
+            path = self._save(result_path(thread_id, call_id, text), text)
+        except _Unsaved as failure:
+            event = OffloadFailed(tool_call_id=call_id, reason=failure.reason, path=failure.path)
+            return ToolResultOutcome(message=message, event=event)
+        pointer = result_pointer(
+            path,
+            text,
+            tokens=tokens,
+            preview_lines=settings.preview_lines,
+            preview_line_chars=settings.preview_line_chars,
+        )
+        offloaded = ToolResultOffloaded(
+            tool_call_id=call_id,
+            tool_name=message.name,
+            path=path,
+            lines=count_lines(text),
+            chars=len(text),
+            tokens=tokens,
+            tokens_after=self._counter.count_text(pointer),
+        )
+        return ToolResultOutcome(
+            message=message.model_copy(update={"content": pointer}), event=offloaded
+        )
+
+    # -- step 2: tool inputs --------------------------------------------------------------
+
+    def offload_tool_inputs(
+        self, messages: Sequence[BaseMessage], *, thread_id: str
+    ) -> OffloadResult:
+        """Saves large arguments of old tool calls to files once the history is too long.
+
+        Nothing happens below the policy's trigger. At or above it, every configured string
+        argument (by default ``write_file.content``, ``edit_file.old_string/new_string``) of
+        at least ``min_chars`` characters, in AI messages older than the ``keep_messages``
+        most recent, is saved byte-exact and replaced by a pointer naming the saved copy and
+        the file the tool wrote. Pointers already in place are left alone, so running this
+        twice changes nothing. Messages are never mutated; replaced ones keep their id.
+
+        Args:
+            messages: The conversation history.
+            thread_id: The conversation it belongs to; names the folder inputs are saved in.
+
+        Returns:
+            The new list, one event per argument moved (or kept inline after a failure), and
+            the token counts before and after.
+        """
+        before = self._counter.count_messages(messages)
+        settings = self._policy.tool_inputs
+        out = list(messages)
+        if not settings.enabled or before < self._policy.input_trigger_tokens:
+            return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
+        events: list[ContextEvent] = []
+        for i in range(max(0, len(out) - settings.keep_messages)):
+            message = out[i]
+            if isinstance(message, AIMessage) and message.tool_calls:
+                out[i] = self._offload_call_args(message, thread_id, events)
+        after = self._counter.count_messages(out)
+        return OffloadResult(
+            messages=out, events=tuple(events), tokens_before=before, tokens_after=after
+        )
+
+    def _offload_call_args(
+        self, message: AIMessage, thread_id: str, events: list[ContextEvent]
+    ) -> AIMessage:
+        settings = self._policy.tool_inputs
+        for index, call in enumerate(message.tool_calls):
+            for arg in settings.args.get(call["name"], ()):
+                value = call["args"].get(arg)
+                if not isinstance(value, str) or len(value) < settings.min_chars:
+                    continue
+                if offloadable_text(value) is None or is_pointer(value):
+                    continue  # NUL-bearing text could not be read back; pointers stay
+                call_id = call["id"] or ""
+                try:
+                    path = self._save(input_path(thread_id, call_id, arg, value), value)
+                except _Unsaved as failure:
+                    events.append(
+                        OffloadFailed(
+                            tool_call_id=call_id, reason=failure.reason, path=failure.path, arg=arg
+                        )
+                    )
+                    continue
+                tokens = self._counter.count_text(value)
+                target = target_path_of(call["args"])
+                pointer = input_pointer(
+                    path,
+                    tool_name=call["name"],
+                    arg=arg,
+                    chars=len(value),
+                    tokens=tokens,
+                    target_path=target,
+                )
+                message = replace_tool_arg(message, index, arg, pointer)
+                events.append(
+                    ToolInputOffloaded(
+                        tool_call_id=call_id,
+                        tool_name=call["name"],
+                        arg=arg,
+                        path=path,
+                        target_path=target,
+                        chars=len(value),
+                        tokens=tokens,
+                    )
+                )
+        return message
+
+    # -- workspace I/O --------------------------------------------------------------------
+
+    def _save(self, first_choice: str, text: str) -> str:
+        """Writes ``text`` create-only at the first free or identical candidate path.
+
+        Returns:
+            The path that now holds exactly ``text`` (written now, or already there).
+
+        Raises:
+            _Unsaved: No candidate could be written and verified; the reason says why.
+        """
+        data = text.encode("utf-8") if text.isascii() else _encode(text, first_choice)
+        for path in candidate_paths(first_choice):
+            try:
+                self._workspace.write_bytes(path, data, create_only=True)
+            except PathExistsError:
+                if self._read(path) == data:
+                    return path  # same content already saved: idempotent
+                continue  # taken by different content: never overwrite, try the next name
+            except _WRITE_ERRORS as exc:
+                raise _Unsaved(f"could not write {path}: {exc}", path) from exc
+            if self._read(path) != data:
+                raise _Unsaved(f"{path} did not read back identical after writing", path)
+            return path
+        raise _Unsaved(
+            f"every candidate name next to {first_choice} holds different content", first_choice
+        )
+
+    def _read(self, path: str) -> bytes:
+        try:
+            return self._workspace.read_bytes(path)
+        except _WRITE_ERRORS as exc:
+            raise _Unsaved(f"could not read back {path}: {exc}", path) from exc
+
+
+def _encode(text: str, path: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Unsaved(
+            f"the text is not valid Unicode (lone surrogate at {exc.start})", path
+        ) from exc

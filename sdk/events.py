@@ -1,0 +1,132 @@
+"""Typed records of what the context engine did: events and results.
+
+Every event is a frozen dataclass deriving from :class:`ContextEvent`; match on the class::
+
+    for event in result.events:
+        match event:
+            case ToolResultOffloaded(path=path, tokens=tokens):
+                log.info("offloaded %s tokens to %s", tokens, path)
+            case OffloadFailed(reason=reason):
+                log.warning("kept inline: %s", reason)
+
+New kinds of events (summarization, archiving) are new subclasses; code that matches on the
+ones it knows keeps working.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+__all__ = [
+    "ContextEvent",
+    "OffloadFailed",
+    "OffloadResult",
+    "ToolInputOffloaded",
+    "ToolResultOffloaded",
+    "ToolResultOutcome",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextEvent:
+    """Base class of everything the engine reports."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultOffloaded(ContextEvent):
+    """A tool result was saved to a file and replaced by a pointer.
+
+    Attributes:
+        tool_call_id: The tool call the result answers.
+        tool_name: The tool's name, if the message carried it.
+        path: Where the full text lives in the workspace.
+        lines: Lines in the full text.
+        chars: Characters in the full text.
+        tokens: Tokens in the full text.
+        tokens_after: Tokens in the pointer that replaced it.
+    """
+
+    tool_call_id: str
+    tool_name: str | None
+    path: str
+    lines: int
+    chars: int
+    tokens: int
+    tokens_after: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolInputOffloaded(ContextEvent):
+    """One argument of an old tool call was saved to a file and replaced by a pointer.
+
+    Attributes:
+        tool_call_id: The tool call whose argument moved.
+        tool_name: The tool's name.
+        arg: The argument's name (e.g. ``content``).
+        path: Where the byte-exact copy lives in the workspace.
+        target_path: The file the tool itself wrote (its ``file_path`` argument), if known.
+        chars: Characters in the argument.
+        tokens: Tokens in the argument.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arg: str
+    path: str
+    target_path: str | None
+    chars: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffloadFailed(ContextEvent):
+    """Offloading was attempted but the content stayed inline; nothing was lost.
+
+    Attributes:
+        tool_call_id: The tool call concerned.
+        reason: What went wrong, for a log line.
+        path: The file that could not be written or verified, if one was chosen.
+        arg: For a tool input, the argument's name.
+    """
+
+    tool_call_id: str
+    reason: str
+    path: str | None = None
+    arg: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultOutcome:
+    """What :meth:`ContextEngine.offload_tool_result_detailed` returns.
+
+    Attributes:
+        message: The message to keep: a pointer, or the input itself when nothing moved.
+        event: What happened, or ``None`` when the result was small, exempt or a pointer.
+    """
+
+    message: ToolMessage
+    event: ContextEvent | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffloadResult:
+    """What :meth:`ContextEngine.offload_tool_inputs` returns.
+
+    Attributes:
+        messages: A new list; unchanged messages are the input objects themselves.
+        events: One event per argument moved or left inline after a failure.
+        tokens_before: Tokens of the input history.
+        tokens_after: Tokens of ``messages``.
+    """
+
+    messages: list[BaseMessage]
+    events: tuple[ContextEvent, ...] = field(default=())
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """Whether any message was replaced."""
+        return any(isinstance(e, ToolInputOffloaded) for e in self.events)

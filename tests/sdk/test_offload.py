@@ -1,0 +1,359 @@
+"""Offloading of tool results and tool inputs: exact texts, naming, create-only, fail-safe."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from _histories import snapshot
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from ctxfs import Workspace
+from ctxfs.engine import ContextEngine
+from ctxfs.errors import BackendError
+from ctxfs.events import OffloadFailed, ToolInputOffloaded, ToolResultOffloaded
+from ctxfs.offload import (
+    RESULT_TAG,
+    candidate_paths,
+    input_path,
+    is_json_text,
+    offloadable_text,
+    pointer_path,
+    result_path,
+    safe_name,
+)
+from ctxfs.policy import ContextPolicy
+
+THREAD = "thread-1"
+BIG = "".join(f"line {i}: " + "data " * 10 + "\n" for i in range(400))
+
+
+def _policy(**results: Any) -> ContextPolicy:
+    return ContextPolicy(
+        max_input_tokens=100_000,
+        tool_results={"threshold": {"tokens": 100}, **results},
+        tool_inputs={"trigger": {"tokens": 10}, "keep_messages": 2, "min_chars": 50},
+    )
+
+
+def _result(content: Any = BIG, *, call_id: str = "call_abc", name: str = "bash") -> ToolMessage:
+    return ToolMessage(
+        content=content,
+        tool_call_id=call_id,
+        name=name,
+        id="msg-7",
+        status="error",
+        artifact={"exit_code": 2},
+    )
+
+
+# -- pointer texts (what the model reads) --------------------------------------------------
+
+
+def test_result_pointer_text_is_pinned() -> None:
+    engine = ContextEngine(
+        Workspace("memory://pin"), _policy(preview_lines=2, preview_line_chars=20)
+    )
+    text = "first line\n" + "y" * 30 + "\nthird\n" + "filler words " * 100 + "\n"
+    out = engine.offload_tool_result(_result(text), thread_id=THREAD)
+    path = "/tool_results/thread-1-4b0a5fefc328e6b9/call_abc-ed01972d3c168ca7.txt"
+    assert out.content == (
+        "[ctxfs: tool result offloaded]\n"
+        f"The full result was saved to {path} (4 lines, 1,349 characters, 216 tokens)."
+        " It was too large to keep in the conversation.\n"
+        "Preview, lines 1-2 of 4 (long lines clipped):\n"
+        "first line\n"
+        "yyyyyyyyyyyyyyyyyyyy… [10 more characters]\n"
+        "[end of preview]\n"
+        f"To see more, call read_file on {path} with offset and limit (offset=2 continues"
+        " after the preview), or search it with grep."
+    )
+    assert isinstance(out.content, str)
+    assert out.content.startswith(RESULT_TAG + "\n")
+    assert pointer_path(out.content) == path
+    assert engine.workspace.read_text(path) == text
+
+
+def test_input_pointer_text_is_pinned() -> None:
+    engine = ContextEngine(Workspace("memory://pin2"), _policy())
+    content = "print('hello')\n" * 10
+    history = _write_history(content, call_id="call_w")
+    result = engine.offload_tool_inputs(history, thread_id=THREAD)
+    path = "/tool_inputs/thread-1-4b0a5fefc328e6b9/call_w-475c3be9b4f36690__content.txt"
+    tokens = engine.token_counter.count_text(content)
+    assert result.messages[1].tool_calls[0]["args"]["content"] == (  # type: ignore[attr-defined]
+        "[ctxfs: tool input offloaded] The content argument of this write_file call was saved"
+        f" byte-exact to {path} (150 characters, {tokens} tokens). The tool applied it to"
+        f" /src/app.py. Use read_file on {path} to see it."
+    )
+
+
+# -- naming --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ["", " "],
+        ["call/1", "call_1", "call 1", "call:1"],  # equal after sanitizing
+        ["a" * 300, "a" * 300 + "b", "a" * 299],  # equal after truncation
+        ["工具调用", "工具调", "ツール", "🙂"],  # unicode and CJK
+        ["..", ".", "../../etc/passwd"],
+    ],
+)
+def test_names_never_collide(ids: list[str]) -> None:
+    names = [safe_name(i) for i in ids]
+    assert len(set(names)) == len(ids)
+    for name in names:
+        assert all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
+        assert not name.startswith(".")
+        assert len(name) <= 40 + 17
+    assert safe_name("") == safe_name("")  # deterministic
+
+
+def test_thread_ids_are_sanitized_and_hashed() -> None:
+    a = result_path("../etc", "c", "x")
+    b = result_path("/etc", "c", "x")
+    assert a != b
+    assert a.startswith("/tool_results/_etc-")
+    assert a.count("/") == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "ext"),
+    [
+        ('{"a": 1}', "json"),
+        (" [1, 2]\n", "json"),
+        ('"just a string"', "txt"),
+        ("42", "txt"),
+        ("{not json", "txt"),
+        ("", "txt"),
+    ],
+)
+def test_extension_follows_content(text: str, ext: str) -> None:
+    assert result_path(THREAD, "c", text).endswith(f".{ext}")
+    assert input_path(THREAD, "c", "content", text).endswith(f".{ext}")
+    assert is_json_text(text) is (ext == "json")
+
+
+def test_candidate_names_are_deterministic() -> None:
+    assert list(candidate_paths("/r/t/a.txt", limit=3)) == [
+        "/r/t/a.txt",
+        "/r/t/a.2.txt",
+        "/r/t/a.3.txt",
+    ]
+
+
+def test_odd_argument_names_are_sanitized() -> None:
+    path = input_path(THREAD, "c", "../weird arg", "x")
+    assert "/../" not in path
+    assert path.count("/") == 3
+
+
+# -- result offload -------------------------------------------------------------------------
+
+
+def test_offload_preserves_ids_and_fields(workspace: Workspace) -> None:
+    engine = ContextEngine(workspace, _policy())
+    message = _result()
+    outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD)
+    out = outcome.message
+    assert out is not message
+    assert message.content == BIG  # input not mutated
+    assert (out.id, out.tool_call_id, out.name, out.status, out.artifact) == (
+        "msg-7",
+        "call_abc",
+        "bash",
+        "error",
+        {"exit_code": 2},
+    )
+    event = outcome.event
+    assert isinstance(event, ToolResultOffloaded)
+    assert (event.lines, event.chars) == (400, len(BIG))
+    assert event.tokens == engine.token_counter.count_text(BIG)
+    assert event.tokens_after == engine.token_counter.count_text(str(out.content))
+    assert workspace.read_bytes(event.path) == BIG.encode()
+
+
+def test_offloading_again_is_a_no_op(workspace: Workspace) -> None:
+    engine = ContextEngine(workspace, _policy())
+    first = engine.offload_tool_result(_result(), thread_id=THREAD)
+    files = snapshot(workspace)
+    again = engine.offload_tool_result(_result(), thread_id=THREAD)  # crash-resume re-run
+    assert again == first
+    assert snapshot(workspace) == files
+    assert engine.offload_tool_result(first, thread_id=THREAD) is first  # a pointer stays
+
+
+def test_different_content_under_the_same_id_never_overwrites(workspace: Workspace) -> None:
+    engine = ContextEngine(workspace, _policy())
+    first = engine.offload_tool_result_detailed(_result(BIG), thread_id=THREAD).event
+    second = engine.offload_tool_result_detailed(_result(BIG + "more\n"), thread_id=THREAD).event
+    assert isinstance(first, ToolResultOffloaded)
+    assert isinstance(second, ToolResultOffloaded)
+    assert second.path == first.path.replace(".txt", ".2.txt")
+    assert workspace.read_text(first.path) == BIG
+    assert workspace.read_text(second.path) == BIG + "more\n"
+
+
+def test_small_exempt_and_non_text_results_stay() -> None:
+    engine = ContextEngine(Workspace("memory://stay"), _policy())
+    small = _result("ok")
+    exempt = _result(BIG, name="read_file")
+    image = _result([{"type": "text", "text": BIG}, {"type": "image", "url": "http://x"}])
+    nul = _result(BIG + "\x00")
+    for message in (small, exempt, image, nul):
+        assert engine.offload_tool_result(message, thread_id=THREAD) is message
+    assert snapshot(engine.workspace) == {}
+
+
+def test_all_text_blocks_are_offloaded_as_their_text() -> None:
+    engine = ContextEngine(Workspace("memory://blocks"), _policy())
+    blocks = [{"type": "text", "text": BIG}, "tail\n"]
+    assert offloadable_text(blocks) == BIG + "tail\n"
+    out = engine.offload_tool_result(_result(blocks), thread_id=THREAD)
+    path = pointer_path(str(out.content))
+    assert path is not None
+    assert engine.workspace.read_text(path) == BIG + "tail\n"
+
+
+def test_disabled_result_offload() -> None:
+    engine = ContextEngine(Workspace("memory://off"), _policy(enabled=False))
+    message = _result()
+    assert engine.offload_tool_result(message, thread_id=THREAD) is message
+
+
+class _BrokenWorkspace(Workspace):
+    """A real memory workspace whose writes fail, as a full or unreachable store would."""
+
+    def write_bytes(self, path: str, data: bytes, *, create_only: bool = False) -> Any:
+        raise BackendError("the storage could not be reached", path=path)
+
+
+class _CorruptingWorkspace(Workspace):
+    """A real memory workspace that stores something else than it was given."""
+
+    def write_bytes(self, path: str, data: bytes, *, create_only: bool = False) -> Any:
+        return super().write_bytes(path, data[:-1], create_only=create_only)
+
+
+@pytest.mark.parametrize(
+    ("workspace_class", "reason"),
+    [
+        (_BrokenWorkspace, "could not write /tool_results/"),
+        (_CorruptingWorkspace, "did not read back identical after writing"),
+    ],
+)
+def test_failed_writes_keep_the_content_inline(
+    workspace_class: type[Workspace], reason: str
+) -> None:
+    engine = ContextEngine(workspace_class("memory://broken"), _policy())
+    message = _result()
+    outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD)
+    assert outcome.message is message
+    assert isinstance(outcome.event, OffloadFailed)
+    assert reason in outcome.event.reason
+    assert outcome.event.tool_call_id == "call_abc"
+
+
+# -- input offload -------------------------------------------------------------------------
+
+
+def _write_history(content: str, *, call_id: str = "call_w") -> list[BaseMessage]:
+    call = {"name": "write_file", "args": {"file_path": "/src/app.py", "content": content}}
+    return [
+        HumanMessage("write the app", id="h1"),
+        AIMessage(content="", tool_calls=[{**call, "id": call_id}], id="a1"),
+        ToolMessage("written", tool_call_id=call_id, name="write_file", id="t1"),
+        HumanMessage("thanks", id="h2"),
+        AIMessage("done", id="a2"),
+    ]
+
+
+def test_input_offload_replaces_old_arguments_only() -> None:
+    engine = ContextEngine(Workspace("memory://in"), _policy())
+    content = "x = 1\n" * 100
+    recent = AIMessage(
+        content="",
+        tool_calls=[{"name": "write_file", "args": {"content": content}, "id": "new"}],
+        id="a3",
+    )
+    history = [*_write_history(content), recent]
+    result = engine.offload_tool_inputs(history, thread_id=THREAD)
+    assert [type(e) for e in result.events] == [ToolInputOffloaded]
+    event = result.events[0]
+    assert isinstance(event, ToolInputOffloaded)
+    assert (event.tool_call_id, event.arg, event.target_path) == (
+        "call_w",
+        "content",
+        "/src/app.py",
+    )
+    assert engine.workspace.read_text(event.path) == content
+    assert result.messages[-1] is history[-1]  # inside the keep window
+    assert result.messages[0] is history[0]
+    assert result.messages[1].id == "a1"
+    assert history[1].tool_calls[0]["args"]["content"] == content  # type: ignore[attr-defined]
+    assert result.tokens_after < result.tokens_before
+    again = engine.offload_tool_inputs(result.messages, thread_id=THREAD)
+    assert again.messages == result.messages
+    assert again.events == ()
+
+
+def test_below_the_trigger_nothing_moves() -> None:
+    policy = ContextPolicy(max_input_tokens=100_000)
+    engine = ContextEngine(Workspace("memory://below"), policy)
+    history = _write_history("x = 1\n" * 1_000)
+    result = engine.offload_tool_inputs(history, thread_id=THREAD)
+    assert result.messages == history
+    assert result.events == ()
+    assert result.tokens_before == result.tokens_after
+
+
+def test_short_arguments_stay_inline() -> None:
+    engine = ContextEngine(Workspace("memory://short"), _policy())
+    history = _write_history("tiny")
+    assert engine.offload_tool_inputs(history, thread_id=THREAD).events == ()
+
+
+def test_provider_copies_of_the_arguments_stay_consistent() -> None:
+    engine = ContextEngine(Workspace("memory://prov"), _policy())
+    content = "y = 2\n" * 50
+    args = {"file_path": "/b.py", "content": content}
+    message = AIMessage(
+        content=[
+            {"type": "text", "text": "Writing."},
+            {"type": "tool_use", "id": "c9", "name": "write_file", "input": args},
+        ],
+        tool_calls=[{"name": "write_file", "args": args, "id": "c9"}],
+        additional_kwargs={
+            "tool_calls": [
+                {
+                    "id": "c9",
+                    "type": "function",
+                    "function": {"name": "write_file", "arguments": json.dumps(args)},
+                }
+            ]
+        },
+        id="a1",
+    )
+    history: list[BaseMessage] = [message, HumanMessage("1"), HumanMessage("2")]
+    out = engine.offload_tool_inputs(history, thread_id=THREAD).messages[0]
+    assert isinstance(out, AIMessage)
+    pointer = out.tool_calls[0]["args"]["content"]
+    assert pointer_path(pointer) is not None
+    assert out.content[1]["input"]["content"] == pointer  # type: ignore[index]
+    raw = out.additional_kwargs["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(raw) == {"file_path": "/b.py", "content": pointer}
+    assert message.content[1]["input"]["content"] == content  # type: ignore[index]
+
+
+def test_failed_input_write_keeps_the_argument() -> None:
+    engine = ContextEngine(_BrokenWorkspace("memory://broken-in"), _policy())
+    history = _write_history("z" * 500)
+    result = engine.offload_tool_inputs(history, thread_id=THREAD)
+    assert result.messages == history
+    assert len(result.events) == 1
+    event = result.events[0]
+    assert isinstance(event, OffloadFailed)
+    assert (event.tool_call_id, event.arg) == ("call_w", "content")

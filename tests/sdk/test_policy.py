@@ -1,0 +1,142 @@
+"""ContextPolicy: defaults, thresholds, and every validation message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from ctxfs.policy import (
+    DEFAULT_EXEMPT_TOOLS,
+    ContextPolicy,
+    Threshold,
+    ToolInputOffload,
+    ToolResultOffload,
+)
+
+
+def test_defaults() -> None:
+    policy = ContextPolicy(max_input_tokens=200_000)
+    assert policy.tool_results.threshold == Threshold(tokens=20_000)
+    assert policy.tool_results.preview_lines == 10
+    assert policy.tool_results.preview_line_chars == 200
+    assert policy.tool_results.exempt_tools == {"read_file", "grep", "glob", "ls"}
+    assert policy.tool_results.exempt_tools == DEFAULT_EXEMPT_TOOLS
+    assert policy.tool_inputs.trigger == Threshold(fraction=0.85)
+    assert policy.tool_inputs.keep_messages == 20
+    assert policy.tool_inputs.min_chars == 2_000
+    assert policy.tool_inputs.args == {
+        "write_file": ("content",),
+        "edit_file": ("old_string", "new_string"),
+    }
+    assert policy.result_threshold_tokens == 20_000
+    assert policy.input_trigger_tokens == 170_000
+
+
+def test_fraction_and_absolute_thresholds_resolve() -> None:
+    assert Threshold(tokens=5_000).resolve(100_000) == 5_000
+    assert Threshold(fraction=0.5).resolve(100_000) == 50_000
+    assert Threshold(fraction=0.001).resolve(10) == 1  # never 0
+    policy = ContextPolicy(
+        max_input_tokens=100_000,
+        tool_results={"threshold": {"fraction": 0.1}},
+        tool_inputs=ToolInputOffload(trigger=Threshold(tokens=60_000)),
+    )
+    assert policy.result_threshold_tokens == 10_000
+    assert policy.input_trigger_tokens == 60_000
+
+
+def test_default_result_threshold_is_capped_at_a_small_window() -> None:
+    assert ContextPolicy(max_input_tokens=8_000).result_threshold_tokens == 8_000
+
+
+def test_settings_are_frozen_and_keyword_only() -> None:
+    policy = ContextPolicy(max_input_tokens=1_000)
+    with pytest.raises(ValidationError, match="frozen"):
+        policy.max_input_tokens = 5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        ContextPolicy(1_000)  # type: ignore[misc]
+
+
+def test_lists_become_immutable_collections() -> None:
+    settings = ToolResultOffload(exempt_tools=["read_file"])  # type: ignore[arg-type]
+    assert settings.exempt_tools == frozenset({"read_file"})
+    inputs = ToolInputOffload(args={"write": ["body", "title"]})  # type: ignore[dict-item]
+    assert inputs.args == {"write": ("body", "title")}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"fraction": 85}, "fraction must be in (0, 1]; for 85 % write fraction=0.85"),
+        ({"fraction": 0}, "fraction must be in (0, 1], e.g. fraction=0.85; for an absolute"),
+        ({"fraction": 250}, "fraction must be in (0, 1], e.g. fraction=0.85"),
+        ({"fraction": "a lot"}, "fraction must be a number in (0, 1]"),
+        ({"tokens": 0.85}, "tokens=0.85 looks like a share of the window; write fraction=0.85"),
+        ({"tokens": 1.5e3 + 0.5}, "tokens must be a whole number, e.g. tokens=1500"),
+        ({"tokens": -1}, "tokens must be positive, e.g. tokens=20_000; got -1"),
+        ({"tokens": True}, "tokens must be a whole number of tokens"),
+        ({"tokens": 10, "fraction": 0.5}, "set either tokens or fraction, not both"),
+        ({}, "set tokens (an absolute count, e.g. tokens=20_000) or fraction"),
+        ({"token": 5}, "Threshold has no setting 'token'; did you mean 'tokens'?"),
+    ],
+)
+def test_threshold_messages(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Threshold(**kwargs)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_input_tokens": 0}, "max_input_tokens must be the model's input window"),
+        ({"max_input_tokens": 0.5}, "e.g. max_input_tokens=200_000; got 0.5"),
+        (
+            {"max_input_tokens": 1_000, "tool_result": {}},
+            "ContextPolicy has no setting 'tool_result'; did you mean 'tool_results'?",
+        ),
+        (
+            {"max_input_tokens": 1_000, "tool_results": {"threshold": {"tokens": 5_000}}},
+            "tool_results.threshold (tokens=5000) is larger than max_input_tokens (1000)",
+        ),
+        (
+            {"max_input_tokens": 1_000, "tool_inputs": {"trigger": {"fraction": 85}}},
+            "for 85 % write fraction=0.85",
+        ),
+        (
+            {"max_input_tokens": 1_000, "tool_results": {"preview_lines": -1}},
+            "preview_lines must be 0 or more, e.g. preview_lines=10",
+        ),
+        (
+            {"max_input_tokens": 1_000, "tool_results": {"preview_line_chars": 0}},
+            "preview_line_chars must be at least 1, e.g. preview_line_chars=200",
+        ),
+        (
+            {"max_input_tokens": 1_000, "tool_results": {"exempt": ["x"]}},
+            "did you mean 'exempt_tools'?",
+        ),
+        (
+            {"max_input_tokens": 1_000, "tool_inputs": {"keep_messages": -3}},
+            "keep_messages must be 0 or more, e.g. keep_messages=20",
+        ),
+        (
+            {"max_input_tokens": 1_000, "tool_inputs": {"min_chars": 0}},
+            "min_chars must be at least 1, e.g. min_chars=2_000",
+        ),
+        (
+            {"max_input_tokens": 1_000, "tool_inputs": {"args": {"write_file": "content"}}},
+            "args['write_file'] must be a list of argument names; "
+            "write args={'write_file': ['content']}",
+        ),
+        (
+            {"max_input_tokens": 1_000, "tool_inputs": {"args": ["write_file"]}},
+            'args maps tool names to argument names, e.g. args={"write_file": ["content"]}',
+        ),
+    ],
+)
+def test_policy_messages(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        ContextPolicy(**kwargs)
+    assert message in str(info.value)
