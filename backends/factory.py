@@ -52,8 +52,9 @@ def open_storage(
         The opened storage. A local root folder is created if it does not exist yet.
 
     Raises:
-        ValueError: ``root`` was given with a path/URL, or ``storage_options`` with a
-            filesystem.
+        ValueError: ``root`` was given with a path/URL, ``storage_options`` with a
+            filesystem object or with a local/memory target (which use none), or the URL's
+            protocol is unknown.
         ImportError: The URL's protocol needs an extra that is not installed (the message
             names it, e.g. ``pip install 'ctxfs[s3]'``).
     """
@@ -77,29 +78,45 @@ def open_storage(
         )
     text = os.fspath(target)
     if "://" not in text or text.startswith("file://") or text.startswith("local://"):
+        _refuse_options(options, "a local folder")
         path = text.split("://", 1)[1] if "://" in text else text
         local_root = os.path.abspath(os.path.expanduser(path))
         os.makedirs(local_root, exist_ok=True)
-        return Storage(LocalFileSystem(**options), local_root, local_root, True)
+        return Storage(LocalFileSystem(), local_root, local_root, True)
     protocol, rest = text.split("://", 1)
     if protocol == "memory":
+        _refuse_options(options, "a memory:// workspace")
         # A private store: fsspec's memory filesystem is global by default.
-        fs: AbstractFileSystem = MemoryFileSystem(
-            global_store=False, skip_instance_cache=True, **options
-        )
+        fs: AbstractFileSystem = MemoryFileSystem(global_store=False, skip_instance_cache=True)
         name = rest.strip("/")
         return Storage(fs, f"/{name}" if name else "", text, False)
     if protocol in ("s3", "s3a"):
         try:
             import s3fs
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "S3 workspaces need s3fs: pip install 'ctxfs[s3]'"
-            ) from exc
+            raise ImportError("S3 workspaces need s3fs: pip install 'ctxfs[s3]'") from exc
         options.setdefault("skip_instance_cache", True)
         options.setdefault("use_listings_cache", False)
         fs = s3fs.S3FileSystem(**options)
         return Storage(fs, rest.rstrip("/"), text, False)
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except ValueError:
+        raise ValueError(
+            f"unknown storage protocol {protocol!r} in {text!r}; give a local folder, "
+            "memory://name, s3://bucket/prefix or another URL that fsspec knows "
+            "(fsspec.available_protocols()), or pass an fsspec filesystem object"
+        ) from None
     options.setdefault("skip_instance_cache", True)
     fs, fs_root = fsspec.url_to_fs(text, **options)
     return Storage(fs, fs_root.rstrip("/"), text, isinstance(fs, LocalFileSystem))
+
+
+def _refuse_options(options: Mapping[str, Any], what: str) -> None:
+    # fsspec's local and memory filesystems accept any keyword and ignore it; a typo such as
+    # ``endpoint_urll`` must not pass silently.
+    if options:
+        raise ValueError(
+            f"storage_options {sorted(options)} are not used by {what}; remove them "
+            "(they configure remote storage such as s3://)"
+        )

@@ -114,7 +114,10 @@ def is_within(path: str, prefix: str) -> bool:
 
 
 def relative_to(path: str, base: str) -> str:
-    """``path`` relative to ``base`` (both normalised, ``path`` within ``base``), no leading ``/``."""
+    """``path`` relative to ``base``, without a leading ``/``.
+
+    Both must be normalised and ``path`` must lie within ``base``.
+    """
     if base == "/":
         return path[1:]
     if path == base:

@@ -22,6 +22,7 @@ from ctxfs.errors import (
     PathExistsError,
     PathNotFoundError,
     ReadOnlyPathError,
+    UnsafePathError,
 )
 from ctxfs.results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs.sandbox import Limits, check_host_path, host_path, is_within, normalize_path
@@ -39,6 +40,7 @@ class Workspace:
     Example:
         >>> ws = Workspace("memory://demo")
         >>> ws.write_text("/notes/todo.md", "- fix the parser\\n")
+        FileInfo(path='/notes/todo.md', type='file', size=17)
         >>> ws.read_text("/notes/todo.md")
         '- fix the parser\\n'
 
@@ -223,8 +225,11 @@ class Workspace:
             if self._storage.is_local and os.path.islink(str(raw["name"])):
                 try:
                     check_host_path(self._real_root, str(raw["name"]), info.path)
-                except Exception:
+                except UnsafePathError:
                     continue  # a link leading outside is not part of the workspace
+                if os.path.isdir(str(raw["name"])):
+                    # fsspec types a link by the link itself; info() follows it, so must ls.
+                    info = FileInfo(info.path, "directory")
             result.append(info)
         return sorted(result, key=lambda i: i.path)
 
@@ -318,7 +323,7 @@ class Workspace:
         virtual = self._writable(path)
         try:
             existing: FileInfo | None = self._info(virtual)
-        except PathNotFoundError:
+        except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above it
             existing = None
         if existing is not None:
             if existing.is_dir:
@@ -327,6 +332,8 @@ class Workspace:
                 )
             if create_only:
                 raise PathExistsError(f"{virtual} already exists and is write-once", path=virtual)
+        else:
+            self._check_no_file_above(virtual)
         host = self._host(virtual)
         with translate_errors(virtual):
             if self._storage.is_local:
@@ -337,10 +344,29 @@ class Workspace:
                 self.fs.pipe_file(host, data)
         return FileInfo(virtual, "file", len(data))
 
+    def _check_no_file_above(self, virtual: str) -> None:
+        # Object stores would happily create "a.txt/b" next to the object "a.txt", leaving one
+        # path that is both a file and a folder; refuse it the same way on every backend.
+        parent = virtual.rsplit("/", 1)[0] or "/"
+        while parent != "/":
+            try:
+                above = self._info(parent)
+            except (PathNotFoundError, NotADirectoryPathError):
+                parent = parent.rsplit("/", 1)[0] or "/"
+                continue
+            if not above.is_dir:
+                raise NotADirectoryPathError(
+                    f"{parent} is a file, so {virtual} cannot be created inside it; "
+                    "choose another path",
+                    path=virtual,
+                )
+            return
+
     def _write_local(self, host: str, data: bytes, create_only: bool) -> None:
         folder = os.path.dirname(host)
         os.makedirs(folder, exist_ok=True)
-        temp = os.path.join(folder, f".{os.path.basename(host)[:200]}.{uuid.uuid4().hex}.tmp")
+        # A fixed-length name: the target's own name may already be at the 255-byte limit.
+        temp = os.path.join(folder, f".ctxfs-{uuid.uuid4().hex}.tmp")
         try:
             with open(temp, "xb") as handle:
                 handle.write(data)

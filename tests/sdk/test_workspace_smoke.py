@@ -1,7 +1,35 @@
-from ctxfs import Workspace
+"""The Workspace end to end, as a user first meets it: the docstring example and one session."""
+
+from __future__ import annotations
+
+import doctest
+
+import ctxfs.workspace
+from ctxfs import FileInfo, Workspace
 
 
-def test_write_read_roundtrip(workspace: Workspace) -> None:
-    workspace.write_text("/a/b.txt", "hello\nworld\n")
-    assert workspace.read_text("/a/b.txt") == "hello\nworld\n"
-    assert [i.path for i in workspace.ls("/")] == ["/a"]
+def test_the_workspace_docstring_example_runs() -> None:
+    finder = doctest.DocTestFinder()
+    tests = [t for t in finder.find(ctxfs.workspace.Workspace, "Workspace") if t.examples]
+    assert tests, "the Workspace docstring lost its example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in tests:
+        runner.run(test)
+    assert runner.failures == 0
+
+
+def test_a_short_session_on_every_backend(workspace: Workspace) -> None:
+    workspace.write_text("/notes/todo.md", "- fix the parser\n- write tests\n")
+    workspace.edit("/notes/todo.md", "- write tests", "- write more tests")
+    workspace.write_text("/tool_results/t1/call_1.txt", "big output\n" * 3, create_only=True)
+    agent_view = workspace.view(read_only=["/tool_results"])
+
+    assert [e.path for e in agent_view.ls("/")] == ["/notes", "/tool_results"]
+    page = agent_view.read_lines("/notes/todo.md", limit=1)
+    assert page.lines == ("- fix the parser",)
+    assert page.next_offset == 1
+    assert agent_view.read_lines("/tool_results/t1/call_1.txt").total_lines == 3
+    assert agent_view.info("/notes/todo.md") == FileInfo(
+        "/notes/todo.md", "file", len("- fix the parser\n- write more tests\n")
+    )
+    assert repr(workspace).startswith("Workspace(")

@@ -1,0 +1,108 @@
+"""Opening a workspace target: local paths, file:// URLs, memory://, filesystem objects."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from fsspec.implementations.local import LocalFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
+
+from ctxfs import Workspace
+from ctxfs.backends import open_storage
+
+
+def test_a_bare_path_creates_the_folder_and_is_local(tmp_path: Path) -> None:
+    target = tmp_path / "does" / "not" / "exist"
+    workspace = Workspace(target)
+    assert target.is_dir()
+    assert workspace.is_local
+    assert workspace.url == str(target)
+    workspace.write_text("/f.txt", "on disk")
+    assert (target / "f.txt").read_text() == "on disk"
+
+
+def test_a_string_path_and_a_relative_path_are_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    workspace = Workspace("rel/ws")
+    assert workspace.url == str(tmp_path / "rel" / "ws")
+    assert (tmp_path / "rel" / "ws").is_dir()
+
+
+def test_a_file_url_opens_the_local_folder(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "existing.txt").write_text("already here")
+    workspace = Workspace(f"file://{tmp_path / 'ws'}")
+    assert workspace.is_local
+    assert workspace.read_text("/existing.txt") == "already here"
+    assert isinstance(workspace.fs, LocalFileSystem)
+
+
+def test_a_memory_url_is_a_private_in_memory_store() -> None:
+    workspace = Workspace("memory://scratch")
+    assert not workspace.is_local
+    assert workspace.url == "memory://scratch"
+    assert isinstance(workspace.fs, MemoryFileSystem)
+    workspace.write_text("/a.txt", "x")
+    assert Workspace("memory://scratch").ls("/") == []
+    # fsspec's process-wide memory store stays untouched.
+    assert not any("scratch" in key for key in MemoryFileSystem.store)
+
+
+def test_a_bare_memory_url_works_at_the_store_root() -> None:
+    workspace = Workspace("memory://")
+    workspace.write_text("/dir/a.txt", "x")
+    assert [e.path for e in workspace.ls("/")] == ["/dir"]
+    assert workspace.read_text("/dir/a.txt") == "x"
+
+
+def test_an_unknown_protocol_is_refused_with_a_clear_message() -> None:
+    with pytest.raises(ValueError, match=r"unknown storage protocol 'nosuchproto'") as caught:
+        Workspace("nosuchproto://bucket/x")
+    assert "memory://" in str(caught.value) and "s3://" in str(caught.value)
+
+
+def test_root_with_a_url_or_path_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"root= is only for a filesystem object; put the folder"):
+        Workspace("memory://x", root="/inner")
+    with pytest.raises(ValueError, match=r"root= is only for a filesystem object"):
+        Workspace(tmp_path / "ws", root="/inner")
+    assert not (tmp_path / "ws").exists()
+
+
+def test_storage_options_with_a_filesystem_object_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"storage_options apply only to a URL"):
+        Workspace(MemoryFileSystem(), storage_options={"endpoint_url": "http://x"})
+
+
+@pytest.mark.parametrize("target", ["memory://x", "local"])
+def test_storage_options_that_a_backend_does_not_use_are_refused(
+    tmp_path: Path, target: str
+) -> None:
+    url = str(tmp_path / "ws") if target == "local" else target
+    with pytest.raises(ValueError, match=r"storage_options .*not used"):
+        Workspace(url, storage_options={"endpoint_urll": "http://typo"})
+
+
+def test_a_filesystem_object_with_a_root(tmp_path: Path) -> None:
+    fs = MemoryFileSystem(skip_instance_cache=True)
+    fs.pipe_file("/outside.txt", b"not mine")
+    workspace = Workspace(fs, root="/inner/")
+    workspace.write_text("/a.txt", "mine")
+    assert fs.cat_file("/inner/a.txt") == b"mine"
+    assert [e.path for e in workspace.ls("/")] == ["/a.txt"]
+    assert workspace.url == "memory://inner"
+
+    local = Workspace(LocalFileSystem(), root=str(tmp_path / "made"))
+    assert local.is_local
+    assert (tmp_path / "made").is_dir()
+
+
+def test_open_storage_returns_an_absolute_local_root(tmp_path: Path) -> None:
+    storage = open_storage(str(tmp_path / "x" / ".." / "y"))
+    assert storage.root == str(tmp_path / "y")
+    assert os.path.isabs(storage.root)
+    assert storage.is_local
