@@ -4,16 +4,23 @@ Pure decisions (names, pointer texts, message surgery) live in :mod:`ctxfs.offlo
 module orchestrates them and does the workspace I/O. Every write is create-only and read back
 before a message is replaced, so a failed or corrupted write leaves the content inline and
 reports an :class:`~ctxfs.events.OffloadFailed` event: nothing is ever lost.
+
+Summarization (step 3) lives in :mod:`ctxfs.compaction`; :meth:`ContextEngine.compact` and
+:meth:`ContextEngine.acompact` are thin shells around it that differ only in how they call the
+summary model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from datetime import datetime
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs.compaction import ModelAnswer, compaction_steps
 from ctxfs.errors import PathExistsError, WorkspaceError
 from ctxfs.events import (
+    CompactionResult,
     ContextEvent,
     OffloadFailed,
     OffloadResult,
@@ -34,6 +41,7 @@ from ctxfs.offload import (
     target_path_of,
 )
 from ctxfs.policy import ContextPolicy
+from ctxfs.summary import acall_model, call_model
 from ctxfs.tokens import TokenCounter, as_token_counter, count_exceeding
 from ctxfs.workspace import Workspace
 
@@ -65,6 +73,9 @@ class ContextEngine:
         token_counter: A :class:`~ctxfs.tokens.TokenCounter`, a ``str -> int`` callable, or
             ``None`` for exact cl100k_base counts. Reuse one engine per conversation so its
             per-message cache pays off.
+        clock: Returns the time recorded in the transcript index (default: now, UTC). It is
+            stored nowhere else: messages and segment files never depend on it. Inject a
+            fixed clock for byte-identical index files.
     """
 
     def __init__(
@@ -72,10 +83,13 @@ class ContextEngine:
         workspace: Workspace,
         policy: ContextPolicy,
         token_counter: TokenCounter | Callable[[str], int] | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self._workspace = workspace
         self._policy = policy
         self._counter = as_token_counter(token_counter)
+        self._clock = clock
 
     @property
     def workspace(self) -> Workspace:
@@ -91,6 +105,59 @@ class ContextEngine:
     def token_counter(self) -> TokenCounter:
         """The token counter (with its per-message cache)."""
         return self._counter
+
+    @property
+    def clock(self) -> Callable[[], datetime] | None:
+        """The clock for transcript index times (``None``: now, UTC)."""
+        return self._clock
+
+    # -- all steps ------------------------------------------------------------------------
+
+    def compact(self, messages: Sequence[BaseMessage], *, thread_id: str) -> CompactionResult:
+        """Keeps a history inside the window: offload old inputs, then archive and summarize.
+
+        Call it before each model call. Below every trigger nothing changes. Once the tool
+        input trigger is reached, old tool inputs are offloaded; if a summarization trigger
+        still fires, the oldest messages outside the protected recent window are archived to
+        ``/transcripts/<thread>/`` (written and verified first) and replaced by one summary
+        message right after the system prompt. The system prompt stays first; an AI message
+        and its tool results are never separated; a previous summary is folded into the new
+        one. If the archive cannot be written, the input is returned unchanged with an
+        :class:`~ctxfs.events.ArchiveFailed` event. Compacting the result again changes
+        nothing; the input is never mutated.
+
+        Args:
+            messages: The conversation history.
+            thread_id: The conversation; names the folders written.
+
+        Returns:
+            The new history, events, tokens before and after, the target and whether it was
+            reached (and if not, why).
+        """
+        steps = compaction_steps(self, messages, thread_id)
+        return _drive(steps, self._summarize)
+
+    async def acompact(
+        self, messages: Sequence[BaseMessage], *, thread_id: str
+    ) -> CompactionResult:
+        """Async twin of :meth:`compact`: the summary model is awaited (``ainvoke``).
+
+        Workspace reads and writes are the same (synchronous) calls as in :meth:`compact`.
+        """
+        steps = compaction_steps(self, messages, thread_id)
+        try:
+            prompt = next(steps)
+            while True:
+                model = self._policy.summarization.model
+                answer = await acall_model(model, prompt) if model else (None, None)
+                prompt = steps.send(answer)
+        except StopIteration as done:
+            result: CompactionResult = done.value
+            return result
+
+    def _summarize(self, prompt: str) -> ModelAnswer:
+        model = self._policy.summarization.model
+        return call_model(model, prompt) if model else (None, None)
 
     # -- step 1: tool results -------------------------------------------------------------
 
@@ -277,3 +344,15 @@ def _encode(text: str, path: str) -> bytes:
         raise _Unsaved(
             f"the text is not valid Unicode (lone surrogate at {exc.start})", path
         ) from exc
+
+
+def _drive(
+    steps: Generator[str, ModelAnswer, CompactionResult], ask: Callable[[str], ModelAnswer]
+) -> CompactionResult:
+    try:
+        prompt = next(steps)
+        while True:
+            prompt = steps.send(ask(prompt))
+    except StopIteration as done:
+        result: CompactionResult = done.value
+        return result

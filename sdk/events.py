@@ -20,9 +20,12 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage, ToolMessage
 
 __all__ = [
+    "ArchiveFailed",
+    "CompactionResult",
     "ContextEvent",
     "OffloadFailed",
     "OffloadResult",
+    "Summarized",
     "ToolInputOffloaded",
     "ToolResultOffloaded",
     "ToolResultOutcome",
@@ -95,6 +98,73 @@ class OffloadFailed(ContextEvent):
     reason: str
     path: str | None = None
     arg: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summarized(ContextEvent):
+    """Old messages were archived as a transcript segment and replaced by a summary.
+
+    Attributes:
+        segment_paths: The segment's files: the lossless ``.jsonl`` and the readable ``.md``.
+        messages_archived: How many messages left the conversation.
+        first_index: Position of the first of them in the original thread.
+        tokens_before: Tokens of the history before summarizing.
+        tokens_after: Tokens after (system prompt, summary, kept messages).
+        summary_chars: Characters in the summary message.
+        source: ``"model"``, ``"extractive"`` (no model, or the model failed) or ``"index"``
+            (a re-run reused the summary already recorded for the same segment).
+        model_error: Why the model's summary was not used, when there was a model.
+    """
+
+    segment_paths: tuple[str, ...]
+    messages_archived: int
+    first_index: int
+    tokens_before: int
+    tokens_after: int
+    summary_chars: int
+    source: str
+    model_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArchiveFailed(ContextEvent):
+    """The transcript could not be archived, so nothing was summarized or dropped.
+
+    Attributes:
+        reason: What went wrong, for a log line.
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionResult:
+    """What :meth:`ContextEngine.compact` returns.
+
+    Attributes:
+        messages: The new history: system prompt(s), the summary if one was made, and the
+            kept messages. Unchanged messages are the input objects themselves.
+        events: What moved where (offloads, the summary, failures), in order.
+        tokens_before: Tokens of the input history.
+        tokens_after: Tokens of ``messages``.
+        target: The most tokens the history should hold after compaction
+            (:attr:`ContextPolicy.summary_target_tokens`).
+        reached_target: Whether ``tokens_after <= target``.
+        reason: Why the target was not reached, or ``None`` when it was.
+    """
+
+    messages: list[BaseMessage]
+    events: tuple[ContextEvent, ...] = field(default=())
+    tokens_before: int = 0
+    tokens_after: int = 0
+    target: int = 0
+    reached_target: bool = True
+    reason: str | None = None
+
+    @property
+    def summarized(self) -> bool:
+        """Whether a summary replaced old messages."""
+        return any(isinstance(e, Summarized) for e in self.events)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,6 +9,20 @@ Every threshold is a :class:`Threshold`: either an absolute number of tokens or 
         tool_inputs=ToolInputOffload(trigger=Threshold(fraction=0.85), keep_messages=20),
     )
 
+Summarization (step 3) is on by default: a policy with only ``max_input_tokens`` offloads
+large tool results, offloads old tool inputs at 85 % of the window, and summarizes at 85 %
+(after the input offload, in the same pass) keeping the most recent 30 % of the window::
+
+    ContextPolicy(
+        max_input_tokens=200_000,
+        summarization=Summarization(
+            trigger=SummaryTrigger(fraction=0.85, messages=400),   # any one fires
+            keep=KeepRecent(fraction=0.3),                          # exactly one kind
+            trim_tokens_to_summarize=8_000,
+            model=my_cheap_chat_model,                              # optional
+        ),
+    )
+
 Plain dicts work wherever a settings object is expected (``trigger={"fraction": 0.85}``).
 Invalid settings raise ``pydantic.ValidationError`` (a ``ValueError``) at construction, with a
 message that says what to write instead.
@@ -20,12 +34,19 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, Self
 
+from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ctxfs.blocks import KeepWindow
+from ctxfs.summary import DEFAULT_SUMMARY_PROMPT
 
 __all__ = [
     "DEFAULT_EXEMPT_TOOLS",
     "DEFAULT_OFFLOADED_ARGS",
     "ContextPolicy",
+    "KeepRecent",
+    "Summarization",
+    "SummaryTrigger",
     "Threshold",
     "ToolInputOffload",
     "ToolResultOffload",
@@ -230,6 +251,166 @@ class ToolInputOffload(_Settings):
         return fixed
 
 
+def _check_messages(value: object, example: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"messages must be a whole number of messages, e.g. {example}; got {value!r}"
+        )
+
+
+class SummaryTrigger(_Settings):
+    """When summarization fires. Set one or more fields; any one that is reached fires.
+
+    Attributes:
+        fraction: A share of ``max_input_tokens``, e.g. ``fraction=0.85`` (the default).
+        tokens: An absolute count, e.g. ``tokens=150_000``.
+        messages: A number of messages in the history, e.g. ``messages=400``.
+    """
+
+    fraction: float | None = None
+    tokens: int | None = None
+    messages: int | None = None
+
+    @classmethod
+    def _check_raw_mapping(cls, data: Mapping[str, Any]) -> None:
+        if all(data.get(k) is None for k in ("fraction", "tokens", "messages")):
+            raise ValueError(
+                "set at least one of fraction (e.g. fraction=0.85), tokens (e.g. "
+                "tokens=150_000) or messages (e.g. messages=400); to turn summarization off "
+                "write summarization={'enabled': False}"
+            )
+        if data.get("fraction") is not None:
+            _check_fraction(data["fraction"])
+        if data.get("tokens") is not None:
+            _check_tokens(data["tokens"])
+        if data.get("messages") is not None:
+            _check_messages(data["messages"], "messages=400")
+            if data["messages"] < 1:
+                raise ValueError("messages must be at least 1, e.g. messages=400")
+
+    def token_limit(self, max_input_tokens: int) -> int | None:
+        """Returns the lowest token count that fires, or ``None`` without a token trigger."""
+        limits = []
+        if self.fraction is not None:
+            limits.append(max(1, int(self.fraction * max_input_tokens)))
+        if self.tokens is not None:
+            limits.append(self.tokens)
+        return min(limits) if limits else None
+
+    def describe(self) -> str:
+        """Returns the trigger as a user would write it, e.g. ``fraction=0.85, messages=400``."""
+        fields = ("fraction", "tokens", "messages")
+        return ", ".join(f"{k}={getattr(self, k)}" for k in fields if getattr(self, k) is not None)
+
+
+class KeepRecent(_Settings):
+    """The recent window that summarization never touches. Set exactly one field.
+
+    The window is measured in whole blocks (an AI message with its tool results is never
+    split): ``messages`` widens to the start of the block it falls in; ``tokens`` and
+    ``fraction`` keep the longest run of whole recent blocks that fits, and always at least
+    the most recent block.
+
+    Attributes:
+        messages: The last N messages, e.g. ``messages=20``; ``0`` keeps nothing.
+        tokens: An absolute count, e.g. ``tokens=40_000``.
+        fraction: A share of ``max_input_tokens``, e.g. ``fraction=0.3`` (the default).
+    """
+
+    messages: int | None = None
+    tokens: int | None = None
+    fraction: float | None = None
+
+    @classmethod
+    def _check_raw_mapping(cls, data: Mapping[str, Any]) -> None:
+        given = [k for k in ("messages", "tokens", "fraction") if data.get(k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "set exactly one of messages (e.g. messages=20), tokens (e.g. tokens=40_000) "
+                f"or fraction (e.g. fraction=0.3); got {', '.join(given) or 'none'}"
+            )
+        if given == ["messages"]:
+            _check_messages(data["messages"], "messages=20")
+        elif given == ["tokens"]:
+            _check_tokens(data["tokens"])
+        else:
+            _check_fraction(data["fraction"])
+
+    def resolve(self, max_input_tokens: int) -> KeepWindow:
+        """Returns the window for a context of ``max_input_tokens``."""
+        if self.messages is not None:
+            return KeepWindow(messages=self.messages)
+        if self.tokens is not None:
+            return KeepWindow(tokens=self.tokens)
+        assert self.fraction is not None  # guaranteed by validation
+        return KeepWindow(tokens=int(self.fraction * max_input_tokens))
+
+    def describe(self) -> str:
+        """Returns the window as a user would write it, e.g. ``fraction=0.3``."""
+        for key in ("messages", "tokens", "fraction"):
+            if getattr(self, key) is not None:
+                return f"{key}={getattr(self, key)}"
+        return ""  # pragma: no cover - validation guarantees a field
+
+
+class Summarization(_Settings):
+    """When old messages are archived and replaced by a summary (step 3), and how.
+
+    Attributes:
+        enabled: Turn summarization off entirely with ``False``.
+        trigger: When to summarize (default: at 85 % of the window, the same point as the
+            tool-input offload, which runs first in the same pass; if the inputs it moves
+            bring the history back under the trigger, nothing is summarized).
+        keep: The recent window left as it is (default: 30 % of the window).
+        trim_tokens_to_summarize: The most tokens of archived messages the summary model is
+            shown (default 8,000): the beginning (where the intent is) and the end. Never
+            unbounded.
+        prompt: The summary prompt; ``{messages}`` is replaced by the messages (other braces
+            are left alone).
+        model: A langchain chat model that writes the summary (a small, cheap one is fine).
+            ``None`` (the default) uses the deterministic extractive summary. Not serialized.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    enabled: bool = True
+    trigger: SummaryTrigger = Field(default_factory=lambda: SummaryTrigger(fraction=0.85))
+    keep: KeepRecent = Field(default_factory=lambda: KeepRecent(fraction=0.3))
+    trim_tokens_to_summarize: int = 8_000
+    prompt: str = DEFAULT_SUMMARY_PROMPT
+    model: BaseChatModel | None = Field(default=None, exclude=True, repr=False)
+
+    @field_validator("trim_tokens_to_summarize", mode="before")
+    @classmethod
+    def _check_trim(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 100:
+            raise ValueError(
+                "trim_tokens_to_summarize must be a whole number of at least 100 tokens, e.g. "
+                f"trim_tokens_to_summarize=8_000 (it is never unbounded); got {value!r}"
+            )
+        return value
+
+    @field_validator("prompt")
+    @classmethod
+    def _check_prompt(cls, value: str) -> str:
+        if "{messages}" not in value:
+            raise ValueError(
+                "prompt must contain the placeholder {messages}, where the messages to "
+                "summarize go, e.g. prompt='Summarize this session:\\n{messages}'"
+            )
+        return value
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _check_model(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, BaseChatModel):
+            raise ValueError(
+                "model must be a langchain chat model (a BaseChatModel such as "
+                f"ChatOpenAI(...)), or None for the extractive summary; got {type(value)!r}"
+            )
+        return value
+
+
 class ContextPolicy(_Settings):
     """Everything the context engine is allowed to do, for one model's window.
 
@@ -237,14 +418,13 @@ class ContextPolicy(_Settings):
         max_input_tokens: The model's input window in tokens; fractions resolve against it.
         tool_results: Offloading of large tool results (step 1).
         tool_inputs: Offloading of large old tool inputs (step 2).
+        summarization: Archiving and summarizing old messages (step 3).
     """
 
     max_input_tokens: int
     tool_results: ToolResultOffload = Field(default_factory=ToolResultOffload)
     tool_inputs: ToolInputOffload = Field(default_factory=ToolInputOffload)
-    # --- summarization (step 3) -------------------------------------------------------------
-    # Issue 4 adds `summarization: Summarization = Field(default_factory=Summarization)` here,
-    # with its own triggers and keep window, validated the same way.
+    summarization: Summarization = Field(default_factory=Summarization)
 
     @field_validator("max_input_tokens", mode="before")
     @classmethod
@@ -268,7 +448,22 @@ class ContextPolicy(_Settings):
                 f"max_input_tokens ({self.max_input_tokens}): a result that size could never "
                 "fit; use a smaller tokens value or a fraction, e.g. fraction=0.1"
             )
+        self._check_summarization()
         return self
+
+    def _check_summarization(self) -> None:
+        summary = self.summarization
+        if not summary.enabled:
+            return
+        keep = summary.keep.resolve(self.max_input_tokens)
+        target = self.summary_target_tokens
+        if keep.tokens is not None and keep.tokens >= target:
+            raise ValueError(
+                f"summarization.keep ({summary.keep.describe()}, {keep.tokens} tokens) is not "
+                f"smaller than the target it must get under ({target} tokens, from "
+                f"summarization.trigger {summary.trigger.describe()}); keep less, e.g. "
+                "keep={'fraction': 0.3}"
+            )
 
     @property
     def result_threshold_tokens(self) -> int:
@@ -281,3 +476,18 @@ class ContextPolicy(_Settings):
     def input_trigger_tokens(self) -> int:
         """Tool inputs are offloaded once the history reaches this many tokens."""
         return self.tool_inputs.trigger.resolve(self.max_input_tokens)
+
+    @property
+    def summary_target_tokens(self) -> int:
+        """After summarizing, the context should hold at most this many tokens.
+
+        The lowest token trigger of :attr:`Summarization.trigger` (so the trigger no longer
+        fires), or the window itself when only a ``messages`` trigger is set.
+        """
+        limit = self.summarization.trigger.token_limit(self.max_input_tokens)
+        return min(limit, self.max_input_tokens) if limit is not None else self.max_input_tokens
+
+    @property
+    def keep_window(self) -> KeepWindow:
+        """The recent window summarization leaves alone, resolved against the window."""
+        return self.summarization.keep.resolve(self.max_input_tokens)

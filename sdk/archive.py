@@ -1,0 +1,419 @@
+"""Append-only transcript archive: every message summarization drops, kept byte-exact.
+
+Layout, per thread (``<thread>`` is :func:`ctxfs.offload.safe_name` of the thread id)::
+
+    /transcripts/<thread>/segment-0001.jsonl   lossless: one message per line
+    /transcripts/<thread>/segment-0001.md      readable twin, every text verbatim
+    /transcripts/<thread>/index.json           every committed segment, oldest first
+
+- **JSONL** lines are ``json.dumps(messages_to_dict([m])[0], ensure_ascii=True)``: pure ASCII,
+  so no exotic line separator can split a line; ``messages_from_dict`` restores the messages
+  exactly (:meth:`TranscriptArchive.read_segment`).
+- **Markdown** holds each message's text and each string tool argument verbatim (tabs,
+  quotes, non-ASCII, CRLF), inside fences longer than any backtick run of the text, so a
+  ``grep`` for an exact line of a tool result hits it.
+- **Index** entries (:class:`ArchiveSegment`) give the segment number, the message range
+  (absolute positions in the original, uncompacted thread), time, tokens, the summary text
+  that replaced the segment, and path, SHA-256 and size of both files.
+
+Write protocol (crash-safe, deterministic): the two segment files are written create-only
+and read back (size and SHA-256) before anything else happens; only then is the index
+rewritten atomically (a temporary file and a rename on local disk, one whole-object put on
+object stores). So no index entry ever names a missing or half-written file. A re-run after a
+crash finds what it left: a segment with the same range and content already in the index is
+reused as is; a leftover segment file with identical bytes is adopted; a leftover with
+different bytes keeps its number and the segment takes the next one. The time in the index
+comes from the ``clock`` argument; it appears nowhere else, so messages and segment files do
+not depend on it. One writer per thread at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ToolMessage,
+    messages_from_dict,
+    messages_to_dict,
+)
+
+from ctxfs.errors import PathExistsError, PathNotFoundError, WorkspaceError
+from ctxfs.layout import TRANSCRIPTS_DIR
+from ctxfs.offload import safe_name
+from ctxfs.workspace import Workspace
+
+__all__ = [
+    "INDEX_NAME",
+    "ArchiveError",
+    "ArchiveSegment",
+    "TranscriptArchive",
+    "render_markdown",
+    "thread_transcript_dir",
+]
+
+INDEX_NAME = "index.json"
+"""File name of the per-thread index."""
+
+_INDEX_FORMAT = "ctxfs-transcript-index"
+_MAX_PROBES = 64
+
+
+class ArchiveError(WorkspaceError):
+    """A segment or the index could not be written, verified or read."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArchiveSegment:
+    """One committed (or about to be committed) transcript segment.
+
+    Attributes:
+        number: 1, 2, ... in the thread.
+        start: Absolute position of the first archived message in the original thread.
+        stop: Position after the last one (``stop - start`` messages).
+        tokens: Tokens of the archived messages.
+        created: When it was written, ISO 8601 UTC, from the archive's clock.
+        summary: The summary text that replaced the segment in the conversation.
+        jsonl_path: The lossless file.
+        jsonl_sha256: Its SHA-256, hex.
+        jsonl_bytes: Its size.
+        markdown_path: The readable twin.
+        markdown_sha256: Its SHA-256, hex.
+        markdown_bytes: Its size.
+        summary_message: The summary message itself (``messages_to_dict`` form), so that a
+            re-run reuses it exactly instead of asking the model again.
+    """
+
+    number: int
+    start: int
+    stop: int
+    tokens: int
+    created: str
+    summary: str
+    jsonl_path: str
+    jsonl_sha256: str
+    jsonl_bytes: int
+    markdown_path: str
+    markdown_sha256: str
+    markdown_bytes: int
+    summary_message: dict[str, Any] | None = None
+
+    @property
+    def message_count(self) -> int:
+        """How many messages the segment holds."""
+        return self.stop - self.start
+
+    def to_json(self) -> dict[str, Any]:
+        """Returns the index entry."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ArchiveSegment:
+        """Parses an index entry.
+
+        Raises:
+            ArchiveError: The entry is malformed.
+        """
+        fields = cls.__dataclass_fields__
+        try:
+            return cls(**{name: data[name] for name in fields if name in data})
+        except (KeyError, TypeError) as exc:
+            raise ArchiveError(f"malformed transcript index entry: {exc}") from None
+
+
+def thread_transcript_dir(thread_id: str) -> str:
+    """Returns the virtual folder of a thread's transcripts."""
+    return f"{TRANSCRIPTS_DIR}/{safe_name(thread_id)}"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _default_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class TranscriptArchive:
+    """The transcript segments of one thread in a workspace.
+
+    Args:
+        workspace: The SDK's writable workspace.
+        thread_id: The conversation; names the folder.
+        clock: Returns the time stored in the index (default: now, UTC). Inject a fixed clock
+            for byte-identical index files across runs.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        thread_id: str,
+        *,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self._workspace = workspace
+        self._thread_id = thread_id
+        self._clock = clock or _default_clock
+        self._dir = thread_transcript_dir(thread_id)
+
+    @property
+    def directory(self) -> str:
+        """The thread's transcript folder."""
+        return self._dir
+
+    @property
+    def index_path(self) -> str:
+        """The thread's index file."""
+        return f"{self._dir}/{INDEX_NAME}"
+
+    def segment_paths(self, number: int) -> tuple[str, str]:
+        """Returns the (JSONL, Markdown) paths of segment ``number``."""
+        stem = f"{self._dir}/segment-{number:04d}"
+        return f"{stem}.jsonl", f"{stem}.md"
+
+    # -- reading --------------------------------------------------------------------------
+
+    def segments(self) -> tuple[ArchiveSegment, ...]:
+        """Returns the committed segments, oldest first (empty if nothing was archived).
+
+        Raises:
+            ArchiveError: The index exists but cannot be read or parsed.
+        """
+        try:
+            raw = self._workspace.read_text(self.index_path)
+        except PathNotFoundError:
+            return ()
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not read {self.index_path}: {exc}") from exc
+        try:
+            data = json.loads(raw)
+            entries = data["segments"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ArchiveError(f"{self.index_path} is not a transcript index: {exc}") from None
+        return tuple(ArchiveSegment.from_json(entry) for entry in entries)
+
+    def read_segment(self, segment: ArchiveSegment) -> list[BaseMessage]:
+        """Returns the messages of a segment, restored exactly from its JSONL file.
+
+        Raises:
+            ArchiveError: The file is missing or its SHA-256 does not match the index.
+        """
+        data = self._read_bytes(segment.jsonl_path)
+        if _sha(data) != segment.jsonl_sha256:
+            raise ArchiveError(f"{segment.jsonl_path} does not match its SHA-256 in the index")
+        return decode_jsonl(data)
+
+    def summary_of(self, segment: ArchiveSegment) -> BaseMessage | None:
+        """Returns the summary message recorded with a committed segment, if any."""
+        if segment.summary_message is None:
+            return None
+        try:
+            return messages_from_dict([segment.summary_message])[0]
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def read_all(self) -> list[BaseMessage]:
+        """Returns every archived message of the thread, oldest first."""
+        return [m for segment in self.segments() for m in self.read_segment(segment)]
+
+    # -- writing --------------------------------------------------------------------------
+
+    def write_segment(
+        self, messages: Sequence[BaseMessage], *, start: int, tokens: int
+    ) -> tuple[ArchiveSegment, bool]:
+        """Writes and verifies a segment; does not touch the index (see :meth:`commit`).
+
+        Args:
+            messages: The messages to archive, as the agent saw them.
+            start: Absolute position of the first one in the original thread.
+            tokens: Their token count, for the index.
+
+        Returns:
+            The segment (with an empty summary), and whether it was already committed: a
+            segment with the same range and bytes in the index is returned as is.
+
+        Raises:
+            ArchiveError: Writing or verifying failed; nothing refers to what was written.
+        """
+        if not messages:
+            raise ValueError("nothing to archive: messages is empty")
+        try:
+            jsonl = encode_jsonl(messages)
+            markdown = render_markdown(messages, thread_id=self._thread_id, start=start).encode(
+                "utf-8"
+            )
+        except (TypeError, ValueError) as exc:  # unserializable payload, lone surrogate
+            raise ArchiveError(f"the messages cannot be serialized: {exc}") from exc
+        stop = start + len(messages)
+        committed = self.segments()
+        for segment in committed:
+            if (segment.start, segment.stop, segment.jsonl_sha256) == (start, stop, _sha(jsonl)):
+                return segment, True
+        first = max((s.number for s in committed), default=0) + 1
+        for number in range(first, first + _MAX_PROBES):
+            jsonl_path, markdown_path = self.segment_paths(number)
+            if self._put(jsonl_path, jsonl) and self._put(markdown_path, markdown):
+                self._verify(jsonl_path, jsonl)
+                self._verify(markdown_path, markdown)
+                segment = ArchiveSegment(
+                    number=number,
+                    start=start,
+                    stop=stop,
+                    tokens=tokens,
+                    created=self._clock().astimezone(UTC).isoformat(timespec="seconds"),
+                    summary="",
+                    jsonl_path=jsonl_path,
+                    jsonl_sha256=_sha(jsonl),
+                    jsonl_bytes=len(jsonl),
+                    markdown_path=markdown_path,
+                    markdown_sha256=_sha(markdown),
+                    markdown_bytes=len(markdown),
+                )
+                return segment, False
+        raise ArchiveError(f"no free segment number in {self._dir} after {_MAX_PROBES} tries")
+
+    def commit(self, segment: ArchiveSegment, *, summary: BaseMessage) -> ArchiveSegment:
+        """Adds a written segment to the index, atomically; a no-op if it is already there.
+
+        Args:
+            segment: From :meth:`write_segment`.
+            summary: The message that replaces the segment in the conversation; its text and
+                the message itself are recorded.
+
+        Raises:
+            ArchiveError: The index could not be read or rewritten, or holds a different
+                segment under the same number.
+        """
+        committed = list(self.segments())
+        for existing in committed:
+            if existing.number == segment.number:
+                if existing.jsonl_sha256 != segment.jsonl_sha256:
+                    raise ArchiveError(
+                        f"segment {segment.number} of {self._dir} is already in the index "
+                        "with different content"
+                    )
+                return existing
+        text = summary.content if isinstance(summary.content, str) else summary.text
+        final = replace(segment, summary=text, summary_message=messages_to_dict([summary])[0])
+        committed.append(final)
+        document = {
+            "format": _INDEX_FORMAT,
+            "version": 1,
+            "thread_id": self._thread_id,
+            "segments": [s.to_json() for s in committed],
+        }
+        try:
+            data = (json.dumps(document, ensure_ascii=True, indent=1) + "\n").encode("ascii")
+            self._workspace.write_bytes(self.index_path, data)
+        except (TypeError, ValueError) as exc:
+            raise ArchiveError(f"the summary cannot be serialized: {exc}") from exc
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not write {self.index_path}: {exc}") from exc
+        self._verify(self.index_path, data)
+        return final
+
+    def _put(self, path: str, data: bytes) -> bool:
+        """Writes create-only; True if ``path`` now holds ``data``, False if taken."""
+        try:
+            self._workspace.write_bytes(path, data, create_only=True)
+        except PathExistsError:
+            return self._read_bytes(path) == data
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not write {path}: {exc}") from exc
+        return True
+
+    def _verify(self, path: str, data: bytes) -> None:
+        back = self._read_bytes(path)
+        if len(back) != len(data) or _sha(back) != _sha(data):
+            raise ArchiveError(f"{path} did not read back identical after writing")
+
+    def _read_bytes(self, path: str) -> bytes:
+        try:
+            return self._workspace.read_bytes(path)
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not read back {path}: {exc}") from exc
+
+
+# -- formats --------------------------------------------------------------------------------
+
+
+def encode_jsonl(messages: Sequence[BaseMessage]) -> bytes:
+    """Returns the lossless JSONL bytes of ``messages`` (ASCII, one message per line)."""
+    lines = [json.dumps(d, ensure_ascii=True) for d in messages_to_dict(list(messages))]
+    return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def decode_jsonl(data: bytes) -> list[BaseMessage]:
+    """Returns the messages of :func:`encode_jsonl` bytes."""
+    lines = data.decode("ascii").split("\n")
+    return messages_from_dict([json.loads(line) for line in lines if line])
+
+
+def _fence(text: str) -> str:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def _verbatim(text: str) -> list[str]:
+    fence = _fence(text)
+    return [fence, text, fence] if text else ["(empty)"]
+
+
+def _content_lines(message: BaseMessage) -> list[str]:
+    content = message.content
+    if isinstance(content, str):
+        return _verbatim(content)
+    out: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            out += _verbatim(block)
+        elif block.get("type") == "text" and isinstance(block.get("text"), str):
+            out += _verbatim(block["text"])
+        else:
+            raw = json.dumps(block, ensure_ascii=False, sort_keys=True, default=repr)
+            clipped = raw if len(raw) <= 500 else f"{raw[:500]}… (complete in the .jsonl)"
+            out.append(f"[{block.get('type', 'block')} block] {clipped}")
+    return out or ["(empty)"]
+
+
+def render_markdown(messages: Sequence[BaseMessage], *, thread_id: str, start: int) -> str:
+    """Returns the readable Markdown twin of a segment.
+
+    Each message gets a heading with its absolute position, type and id; its text (and every
+    string tool argument) follows verbatim in a fenced block.
+    """
+    stop = start + len(messages) - 1
+    lines = [
+        f"# Transcript of thread {json.dumps(thread_id, ensure_ascii=False)}, "
+        f"messages {start}-{stop}",
+        "",
+        "Every text below is verbatim. The .jsonl file next to this one holds the same "
+        "messages losslessly (langchain_core messages_from_dict).",
+    ]
+    for offset, message in enumerate(messages):
+        heading = f"## Message {start + offset}: {message.type}"
+        if isinstance(message, ToolMessage):
+            heading += f" result of {message.name or 'tool'} (call {message.tool_call_id})"
+            if message.status != "success":
+                heading += f", status {message.status}"
+        if message.id:
+            heading += f" [id {message.id}]"
+        lines += ["", heading, "", *_content_lines(message)]
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                lines += ["", f"Tool call {call['name']} (id {call.get('id')}):"]
+                for name, value in call["args"].items():
+                    if isinstance(value, str):
+                        lines += [f"- {name}:", *_verbatim(value)]
+                    else:
+                        lines.append(f"- {name}: {json.dumps(value, ensure_ascii=False)}")
+    return "\n".join(lines) + "\n"

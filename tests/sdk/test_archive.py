@@ -1,0 +1,195 @@
+"""The transcript archive: lossless segments, verbatim Markdown, crash-safe numbering."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from ctxfs import Workspace
+from ctxfs.archive import (
+    ArchiveError,
+    TranscriptArchive,
+    encode_jsonl,
+    render_markdown,
+    thread_transcript_dir,
+)
+from ctxfs.offload import safe_name
+
+TRICKY = 'line with\ttab, "quotes", é and 漢字 and `ticks` ```fence```'
+
+
+def clock() -> datetime:
+    return datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def history() -> list[BaseMessage]:
+    calls: list[Any] = [
+        {
+            "name": "write_file",
+            "args": {"file_path": "/src/a.py", "content": f"def f():\n{TRICKY}\n", "n": 3},
+            "id": "call_1",
+        }
+    ]
+    return [
+        HumanMessage("please fix the parser\r\nthanks", id="h1"),
+        AIMessage("on it", tool_calls=calls, id="a1"),
+        ToolMessage(
+            f"first\n{TRICKY}\nlast",
+            tool_call_id="call_1",
+            name="write_file",
+            id="t1",
+            artifact={"exit": 0},
+            status="error",
+        ),
+        AIMessage([{"type": "text", "text": "done\u2028really"}], id="a2"),
+    ]
+
+
+def test_segments_round_trip_exactly_and_are_indexed(workspace: Workspace) -> None:
+    archive = TranscriptArchive(workspace, "thread/1", clock=clock)
+    messages = history()
+    segment, existed = archive.write_segment(messages, start=3, tokens=123)
+    assert not existed
+    committed = archive.commit(segment, summary=HumanMessage("the summary", id="s"))
+    directory = f"/transcripts/{safe_name('thread/1')}"
+    assert archive.directory == directory == thread_transcript_dir("thread/1")
+    assert committed.jsonl_path == f"{directory}/segment-0001.jsonl"
+    assert committed.markdown_path == f"{directory}/segment-0001.md"
+    assert (committed.start, committed.stop, committed.message_count) == (3, 7, 4)
+    assert committed.created == "2025-01-02T03:04:05+00:00"
+    assert committed.summary == "the summary"
+    assert archive.summary_of(committed) == HumanMessage("the summary", id="s")
+    assert archive.segments() == (committed,)
+    assert archive.read_segment(committed) == messages
+    assert archive.read_all() == messages
+    data = workspace.read_bytes(committed.jsonl_path)
+    assert data.isascii()
+    assert len(data.splitlines()) == 4
+    assert committed.jsonl_bytes == len(data)
+
+
+def test_the_markdown_holds_every_text_verbatim_so_grep_finds_exact_lines(
+    workspace: Workspace,
+) -> None:
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    segment, _ = archive.write_segment(history(), start=0, tokens=1)
+    archive.commit(segment, summary=HumanMessage("s"))
+    found = workspace.grep(TRICKY, "/transcripts", fixed_strings=True)
+    assert [f.path for f in found.files] == [segment.markdown_path]
+    markdown = workspace.read_text(segment.markdown_path)
+    assert "please fix the parser\r\nthanks" in markdown
+    assert "def f():\n" in markdown
+    assert "## Message 2: tool result of write_file (call call_1), status error [id t1]" in (
+        markdown
+    )
+
+
+def test_markdown_layout_is_pinned() -> None:
+    messages: list[BaseMessage] = [HumanMessage("hi ```x```", id="h")]
+    assert render_markdown(messages, thread_id="t", start=5) == (
+        '# Transcript of thread "t", messages 5-5\n'
+        "\n"
+        "Every text below is verbatim. The .jsonl file next to this one holds the same "
+        "messages losslessly (langchain_core messages_from_dict).\n"
+        "\n"
+        "## Message 5: human [id h]\n"
+        "\n"
+        "````\n"
+        "hi ```x```\n"
+        "````\n"
+    )
+
+
+def test_the_same_segment_is_not_archived_twice() -> None:
+    workspace = Workspace("memory://same")
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    first, _ = archive.write_segment(history(), start=0, tokens=1)
+    archive.commit(first, summary=HumanMessage("s"))
+    index = workspace.read_bytes(archive.index_path)
+    again, existed = archive.write_segment(history(), start=0, tokens=1)
+    assert existed and again.number == 1 and again.summary == "s"
+    assert archive.commit(again, summary=HumanMessage("other")) == again
+    assert workspace.read_bytes(archive.index_path) == index
+
+
+def test_a_leftover_identical_segment_is_adopted_after_a_crash() -> None:
+    workspace = Workspace("memory://adopt")
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    segment, _ = archive.write_segment(history(), start=0, tokens=1)  # crash: no commit
+    assert archive.segments() == ()
+    again, existed = archive.write_segment(history(), start=0, tokens=1)
+    assert not existed and again == segment
+    assert archive.commit(again, summary=HumanMessage("s")).number == 1
+
+
+def test_a_leftover_with_different_content_keeps_its_number() -> None:
+    workspace = Workspace("memory://leftover")
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    jsonl, _ = archive.segment_paths(1)
+    workspace.write_text(jsonl, "half a li")
+    segment, _ = archive.write_segment(history(), start=0, tokens=1)
+    assert segment.number == 2
+    assert workspace.read_text(jsonl) == "half a li"
+
+
+def test_a_missing_markdown_twin_is_completed() -> None:
+    workspace = Workspace("memory://twin")
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    jsonl, markdown = archive.segment_paths(1)
+    workspace.write_bytes(jsonl, encode_jsonl(history()))
+    segment, _ = archive.write_segment(history(), start=0, tokens=1)
+    assert segment.number == 1
+    assert workspace.exists(markdown)
+
+
+def test_numbers_continue_after_the_index() -> None:
+    workspace = Workspace("memory://numbers")
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    one, _ = archive.write_segment(history()[:2], start=0, tokens=1)
+    archive.commit(one, summary=HumanMessage("a"))
+    two, _ = archive.write_segment(history()[2:], start=2, tokens=1)
+    archive.commit(two, summary=HumanMessage("b"))
+    assert [s.number for s in archive.segments()] == [1, 2]
+    assert archive.read_all() == history()
+    index = json.loads(workspace.read_text(archive.index_path))
+    assert index["format"] == "ctxfs-transcript-index"
+    assert index["thread_id"] == "t"
+    assert [e["summary"] for e in index["segments"]] == ["a", "b"]
+
+
+def test_a_failing_write_raises_and_indexes_nothing() -> None:
+    base = Workspace("memory://fail")
+    archive = TranscriptArchive(base.view(read_only=["/transcripts"]), "t", clock=clock)
+    with pytest.raises(ArchiveError, match="could not write"):
+        archive.write_segment(history(), start=0, tokens=1)
+    assert not base.exists("/transcripts")
+
+
+def test_unserializable_payloads_raise_archive_error() -> None:
+    archive = TranscriptArchive(Workspace("memory://unser"), "t", clock=clock)
+    message = ToolMessage("x", tool_call_id="c", artifact=object())
+    with pytest.raises(ArchiveError, match="cannot be serialized"):
+        archive.write_segment([message], start=0, tokens=1)
+
+
+def test_a_tampered_segment_is_refused_on_read() -> None:
+    workspace = Workspace("memory://tamper")
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    segment, _ = archive.write_segment(history(), start=0, tokens=1)
+    archive.commit(segment, summary=HumanMessage("s"))
+    workspace.rm(segment.jsonl_path)
+    workspace.write_bytes(segment.jsonl_path, encode_jsonl(history()[:1]))
+    with pytest.raises(ArchiveError, match="SHA-256"):
+        archive.read_segment(segment)
+
+
+def test_a_corrupt_index_raises() -> None:
+    workspace = Workspace("memory://corrupt")
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    workspace.write_text(archive.index_path, "{not json")
+    with pytest.raises(ArchiveError, match="not a transcript index"):
+        archive.segments()
