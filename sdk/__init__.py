@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
+from ctxfs.archive import ArchiveSegment, TranscriptArchive
 from ctxfs.engine import ContextEngine
 from ctxfs.errors import WorkspaceError
 from ctxfs.events import (
+    ArchiveFailed,
+    CompactionResult,
     ContextEvent,
     OffloadFailed,
     OffloadResult,
+    Summarized,
     ToolInputOffloaded,
     ToolResultOffloaded,
     ToolResultOutcome,
 )
-from ctxfs.policy import ContextPolicy, Threshold, ToolInputOffload, ToolResultOffload
+from ctxfs.policy import (
+    ContextPolicy,
+    KeepRecent,
+    Summarization,
+    SummaryTrigger,
+    Threshold,
+    ToolInputOffload,
+    ToolResultOffload,
+)
 from ctxfs.results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs.sandbox import Limits
+from ctxfs.summary import is_summary
 from ctxfs.tokens import TiktokenCounter, TokenCounter, as_token_counter
 from ctxfs.workspace import Workspace
 
 __all__ = [
+    "ArchiveFailed",
+    "ArchiveSegment",
+    "CompactionResult",
     "ContextEngine",
     "ContextEvent",
     "ContextPolicy",
@@ -26,10 +42,14 @@ __all__ = [
     "FileInfo",
     "GlobResult",
     "GrepResult",
+    "KeepRecent",
     "Limits",
     "OffloadFailed",
     "OffloadResult",
     "ReadResult",
+    "Summarization",
+    "Summarized",
+    "SummaryTrigger",
     "Threshold",
     "TiktokenCounter",
     "TokenCounter",
@@ -38,7 +58,9 @@ __all__ = [
     "ToolResultOffload",
     "ToolResultOffloaded",
     "ToolResultOutcome",
+    "TranscriptArchive",
     "Workspace",
     "WorkspaceError",
     "as_token_counter",
+    "is_summary",
 ]

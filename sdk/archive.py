@@ -44,7 +44,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from ctxfs.errors import PathExistsError, PathNotFoundError, WorkspaceError
+from ctxfs.errors import ArchiveError, PathExistsError, PathNotFoundError, WorkspaceError
 from ctxfs.layout import TRANSCRIPTS_DIR
 from ctxfs.offload import safe_name
 from ctxfs.workspace import Workspace
@@ -63,10 +63,6 @@ INDEX_NAME = "index.json"
 
 _INDEX_FORMAT = "ctxfs-transcript-index"
 _MAX_PROBES = 64
-
-
-class ArchiveError(WorkspaceError):
-    """A segment or the index could not be written, verified or read."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,6 +13,8 @@
     ├── EditError (+ ValueError)               old_string absent or ambiguous
     ├── PatternError (+ ValueError)            invalid regex or glob pattern
     ├── SearchTimeoutError (+ TimeoutError)    a regex match ran past its time limit
+    ├── ArchiveError                           a transcript segment or index could not be
+    │                                          written, verified or read
     └── BackendError (+ OSError)               the storage could not be asked
                                                (network, permission, server error)
 
@@ -24,6 +26,7 @@ agent's tools turn these into ``Error: ...`` strings instead of raising.
 from __future__ import annotations
 
 __all__ = [
+    "ArchiveError",
     "BackendError",
     "EditError",
     "IsADirectoryPathError",
@@ -101,3 +104,7 @@ class BackendError(WorkspaceError, OSError):
     Distinct from :class:`PathNotFoundError` on purpose: a failure to ask must never read as
     "missing".
     """
+
+
+class ArchiveError(WorkspaceError):
+    """A transcript segment or the index could not be written, verified or read."""
