@@ -163,6 +163,9 @@ class _CachedMessageCounting:
 
     def __init__(self) -> None:
         self._cache = _MessageCache()
+        # The last history counted: (weak reference to the message, its content object,
+        # tokens) per position. Weak, so a counter never keeps a dropped history alive.
+        self._last: list[tuple[weakref.ref[BaseMessage], object, int]] = []
 
     def count_text(self, text: str) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -192,22 +195,40 @@ class _CachedMessageCounting:
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:
         """Returns the total tokens of ``messages``; only new or changed ones are tokenized.
 
+        The longest prefix made of the very same message objects, holding the very same
+        content objects, as the previous call's history is summed from that call without
+        fingerprinting; the rest goes through the per-message cache. So a message must be
+        replaced, not edited in place, once counted (langgraph and ctxfs always replace).
+
         Args:
             messages: A conversation history.
 
         Returns:
             The sum of :meth:`count_message` over the messages.
         """
-        # count_message inlined: this loop is the per-model-call hot path.
-        entries = self._cache.entries
+        # The hot path, once per model call: an agent's history grows at the end, so first
+        # reuse the longest prefix that is the very same message objects (with the very same
+        # content objects) as the last history counted; only the rest is fingerprinted.
+        last = self._last
         total = 0
-        for message in messages:
+        reused = 0
+        for message, (previous, content, tokens) in zip(messages, last, strict=False):
+            if previous() is not message or message.content is not content:
+                break
+            total += tokens
+            reused += 1
+        entries = self._cache.entries
+        fresh: list[tuple[weakref.ref[BaseMessage], object, int]] = []
+        for message in messages[reused:]:
             fingerprint = _fingerprint(message)
             entry = entries.get(id(message))
             if entry is not None and entry[0]() is message and entry[1] == fingerprint:
-                total += entry[2]
+                tokens = entry[2]
             else:
-                total += self._count_and_cache(message, fingerprint)
+                tokens = self._count_and_cache(message, fingerprint)
+            fresh.append((weakref.ref(message), message.content, tokens))
+            total += tokens
+        self._last = last[:reused] + fresh
         return total
 
 

@@ -29,6 +29,9 @@ from ctxfs.sandbox import Limits, check_host_path, host_path, is_within, normali
 
 __all__ = ["Workspace"]
 
+READ_BLOCK_BYTES = 4 * 2**20
+"""Read-ahead block for paged reads from remote storage (bounds a page read's memory)."""
+
 
 class Workspace:
     """A folder of files, local or remote, seen through virtual paths rooted at ``/``.
@@ -287,7 +290,11 @@ class Workspace:
         if limit is not None and limit < 1:
             raise ValueError("limit must be >= 1")
         virtual = self._file(path)
-        with translate_errors(virtual), self.fs.open(self._host(virtual), "rb") as stream:
+        # s3fs reads ahead in 50 MiB blocks by default: a page read would hold one in memory.
+        with (
+            translate_errors(virtual),
+            self.fs.open(self._host(virtual), "rb", block_size=READ_BLOCK_BYTES) as stream,
+        ):
             return read_page(
                 stream,
                 virtual,

@@ -1,0 +1,21 @@
+"""The agent's file tools: ``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``, ``grep``.
+
+Two forms of the same six tools, sharing one implementation:
+
+- :func:`workspace_tools` gives LangChain tools (for ``create_agent``, langgraph's
+  ``ToolNode``...).
+- :func:`tool_functions` gives :class:`ToolFunction` objects: plain callables with a JSON
+  schema and an OpenAI-style spec, for agents that do not use LangChain.
+
+Both act on a view of the workspace in which the SDK's own areas (``/tool_results``,
+``/tool_inputs``, ``/transcripts``) are read-only. Every failure is answered with a string
+starting with ``Error:`` that says what to do next; nothing raises into the agent loop.
+"""
+
+from __future__ import annotations
+
+from ctxfs.tools._function import ToolFunction
+from ctxfs.tools._functions import tool_functions
+from ctxfs.tools._langchain import as_langchain_tool, workspace_tools
+
+__all__ = ["ToolFunction", "as_langchain_tool", "tool_functions", "workspace_tools"]

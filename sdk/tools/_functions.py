@@ -1,0 +1,254 @@
+"""The six workspace tools, once, as :class:`ToolFunction` objects bound to a workspace view.
+
+The descriptions are written for the model: when to use the tool, how paths and paging work,
+and which folders hold what the conversation shed (read-only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from ctxfs._grep import OutputMode
+from ctxfs.layout import INPUTS_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
+from ctxfs.sandbox import Limits
+from ctxfs.tools._args import (
+    EditFileArgs,
+    GlobArgs,
+    GrepArgs,
+    LsArgs,
+    ToolArgs,
+    WriteFileArgs,
+    read_file_args,
+)
+from ctxfs.tools._format import format_glob, format_grep, format_ls, format_read, plural
+from ctxfs.tools._function import ToolFunction
+from ctxfs.workspace import Workspace
+
+__all__ = ["tool_functions"]
+
+_AREA_CONTENTS = {
+    RESULTS_DIR: "the full text of long tool results that were shortened in the conversation",
+    INPUTS_DIR: "the full arguments of earlier write_file/edit_file calls that were shortened",
+    TRANSCRIPTS_DIR: "archived earlier parts of this conversation (JSONL and Markdown)",
+}
+
+
+def tool_functions(
+    workspace: Workspace, *, read_only_areas: Iterable[str] = SDK_AREAS
+) -> list[ToolFunction]:
+    """The agent's file tools as plain callables with JSON schemas.
+
+    The tools are ``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob`` and ``grep``,
+    in that order. They act on ``workspace.view(read_only=read_only_areas)``, so the areas
+    the SDK writes (offloaded results and inputs, transcripts) can be read but not changed.
+    Each returns a string; failures return a string starting with ``Error:`` instead of
+    raising.
+
+    Args:
+        workspace: The workspace the tools work in.
+        read_only_areas: Folders the tools must not write, edit or delete in, on top of the
+            workspace's own read-only areas. Defaults to the SDK's areas.
+
+    Returns:
+        The six tools. Use ``[f.openai_spec() for f in tools]`` for an OpenAI-style request.
+    """
+    view = workspace.view(read_only=read_only_areas)
+    return _Tools(view).functions()
+
+
+class _Tools:
+    """The implementations, closed over one workspace view."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.ws = workspace
+        self.limits: Limits = workspace.limits
+
+    def functions(self) -> list[ToolFunction]:
+        limits = self.limits
+        areas = _areas_note(self.ws.read_only)
+        read_text = _READ_FILE.format(
+            lines=limits.default_read_lines,
+            line_chars=limits.max_line_chars,
+            chars=limits.max_read_chars,
+        )
+        grep_text = _GREP.format(
+            timeout=f"{limits.regex_timeout:g}", line_chars=limits.max_line_chars
+        )
+        specs: list[tuple[str, str, type[ToolArgs], Callable[..., str]]] = [
+            ("ls", _LS.format(cap=limits.max_glob_results) + areas, LsArgs, self.ls),
+            (
+                "read_file",
+                read_text + areas,
+                read_file_args(limits.default_read_lines),
+                self.read_file,
+            ),
+            ("write_file", _WRITE_FILE + areas, WriteFileArgs, self.write_file),
+            ("edit_file", _EDIT_FILE + areas, EditFileArgs, self.edit_file),
+            ("glob", _GLOB.format(cap=limits.max_glob_results), GlobArgs, self.glob),
+            ("grep", grep_text, GrepArgs, self.grep),
+        ]
+        return [ToolFunction(name, _unwrap(text), args, run) for name, text, args, run in specs]
+
+    def ls(self, path: str) -> str:
+        entries = self.ws.ls(path)
+        return format_ls(self.ws.resolve(path), entries, self.limits.max_glob_results)
+
+    def read_file(self, file_path: str, offset: int, limit: int) -> str:
+        page = self.ws.read_lines(file_path, offset, limit)
+        return format_read(page, max_read_chars=self.limits.max_read_chars)
+
+    def write_file(self, file_path: str, content: str) -> str:
+        existed = self.ws.exists(file_path)
+        info = self.ws.write_text(file_path, content)
+        verb = "Overwrote" if existed else "Created"
+        return f"{verb} {info.path} ({plural(info.size or 0, 'byte')})"
+
+    def edit_file(self, file_path: str, old_string: str, new_string: str, replace_all: bool) -> str:
+        result = self.ws.edit(file_path, old_string, new_string, replace_all=replace_all)
+        return f"Edited {result.path}: replaced {plural(result.replacements, 'occurrence')}"
+
+    def glob(self, pattern: str, path: str) -> str:
+        result = self.ws.glob(pattern, path)
+        return format_glob(result, pattern=pattern, path=self.ws.resolve(path))
+
+    def grep(
+        self,
+        pattern: str,
+        path: str,
+        glob: str | None,
+        output_mode: OutputMode,
+        before: int,
+        after: int,
+        context: int,
+        line_numbers: bool,
+        ignore_case: bool,
+        head_limit: int,
+        offset: int,
+        multiline: bool,
+        fixed_strings: bool,
+    ) -> str:
+        # -A/-B override -C, as in rg; 0 is their default, so a given 0 does not override.
+        before, after = before or context, after or context
+        result = self.ws.grep(
+            pattern,
+            path,
+            glob=glob,
+            fixed_strings=fixed_strings,
+            ignore_case=ignore_case,
+            multiline=multiline,
+            output_mode=output_mode,
+            before=before,
+            after=after,
+        )
+        return format_grep(
+            result,
+            pattern=pattern,
+            path=self.ws.resolve(path),
+            head_limit=head_limit,
+            offset=offset,
+            line_numbers=line_numbers,
+            separators=before > 0 or after > 0,
+        )
+
+
+def _unwrap(text: str) -> str:
+    """Join the hard-wrapped lines of each paragraph; keep ``- `` list items on their own."""
+    paragraphs = []
+    for paragraph in text.split("\n\n"):
+        items: list[str] = []
+        for line in paragraph.splitlines():
+            if items and not line.startswith("- "):
+                items[-1] += " " + line.strip()
+            else:
+                items.append(line)
+        paragraphs.append("\n".join(items))
+    return "\n\n".join(paragraphs)
+
+
+def _areas_note(read_only: Iterable[str]) -> str:
+    lines = []
+    for area in read_only:
+        what = _AREA_CONTENTS.get(area)
+        lines.append(f"- {area}/: {what}" if what else f"- {area}/")
+    if not lines:
+        return ""
+    return (
+        "\n\nRead-only folders (kept by the system; read, grep and glob them, but do not write, "
+        "edit or delete there):\n" + "\n".join(lines)
+    )
+
+
+_LS = """\
+List a folder of the workspace: one path per line, folders end with '/'.
+
+Paths are absolute workspace paths starting at '/'. Start with ls('/') to see what there is;
+use glob to find files by name at any depth, and grep to search their contents. A listing
+shows at most {cap} entries."""
+
+_READ_FILE = """\
+Read a text file of the workspace. Lines are numbered like `cat -n`: the line number, a tab,
+then the line (the number and the tab are not part of the file).
+
+By default up to {lines} lines are read from the start. For a long file, pass offset (0-based:
+offset=100 starts at line 101) and limit. When more of the file remains, the output ends with
+a line saying how many lines are left and the exact offset to call read_file with next. Lines
+longer than {line_chars} characters are clipped and marked; a page also stops after
+{chars} characters. Only UTF-8 text files can be read.
+
+When the conversation says a tool result, a tool argument or earlier messages were saved to a
+file, read that file with this tool to get the full text back (or grep it for what you
+need)."""
+
+_WRITE_FILE = """\
+Write a text file of the workspace with the given content, replacing the whole file.
+
+Missing parent folders are created. An existing file is overwritten: the answer says
+'Created' or 'Overwrote', with the path and the size in bytes. To change part of an existing
+file, prefer edit_file. file_path is an absolute workspace path such as /notes/plan.md."""
+
+_EDIT_FILE = """\
+Replace exact text in an existing text file of the workspace.
+
+old_string must match the file exactly, including whitespace and indentation: copy it from
+read_file output without the line-number prefix (number and tab). By default old_string must
+occur exactly once; if it occurs several times, include more surrounding lines to make it
+unique, or set replace_all=true to replace every occurrence. The answer says how many
+occurrences were replaced. To write a whole new file, use write_file."""
+
+_GLOB = """\
+Find files by name pattern, e.g. '**/*.py', '*.md', 'src/**/*.{{ts,tsx}}'. Returns matching
+file paths (files only, not folders), one per line, sorted.
+
+A pattern without '/' matches file names at any depth ('*.md' finds /a/b/c.md); a pattern with
+'/' is matched against the path relative to the path argument (default '/'). Supported: '*'
+(within one folder name), '**' (any number of folders), '?', '[abc]', '{{a,b}}'. Names
+starting with '.' match only when the pattern spells the dot ('.env', '**/.*'). At most {cap}
+paths are returned; if more match, the output says so: narrow the pattern or the path."""
+
+_GREP = """\
+Search the contents of the workspace's text files with a regular expression, like ripgrep.
+
+pattern uses Python `regex` syntax: 'def \\w+\\(', 'log.*Error', '\\bTODO\\b'. Escape literal
+special characters ('\\(', '\\{{') or set fixed_strings=true to search for literal text. path is a
+folder (searched recursively) or one file; glob filters the files searched ('*.py',
+'**/*.{{ts,tsx}}'). Files whose name starts with '.' are searched only when glob names them.
+
+output_mode:
+- 'files_with_matches' (default): the paths of matching files, one per line.
+- 'content': matching lines as path:line:text; with context lines (-A after, -B before,
+  -C both) shown as path-line-text, and '--' between groups that are not adjacent.
+- 'count': path:count, the number of matching lines per file.
+
+Set -i to ignore case. A match stays within one line unless multiline=true, which lets a pattern
+span lines and makes '.' match newlines too. Lines longer than {line_chars} characters are
+clipped in the output.
+
+Output is paged: at most head_limit entries (files or lines; default 250, 0 for no limit)
+starting at offset. When more remain, the last line gives the offset for the next call. Binary
+files, and files too large to search, are skipped and named in a note. Every regex search runs
+under a {timeout}-second time limit: a pattern that backtracks catastrophically returns an
+error; simplify it.
+
+grep also searches the folders where the system keeps offloaded tool results and archived
+conversation (/tool_results, /transcripts): use it to find what was said or returned
+earlier."""
