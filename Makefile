@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.installed-dev
+STAMP_DEMO := $(VENV)/.installed-demo
 
-.PHONY: test lint typecheck pytest clean
+.PHONY: test lint typecheck pytest demo clean
 
 $(BIN)/python:
 	$(shell command -v $(PYTHON) >/dev/null 2>&1 && echo $(PYTHON) || echo python3) -m venv $(VENV)
@@ -13,6 +14,13 @@ $(BIN)/python:
 $(STAMP_DEV): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
+
+$(STAMP_DEMO): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[demo]'
+	touch $@
+
+demo: $(STAMP_DEMO)
+	$(BIN)/ctxfs demo
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check sdk backends sandbox tests examples benchmarks

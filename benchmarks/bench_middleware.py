@@ -1,0 +1,131 @@
+"""ContextMiddleware: per-turn overhead on a long thread, and checkpoint size with large results.
+
+Not a test: prints what one run measured. Usage::
+
+    python benchmarks/bench_middleware.py [--messages 2000] [--turns 40] [--long-turns 200]
+
+1. Overhead: a ``create_agent`` agent whose thread already holds ``--messages`` messages (far
+   under the window, so nothing is compacted) answers ``--turns`` more user turns; the median
+   time per turn with ``ContextMiddleware`` is divided by the median without it. Each turn
+   is a full ``invoke``: load the checkpoint, run the hooks, call the (scripted, instant)
+   model, save. The model is instant, so the ratio is the worst case: with a real model the
+   turn is seconds long and the overhead a far smaller share.
+2. Checkpoint size: ``--long-turns`` tool calls, each returning ``--result-chars`` characters,
+   with a SQLite checkpointer: the latest checkpoint's size and the database file's size,
+   with and without ctxfs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ctxfs import Workspace
+from ctxfs.integrations.langchain import ContextMiddleware
+from ctxfs.policy import ContextPolicy
+from ctxfs.testing import ScriptedChatModel, long_history, tool_call
+
+
+@tool
+def status() -> str:
+    """Returns a one-line status."""
+    return "ok"
+
+
+def _overhead_agent(with_ctxfs: bool, replies: int) -> Any:
+    model = ScriptedChatModel(responses=[f"answer {n}" for n in range(replies)])
+    middleware = []
+    if with_ctxfs:
+        policy = ContextPolicy(max_input_tokens=2_000_000)
+        middleware = [ContextMiddleware(Workspace("memory://bench"), policy)]
+    return create_agent(model, [status], middleware=middleware, checkpointer=InMemorySaver())
+
+
+def measure_overhead(messages: int, turns: int) -> tuple[float, float]:
+    """Median seconds per turn without and with ctxfs, turns interleaved."""
+    config: Any = {"configurable": {"thread_id": "bench"}}
+    agents = {flag: _overhead_agent(flag, turns + 2) for flag in (False, True)}
+    for agent in agents.values():
+        agent.update_state(config, {"messages": long_history((messages - 1) // 2)})
+        agent.invoke({"messages": [("user", "warm up")]}, config)
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for n in range(turns):
+        for flag in (False, True) if n % 2 else (True, False):
+            started = time.perf_counter()
+            agents[flag].invoke({"messages": [("user", f"question {n}")]}, config)
+            times[flag].append(time.perf_counter() - started)
+    return statistics.median(times[False]), statistics.median(times[True])
+
+
+def measure_checkpoints(turns: int, result_chars: int, with_ctxfs: bool) -> tuple[int, int]:
+    """Bytes of the latest checkpoint and of the SQLite file after a long run."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    line = "2024-06-01T00:00:00Z INFO worker settle batch ok in 12 ms txn=TX-123456\n"
+    text = (line * (result_chars // len(line) + 1))[:result_chars]
+
+    @tool
+    def fetch(n: int) -> str:
+        """Returns a large result."""
+        return f"result {n}\n{text}"
+
+    replies: list[Any] = [tool_call("fetch", {"n": n}) for n in range(turns)]
+    model = ScriptedChatModel(responses=[*replies, "done"])
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "checkpoints.sqlite"
+        connection = sqlite3.connect(db, check_same_thread=False)
+        saver = SqliteSaver(connection)
+        middleware = []
+        if with_ctxfs:
+            policy = ContextPolicy(
+                max_input_tokens=1_000_000, tool_results={"threshold": {"tokens": 1_000}}
+            )
+            middleware = [ContextMiddleware(Workspace(Path(folder) / "ws"), policy)]
+        agent = create_agent(model, [fetch], middleware=middleware, checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "long"}, "recursion_limit": 10 * turns}
+        agent.invoke({"messages": [("user", "fetch everything")]}, config)
+        latest = saver.get_tuple(config)
+        assert latest is not None
+        _, blob = saver.serde.dumps_typed(latest.checkpoint["channel_values"])
+        connection.close()
+        return len(blob), db.stat().st_size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=2_000)
+    parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("--long-turns", type=int, default=200)
+    parser.add_argument("--result-chars", type=int, default=20_000)
+    args = parser.parse_args()
+
+    without, with_ = measure_overhead(args.messages, args.turns)
+    print(f"Per-turn time on a {args.messages:,}-message thread (median of {args.turns}):")
+    print(f"  without ctxfs  {without * 1000:8.2f} ms")
+    print(f"  with ctxfs     {with_ * 1000:8.2f} ms")
+    print(f"  overhead       {(with_ / without - 1) * 100:+8.1f} %  (goal: under 5 %)")
+
+    print(
+        f"\nCheckpoint size after {args.long_turns} tool calls of "
+        f"{args.result_chars:,} characters each (SQLite):"
+    )
+    for flag in (False, True):
+        latest, total = measure_checkpoints(args.long_turns, args.result_chars, flag)
+        label = "with ctxfs   " if flag else "without ctxfs"
+        print(
+            f"  {label}  latest checkpoint {latest / 1e6:8.2f} MB   database {total / 1e6:9.2f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()

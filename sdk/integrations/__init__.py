@@ -1,0 +1,11 @@
+"""Adapters that plug ctxfs into agent frameworks; thin shells over one shared core.
+
+- :mod:`ctxfs.integrations.langchain`: :class:`~ctxfs.integrations.langchain.ContextMiddleware`
+  for ``langchain.agents.create_agent`` (extra ``langchain``).
+- :mod:`ctxfs.integrations.langgraph`: building blocks for a hand-written ``StateGraph``:
+  :func:`~ctxfs.integrations.langgraph.compaction_node`,
+  :func:`~ctxfs.integrations.langgraph.offload_tool_node` and
+  :class:`~ctxfs.integrations.langgraph.ToolResultOffloader`.
+
+Nothing is imported here, so ``import ctxfs`` never pulls in a framework.
+"""

@@ -1,0 +1,279 @@
+"""The logic every integration shares, written once; the adapters only plug it into hooks.
+
+Three things happen around an agent loop:
+
+- a tool's output is offloaded before it becomes graph state (:meth:`ContextHooks.offload`);
+- before each model call the history is compacted and the change is turned into a graph state
+  update (:meth:`ContextHooks.compact` / :meth:`ContextHooks.acompact`, built on the pure
+  :func:`state_update`);
+- what the engine did is logged (logger ``ctxfs.integrations``) and passed to an optional
+  ``on_event`` callback.
+
+Nothing here raises into the graph: an unexpected engine failure is logged and the content
+stays as it was, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.types import Command
+
+from ctxfs.engine import ContextEngine
+from ctxfs.events import ArchiveFailed, CompactionResult, ContextEvent, OffloadFailed
+
+__all__ = [
+    "DEFAULT_THREAD_ID",
+    "ContextHooks",
+    "ContextMeasured",
+    "EventHandler",
+    "current_thread_id",
+    "state_update",
+    "thread_id_from_config",
+]
+
+DEFAULT_THREAD_ID = "default"
+"""The thread id used when a run's config has none (a graph without a checkpointer)."""
+
+EventHandler = Callable[[ContextEvent, str], object]
+"""Called with each event and the thread id it happened in."""
+
+_log = logging.getLogger("ctxfs.integrations")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextMeasured(ContextEvent):
+    """Before a model call: how large the context was, and is after compaction.
+
+    Attributes:
+        thread_id: The conversation (with its sub-thread, if any).
+        messages: Messages the model will be sent.
+        tokens_before: Tokens of the history before compaction.
+        tokens_after: Tokens the model will be sent (equal when nothing changed).
+        max_input_tokens: The policy's window, for comparison.
+    """
+
+    thread_id: str
+    messages: int
+    tokens_before: int
+    tokens_after: int
+    max_input_tokens: int
+
+
+# -- thread ids -----------------------------------------------------------------------------
+
+
+def thread_id_from_config(
+    config: Mapping[str, Any] | None, *, default: str = DEFAULT_THREAD_ID
+) -> str:
+    """The conversation a run belongs to: its ``thread_id``, plus the sub-graph it runs in.
+
+    ``config["configurable"]["thread_id"]`` names the thread (``default`` when missing). A node
+    of a sub-graph runs in a checkpoint namespace such as ``researcher:<task>|model:<task>``;
+    its conversation is ``<thread_id>/researcher``: the namespace without its task ids and
+    without the last segment (the node itself), so a sub-agent's messages never mix with its
+    parent's, and every step of it lands in the same place.
+
+    Example:
+        >>> thread_id_from_config({"configurable": {"thread_id": "t1",
+        ...     "checkpoint_ns": "researcher:1f2|model:9ab"}})
+        't1/researcher'
+        >>> thread_id_from_config(None)
+        'default'
+    """
+    configurable = (config or {}).get("configurable") or {}
+    thread = configurable.get("thread_id")
+    base = str(thread) if thread not in (None, "") else default
+    namespace = configurable.get("checkpoint_ns") or ""
+    parents = [segment.split(":", 1)[0] for segment in str(namespace).split("|")[:-1]]
+    return "/".join([base, *(name for name in parents if name)])
+
+
+def current_thread_id(default: str = DEFAULT_THREAD_ID) -> str:
+    """The thread id of the graph run this is called from (see :func:`thread_id_from_config`).
+
+    Outside a graph run, ``default``.
+    """
+    from langgraph.config import get_config
+
+    try:
+        config = get_config()
+    except RuntimeError:  # not inside a runnable context
+        return default
+    return thread_id_from_config(config, default=default)
+
+
+# -- state updates --------------------------------------------------------------------------
+
+
+def state_update(
+    before: Sequence[BaseMessage], after: Sequence[BaseMessage]
+) -> dict[str, list[AnyMessage]] | None:
+    """The ``messages`` update that turns a graph state holding ``before`` into ``after``.
+
+    For the ``add_messages`` reducer:
+
+    - nothing changed (same objects): ``None``, no write at all;
+    - same messages, some replaced (same ids, same order): only the replaced messages, which
+      the reducer swaps in place by id;
+    - anything dropped or added: ``RemoveMessage(REMOVE_ALL_MESSAGES)`` and the new list.
+
+    Args:
+        before: The messages in the state.
+        after: What they should become.
+    """
+    if len(before) == len(after) and all(a is b for a, b in zip(after, before, strict=True)):
+        return None
+    if len(before) == len(after) and all(
+        b.id is not None and a.id == b.id for a, b in zip(after, before, strict=True)
+    ):
+        changed = [a for a, b in zip(after, before, strict=True) if a is not b]
+        return {"messages": cast(list[AnyMessage], changed)}
+    rebuilt: list[BaseMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *after]
+    return {"messages": cast(list[AnyMessage], rebuilt)}
+
+
+# -- the hooks ------------------------------------------------------------------------------
+
+
+class ContextHooks:
+    """The engine, bound to an event callback; what every adapter delegates to.
+
+    Args:
+        engine: The context engine.
+        on_event: Optional callback for every event, with the thread id.
+    """
+
+    def __init__(self, engine: ContextEngine, on_event: EventHandler | None = None) -> None:
+        self.engine = engine
+        self._on_event = on_event
+
+    # tool outputs
+
+    def offload(self, output: _T, thread_id: str | None = None) -> _T:
+        """Offloads every large tool result inside a tool node's output.
+
+        ``output`` may be a ``ToolMessage``, a ``Command`` (its ``update["messages"]`` are
+        offloaded; ``goto``, ``graph`` and ``resume`` are kept), a dict update with
+        ``messages``, or a list of these (what a ``ToolNode`` returns). Anything else is
+        returned as is.
+
+        Args:
+            output: What the tool or tool node returned.
+            thread_id: The conversation; by default the current run's.
+        """
+        thread = thread_id if thread_id is not None else current_thread_id()
+        return cast(_T, self._offload_any(output, thread))
+
+    def _offload_any(self, output: object, thread: str) -> object:
+        if isinstance(output, ToolMessage):
+            return self._offload_message(output, thread)
+        if isinstance(output, Command):
+            update = self._offload_update(output.update, thread)
+            return output if update is output.update else dataclasses.replace(output, update=update)
+        if isinstance(output, dict):
+            return self._offload_update(output, thread)
+        if isinstance(output, list):
+            items = [self._offload_any(item, thread) for item in output]
+            return output if all(a is b for a, b in zip(items, output, strict=True)) else items
+        return output
+
+    def _offload_update(self, update: object, thread: str) -> object:
+        if isinstance(update, dict) and "messages" in update:
+            messages = self._offload_any(update["messages"], thread)
+            return update if messages is update["messages"] else {**update, "messages": messages}
+        if isinstance(update, list | tuple) and all(
+            isinstance(pair, tuple) and len(pair) == 2 for pair in update
+        ):
+            pairs = [
+                (key, self._offload_any(value, thread) if key == "messages" else value)
+                for key, value in update
+            ]
+            unchanged = all(a[1] is b[1] for a, b in zip(pairs, update, strict=True))
+            return update if unchanged else type(update)(pairs)
+        return update
+
+    def _offload_message(self, message: ToolMessage, thread: str) -> ToolMessage:
+        try:
+            outcome = self.engine.offload_tool_result_detailed(message, thread_id=thread)
+        except Exception:  # the graph must go on; the result simply stays inline
+            _log.exception("ctxfs: offloading the result of %s failed", message.tool_call_id)
+            return message
+        if outcome.event is not None:
+            self.report(outcome.event, thread)
+        return outcome.message
+
+    # compaction
+
+    def compact(
+        self, messages: Sequence[BaseMessage], thread_id: str | None = None
+    ) -> dict[str, list[AnyMessage]] | None:
+        """Compacts ``messages`` if a trigger fires and returns the graph state update.
+
+        Returns:
+            ``None`` when nothing changed (the state and the checkpoint are left alone), or a
+            ``messages`` update (see :func:`state_update`).
+        """
+        thread = thread_id if thread_id is not None else current_thread_id()
+        try:
+            result = self.engine.compact(messages, thread_id=thread)
+        except Exception:  # the graph must go on with the history it has
+            _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
+            return None
+        return self._finish(messages, result, thread)
+
+    async def acompact(
+        self, messages: Sequence[BaseMessage], thread_id: str | None = None
+    ) -> dict[str, list[AnyMessage]] | None:
+        """The async twin of :meth:`compact` (awaits the engine's ``acompact``)."""
+        thread = thread_id if thread_id is not None else current_thread_id()
+        try:
+            result = await self.engine.acompact(messages, thread_id=thread)
+        except Exception:  # the graph must go on with the history it has
+            _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
+            return None
+        return self._finish(messages, result, thread)
+
+    def _finish(
+        self, messages: Sequence[BaseMessage], result: CompactionResult, thread: str
+    ) -> dict[str, list[AnyMessage]] | None:
+        for event in result.events:
+            self.report(event, thread)
+        self.report(
+            ContextMeasured(
+                thread_id=thread,
+                messages=len(result.messages),
+                tokens_before=result.tokens_before,
+                tokens_after=result.tokens_after,
+                max_input_tokens=self.engine.policy.max_input_tokens,
+            ),
+            thread,
+        )
+        return state_update(messages, result.messages)
+
+    # events
+
+    def report(self, event: ContextEvent, thread_id: str) -> None:
+        """Logs ``event`` and passes it to the callback (whose failures are logged only)."""
+        if _is_failure(event):
+            _log.warning("ctxfs [%s]: %s", thread_id, event)
+        elif isinstance(event, ContextMeasured):
+            _log.debug("ctxfs [%s]: %s", thread_id, event)
+        else:
+            _log.info("ctxfs [%s]: %s", thread_id, event)
+        if self._on_event is not None:
+            try:
+                self._on_event(event, thread_id)
+            except Exception:
+                _log.exception("ctxfs: the on_event callback raised")
+
+
+def _is_failure(event: ContextEvent) -> bool:
+    return isinstance(event, OffloadFailed | ArchiveFailed)

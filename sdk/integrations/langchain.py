@@ -1,0 +1,146 @@
+"""ctxfs as a LangChain agent middleware: one line in ``create_agent``.
+
+Example:
+    >>> from langchain.agents import create_agent
+    >>> from langgraph.checkpoint.memory import InMemorySaver
+    >>> from ctxfs import Workspace
+    >>> from ctxfs.policy import ContextPolicy
+    >>> from ctxfs.integrations.langchain import ContextMiddleware
+    >>> from ctxfs.testing import ScriptedChatModel
+    >>> middleware = ContextMiddleware(
+    ...     Workspace("memory://agent"), ContextPolicy(max_input_tokens=128_000))
+    >>> agent = create_agent(ScriptedChatModel(responses=["Hello."]), [],
+    ...     middleware=[middleware], checkpointer=InMemorySaver())
+    >>> agent.invoke({"messages": [("user", "hi")]},
+    ...     {"configurable": {"thread_id": "t1"}})["messages"][-1].content
+    'Hello.'
+
+Needs the ``langchain`` extra: ``pip install 'ctxfs[langchain]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from ctxfs.engine import ContextEngine
+from ctxfs.integrations._core import ContextHooks, ContextMeasured, EventHandler
+from ctxfs.integrations._counting import IdCachedCounter
+from ctxfs.policy import ContextPolicy
+from ctxfs.tokens import TokenCounter, as_token_counter
+from ctxfs.workspace import Workspace
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState
+    from langchain.agents.middleware.types import ToolCallRequest
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "ctxfs.integrations.langchain needs LangChain 1.x: pip install 'ctxfs[langchain]'"
+    ) from exc
+
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+
+__all__ = ["ContextMeasured", "ContextMiddleware"]
+
+_ToolOutput = ToolMessage | Command[Any]
+
+
+class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Keeps a ``create_agent`` agent inside its window; everything shed goes to a workspace.
+
+    What it does:
+
+    - **Tools.** Contributes the workspace tools (``ls``, ``read_file``, ``write_file``,
+      ``edit_file``, ``glob``, ``grep``) to the agent, so it can read back what was offloaded.
+    - **Tool results** (``wrap_tool_call``): a result over the policy's threshold is written
+      to ``/tool_results/<thread>/`` and replaced by a pointer with a preview *before* it is
+      returned to the graph, so the oversized text never enters the state or the checkpoint.
+      Tools returning a ``Command`` keep its ``goto``/``graph``/``resume``; the tool messages
+      in its ``update`` are offloaded.
+    - **Compaction** (``before_model``): before every model call the history is compacted
+      (old large tool inputs offloaded; then, if still too long, the oldest part archived to
+      ``/transcripts/`` and summarized).
+
+    Persistence and prompt caching: compaction is *written to the graph state*, not applied
+    to each request on the fly. Messages that were replaced (same id) are swapped in place
+    through the ``add_messages`` reducer; when messages are dropped, the state is reset with
+    ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and rebuilt from the compacted list. So the
+    checkpoint shrinks with the context, the work is done once rather than per call, and the
+    messages before the newest ones change only when a trigger fires: between compactions the
+    model is sent the same prefix as last time, so provider prompt caches stay valid.
+
+    Threads: files are kept per conversation, named from the run's
+    ``config["configurable"]["thread_id"]`` (``default`` when there is none); a sub-graph's
+    messages go to ``<thread_id>/<node>`` (see
+    :func:`~ctxfs.integrations.langgraph.thread_id_from_config`).
+
+    Errors never reach the graph: a failed write keeps the content inline, an unexpected
+    engine failure leaves the history as it was, and both are logged on the ``ctxfs`` logger
+    (``ctxfs.integrations``) and passed to ``on_event``.
+
+    Sync and async agents are both supported (``invoke``/``ainvoke``, ``stream``/``astream``);
+    the async hooks share the sync hooks' implementation.
+
+    Args:
+        workspace: Where offloaded content, transcripts and the agent's files live.
+        policy: When to offload, summarize, and how much to keep.
+        token_counter: A :class:`~ctxfs.tokens.TokenCounter` or ``str -> int`` callable;
+            exact cl100k_base counts by default.
+        tools: ``True`` for the workspace tools, ``False`` for none, or the tools to add.
+        on_event: Called with every :class:`~ctxfs.events.ContextEvent` (offloads,
+            summaries, failures, and a :class:`ContextMeasured` before each model call) and
+            the thread id. Exceptions it raises are logged and ignored.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        policy: ContextPolicy,
+        *,
+        token_counter: TokenCounter | Callable[[str], int] | None = None,
+        tools: bool | Sequence[BaseTool] = True,
+        on_event: EventHandler | None = None,
+    ) -> None:
+        super().__init__()
+        # Counts keyed by message id survive the checkpoint reload at each invoke.
+        counter = IdCachedCounter(as_token_counter(token_counter))
+        self._hooks = ContextHooks(ContextEngine(workspace, policy, counter), on_event)
+        if tools is True:
+            from ctxfs.tools import workspace_tools
+
+            self.tools = workspace_tools(workspace)
+        else:
+            self.tools = list(tools) if tools else []
+
+    @property
+    def engine(self) -> ContextEngine:
+        """The engine applying the policy (its workspace, policy and token counter)."""
+        return self._hooks.engine
+
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Compacts the history if a trigger fires; returns the state update or ``None``."""
+        return self._hooks.compact(state["messages"])
+
+    async def abefore_model(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """The async twin of :meth:`before_model`."""
+        return await self._hooks.acompact(state["messages"])
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
+    ) -> _ToolOutput:
+        """Runs the tool, then offloads its result if it is too large."""
+        return self._hooks.offload(handler(request))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
+    ) -> _ToolOutput:
+        """The async twin of :meth:`wrap_tool_call`."""
+        return self._hooks.offload(await handler(request))

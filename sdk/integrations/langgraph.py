@@ -1,0 +1,162 @@
+"""Building blocks for a hand-written langgraph ``StateGraph`` whose state has ``messages``.
+
+Two pieces, placed around the usual model / tools loop::
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("compact", compaction_node(engine))           # before the model
+    graph.add_node("model", call_model)
+    graph.add_node("tools", offload_tool_node(ToolNode(tools), engine))
+    graph.add_edge(START, "compact")
+    graph.add_edge("compact", "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "compact")
+
+A ``ToolNode`` can also offload through its own hook:
+``ToolNode(tools, wrap_tool_call=offloader.wrap_tool_call,
+awrap_tool_call=offloader.awrap_tool_call)`` with ``offloader = ToolResultOffloader(engine)``.
+
+The compaction node writes its result to the state (replace by id, or remove all and
+rebuild), like :class:`~ctxfs.integrations.langchain.ContextMiddleware`: the checkpoint
+shrinks, and earlier messages change only when a trigger fires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
+
+from ctxfs.engine import ContextEngine
+from ctxfs.integrations._core import (
+    DEFAULT_THREAD_ID,
+    ContextHooks,
+    ContextMeasured,
+    EventHandler,
+    current_thread_id,
+    state_update,
+    thread_id_from_config,
+)
+
+__all__ = [
+    "DEFAULT_THREAD_ID",
+    "ContextMeasured",
+    "EventHandler",
+    "ToolResultOffloader",
+    "compaction_node",
+    "current_thread_id",
+    "offload_tool_node",
+    "state_update",
+    "thread_id_from_config",
+]
+
+_ToolOutput = ToolMessage | Command[Any]
+_State = Mapping[str, Any]
+_Update = dict[str, Any]
+
+
+class ToolResultOffloader:
+    """``wrap_tool_call`` / ``awrap_tool_call`` hooks for a langgraph ``ToolNode``.
+
+    Example:
+        >>> from langgraph.prebuilt import ToolNode
+        >>> from ctxfs import Workspace
+        >>> from ctxfs.engine import ContextEngine
+        >>> from ctxfs.policy import ContextPolicy
+        >>> from ctxfs.tools import workspace_tools
+        >>> ws = Workspace("memory://graph")
+        >>> engine = ContextEngine(ws, ContextPolicy(max_input_tokens=8_000))
+        >>> offloader = ToolResultOffloader(engine)
+        >>> node = ToolNode(workspace_tools(ws), wrap_tool_call=offloader.wrap_tool_call,
+        ...                 awrap_tool_call=offloader.awrap_tool_call)
+
+    Args:
+        engine: The context engine.
+        on_event: Optional callback for every event, with the thread id.
+    """
+
+    def __init__(self, engine: ContextEngine, *, on_event: EventHandler | None = None) -> None:
+        self._hooks = ContextHooks(engine, on_event)
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
+    ) -> _ToolOutput:
+        """Runs the tool, then offloads its result if it is too large."""
+        return self._hooks.offload(handler(request))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
+    ) -> _ToolOutput:
+        """The async twin of :meth:`wrap_tool_call`."""
+        return self._hooks.offload(await handler(request))
+
+
+def offload_tool_node(
+    node: Runnable[Any, Any] | Callable[..., Any],
+    engine: ContextEngine,
+    *,
+    on_event: EventHandler | None = None,
+) -> Runnable[Any, Any]:
+    """Wraps any tool node so that large results are offloaded before they reach the state.
+
+    The node's output (a ``ToolNode``'s ``{"messages": [...]}``, a list of ``Command`` and
+    updates, a single ``Command`` or message) comes back with every large ``ToolMessage``
+    replaced by a pointer; ``Command`` objects keep their ``goto``/``graph``/``resume``.
+
+    Args:
+        node: A ``ToolNode``, another runnable, or a function (sync or async) of the state.
+        engine: The context engine.
+        on_event: Optional callback for every event, with the thread id.
+
+    Returns:
+        A runnable to pass to ``StateGraph.add_node``; sync and async.
+    """
+    inner: Runnable[Any, Any] = node if isinstance(node, Runnable) else RunnableLambda(node)
+    hooks = ContextHooks(engine, on_event)
+
+    def run(state: Any, config: RunnableConfig) -> Any:
+        return hooks.offload(inner.invoke(state, config))
+
+    async def arun(state: Any, config: RunnableConfig) -> Any:
+        return hooks.offload(await inner.ainvoke(state, config))
+
+    return RunnableLambda(run, afunc=arun, name=inner.get_name())
+
+
+def compaction_node(
+    engine: ContextEngine,
+    *,
+    messages_key: str = "messages",
+    on_event: EventHandler | None = None,
+) -> Runnable[_State, _Update]:
+    """A graph node that compacts the history before the model node.
+
+    The node returns an empty update when nothing changed, so the state and the checkpoint
+    stay untouched; otherwise the change (see :func:`state_update`), under ``messages_key``.
+
+    Args:
+        engine: The context engine.
+        messages_key: The state key of the message list (reduced with ``add_messages``).
+        on_event: Optional callback for every event, with the thread id.
+
+    Returns:
+        A runnable to pass to ``StateGraph.add_node``; sync and async.
+    """
+    hooks = ContextHooks(engine, on_event)
+
+    def run(state: _State) -> _Update:
+        return _keyed(hooks.compact(state[messages_key]), messages_key)
+
+    async def arun(state: _State) -> _Update:
+        return _keyed(await hooks.acompact(state[messages_key]), messages_key)
+
+    return RunnableLambda(run, afunc=arun, name="ctxfs_compact")
+
+
+def _keyed(update: Mapping[str, Any] | None, key: str) -> _Update:
+    return {} if update is None else {key: update["messages"]}

@@ -1,0 +1,64 @@
+"""The offline demo (``ctxfs demo``): every ctxfs step shows, and it finishes quickly."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from ctxfs.cli import main
+from ctxfs.demo import DemoOptions, run_demo
+from ctxfs.demo._data import FIRST_REQUEST_ID, FIXED_LINE, ROUNDING_PATH
+from ctxfs.demo._view import LiveView, Turn
+from ctxfs.events import ToolInputOffloaded, ToolResultOffloaded
+
+
+def test_demo_shows_every_step_and_recovers_an_early_detail(tmp_path: Path) -> None:
+    out = io.StringIO()
+    report = run_demo(DemoOptions(workspace=str(tmp_path / "ws"), live=False), stream=out)
+    printed = out.getvalue()
+    assert report.seconds < 60
+    kinds = {type(e).__name__ for e in report.events}
+    assert {"ToolResultOffloaded", "ToolInputOffloaded"} <= kinds
+    results = [e for e in report.events if isinstance(e, ToolResultOffloaded)]
+    inputs = [e for e in report.events if isinstance(e, ToolInputOffloaded)]
+    assert all(report.workspace.exists(e.path) for e in [*results, *inputs])
+    assert results[0].path in printed and inputs[0].path in printed
+    # The agent did its job in the workspace.
+    assert FIXED_LINE in report.workspace.read_text(ROUNDING_PATH)
+    assert report.workspace.exists("/notes/investigation.md")
+    # The user is told where to look.
+    assert f"The workspace is at {tmp_path / 'ws'}" in printed
+    assert f"ls -R {tmp_path / 'ws'}" in printed
+    # Summarization (issue 4): the archive exists, the early detail came back from it.
+    assert report.workspace.ls("/transcripts"), "no transcript was archived"
+    assert FIRST_REQUEST_ID in report.answer and "/transcripts/" in report.answer
+    assert max(t.tokens for t in report.turns) <= report.turns[0].budget
+
+
+def test_cli_demo_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--no-live", "--workspace", str(tmp_path / "ws")]) == 0
+    printed = capsys.readouterr().out
+    assert "turn  1" in printed and "Finished in" in printed
+
+
+def test_cli_needs_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+    assert "demo" in capsys.readouterr().err
+
+
+def test_live_view_draws_the_turns() -> None:
+    buffer = io.StringIO()
+    view = LiveView(Console(file=buffer, force_terminal=True, width=140))
+    turn = Turn(number=1, tokens_before=9_000, tokens=4_000, budget=12_000, action="ls(path='/')")
+    turn.notes.append("result of run_tests (8,168 tokens) offloaded -> /tool_results/x.txt")
+    view.update([turn])
+    view.message("summary text", title="summary")
+    view.close()
+    drawn = buffer.getvalue()
+    assert "9,000 -> 4,000/12,000" in drawn and "/tool_results/x.txt" in drawn
+    assert "summary text" in drawn

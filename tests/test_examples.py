@@ -1,0 +1,58 @@
+"""Every script in examples/ runs offline, with its scripted model, and does what it says."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_example_is_tested() -> None:
+    tested = {"quickstart", "langgraph_graph", "s3_workspace", "openai_messages"}
+    assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
+
+
+def test_quickstart(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = _load("quickstart").main([])
+    assert "100997" in answer
+    printed = capsys.readouterr().out
+    assert "[ctxfs: tool result offloaded]" in printed and "/tool_results/quickstart-" in printed
+
+
+def test_quickstart_on_a_local_folder(tmp_path: Path) -> None:
+    _load("quickstart").main(["--workspace", str(tmp_path / "ws")])
+    (saved,) = (tmp_path / "ws" / "tool_results").glob("*/*.txt")
+    assert saved.read_text().count("REFUNDED") == 6
+
+
+def test_langgraph_graph(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "7 of the day's 1,440 minutes" in _load("langgraph_graph").main([])
+    printed = capsys.readouterr().out
+    assert "[ctxfs: tool result offloaded]" in printed and ".txt:7" in printed
+
+
+def test_openai_messages() -> None:
+    assert _load("openai_messages").main([]) == "Row 42 is: row-0042,25,ok"
+
+
+def test_s3_workspace(s3_endpoint: str, s3_bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("CTXFS_S3_ENDPOINT_URL", s3_endpoint)
+    url = f"s3://{s3_bucket}/agents/run-1"
+    listing = _load("s3_workspace").main([url]).splitlines()
+    assert f"{url}/notes/audit.md" in listing
+    assert any(line.startswith(f"{url}/tool_results/audit-") for line in listing)
