@@ -47,28 +47,40 @@ def _not_utf8(path: str, exc: UnicodeDecodeError) -> NotTextError:
     )
 
 
-def _lines(chunks: Iterator[bytes], path: str, keep: int) -> Iterator[tuple[str, int]]:
-    """Yield ``(line clipped to keep chars, full length)``; a trailing ``\\r`` is dropped."""
+def _lines(
+    chunks: Iterator[bytes], path: str, keep: int, column_line: int, column: int
+) -> Iterator[tuple[str, int]]:
+    """Yield ``(kept text, full length)`` per line; a trailing ``\r`` is dropped.
+
+    Of each line only the characters ``[start, start + keep)`` are kept, where ``start`` is
+    ``column`` for line number ``column_line`` (0-based) and 0 for every other line.
+    """
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     parts: list[str] = []
     length = 0
     last = ""
+    index = 0
 
     def take(piece: str) -> None:
         nonlocal length, last
-        if length < keep:
-            parts.append(piece[: keep - length])
+        low = column if index == column_line else 0
+        start = max(low, length) - length
+        stop = min(low + keep, length + len(piece)) - length
+        if start < stop:
+            parts.append(piece[start:stop])
         length += len(piece)
         if piece:
             last = piece[-1]
 
     def emit() -> tuple[str, int]:
-        nonlocal parts, length, last
+        nonlocal parts, length, last, index
         text, full = "".join(parts), length
         if last == "\r":
             full -= 1
-            text = text[:full]
+            low = column if index == column_line else 0
+            text = text[: max(0, full - low)]
         parts, length, last = [], 0, ""
+        index += 1
         return text, full
 
     for chunk in chunks:
@@ -97,6 +109,7 @@ def read_page(
     limit: int,
     max_line_chars: int,
     max_chars: int,
+    column: int = 0,
 ) -> ReadResult:
     """Read lines ``offset .. offset+limit`` of a UTF-8 text stream.
 
@@ -111,6 +124,8 @@ def read_page(
         max_line_chars: Longer lines are clipped to this many characters.
         max_chars: The page stops before its characters would exceed this; the first line
             of a page is always returned (clipped to ``max_line_chars``).
+        column: Start the first line at this character (0-based), so a line longer than
+            ``max_line_chars`` can be read piece by piece.
 
     Raises:
         NotTextError: The file holds NUL bytes (binary) or invalid UTF-8.
@@ -121,14 +136,16 @@ def read_page(
     clipped: list[tuple[int, int]] = []
     page_chars = 0
     stopped_by_chars = False
-    for index, (text, full) in enumerate(_lines(chunks, path, max_line_chars + 1)):
+    numbered = enumerate(_lines(chunks, path, max_line_chars + 1, offset, column))
+    for index, (text, full) in numbered:
         if index < offset:
             continue
         text = text[:max_line_chars]
         if lines and page_chars + len(text) > max_chars:
             stopped_by_chars = True
             break
-        if full > max_line_chars:
+        start = column if index == offset else 0
+        if start > 0 or full > start + len(text):
             clipped.append((len(lines), full))
         lines.append(text)
         page_chars += len(text) + 1
@@ -140,6 +157,7 @@ def read_page(
     return ReadResult(
         path=path,
         offset=offset,
+        column=column,
         lines=tuple(lines),
         clipped=tuple(clipped),
         total_lines=total,

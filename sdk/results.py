@@ -43,10 +43,11 @@ class ReadResult:
         path: Virtual path read.
         offset: 0-based index of the first line returned.
         lines: The lines, without their line endings; each clipped to the line limit.
-        clipped: Indexes (into ``lines``) of lines that were clipped, with their full lengths
-            in characters.
+        clipped: Indexes (into ``lines``) of lines shown only in part, with their full
+            lengths in characters.
         total_lines: Number of lines in the whole file.
         stopped_by_chars: Whether the page ended early because of the character cap.
+        column: The character of the first line the page starts at (0 unless asked).
     """
 
     path: str
@@ -55,6 +56,7 @@ class ReadResult:
     clipped: tuple[tuple[int, int], ...]
     total_lines: int
     stopped_by_chars: bool = False
+    column: int = 0
 
     @property
     def next_offset(self) -> int | None:

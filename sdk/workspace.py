@@ -274,13 +274,17 @@ class Workspace:
                 f"{virtual} is not valid UTF-8 text ({exc.reason})", path=virtual
             ) from None
 
-    def read_lines(self, path: str, offset: int = 0, limit: int | None = None) -> ReadResult:
+    def read_lines(
+        self, path: str, offset: int = 0, limit: int | None = None, *, column: int = 0
+    ) -> ReadResult:
         """A page of lines of a text file, with bounded memory whatever the file's size.
 
         Args:
             path: The file.
             offset: 0-based index of the first line.
             limit: Most lines; defaults to ``limits.default_read_lines``.
+            column: Start the first line at this character (0-based): how a line longer than
+                ``limits.max_line_chars`` is read piece by piece.
 
         The page also stops before ``limits.max_read_chars`` characters, and each line is
         clipped at ``limits.max_line_chars``; the result says so and where to go on.
@@ -289,6 +293,8 @@ class Workspace:
             raise ValueError("offset must be >= 0 (it is the 0-based first line)")
         if limit is not None and limit < 1:
             raise ValueError("limit must be >= 1")
+        if column < 0:
+            raise ValueError("column must be >= 0 (it is the 0-based first character)")
         virtual = self._file(path)
         # s3fs reads ahead in 50 MiB blocks by default: a page read would hold one in memory.
         with (
@@ -302,6 +308,7 @@ class Workspace:
                 limit=limit or self._limits.default_read_lines,
                 max_line_chars=self._limits.max_line_chars,
                 max_chars=self._limits.max_read_chars,
+                column=column,
             )
 
     # -- writing ------------------------------------------------------------------------

@@ -65,6 +65,14 @@ class ReadFileArgs(ToolArgs):
     limit: int = Field(
         default=DEFAULT_READ_LINES, ge=1, description="Most lines to return from offset on."
     )
+    column: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "0-based character of the first line to start at. Only for reading on in a very "
+            "long line that was clipped: use the column the clipped line told you."
+        ),
+    )
 
 
 def read_file_args(default_limit: int) -> type[ReadFileArgs]:

@@ -49,8 +49,19 @@ def format_read(result: ReadResult, *, max_read_chars: int) -> str:
     out: list[str] = []
     for index, line in enumerate(result.lines):
         number = result.offset + index + 1
+        start = result.column if index == 0 else 0
         if index in clipped:
-            line = f"{line} … [line clipped: {clipped[index]} chars]"
+            full = clipped[index]
+            end = start + len(line)
+            if start >= full:
+                line = f"[this line has only {full} characters; column {start} is past its end]"
+            elif start:
+                line = f"[from character {start}] {line}"
+            if end < full:
+                line = (
+                    f"{line} … [line clipped: {full} chars; call read_file with "
+                    f"offset={number - 1}, limit=1, column={end} to read on in this line]"
+                )
         out.append(f"{number:>6}\t{line}")
     next_offset = result.next_offset
     if next_offset is not None:

@@ -93,8 +93,8 @@ class _Tools:
         entries = self.ws.ls(path)
         return format_ls(self.ws.resolve(path), entries, self.limits.max_glob_results)
 
-    def read_file(self, file_path: str, offset: int, limit: int) -> str:
-        page = self.ws.read_lines(file_path, offset, limit)
+    def read_file(self, file_path: str, offset: int, limit: int, column: int = 0) -> str:
+        page = self.ws.read_lines(file_path, offset, limit, column=column)
         return format_read(page, max_read_chars=self.limits.max_read_chars)
 
     def write_file(self, file_path: str, content: str) -> str:

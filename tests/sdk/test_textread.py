@@ -144,3 +144,39 @@ def test_a_50_mb_single_line_file_is_paged_with_bounded_memory(
     assert result.clipped == ((0, FIFTY_MB),)
     assert result.total_lines == 1
     assert result.next_offset is None
+
+
+@given(
+    lines=st.lists(st.text(alphabet=st.characters(blacklist_characters="\n\x00"), max_size=40)),
+    clip=st.integers(min_value=1, max_value=9),
+)
+def test_clipped_lines_read_back_whole_through_column(lines: list[str], clip: int) -> None:
+    """Nothing is out of reach: stepping `column` by what each read returned rebuilds every
+    line exactly, however long it is compared with the clip."""
+    data = "\n".join(lines).encode()
+    total = read_page(
+        io.BytesIO(data), "/f", offset=0, limit=1, max_line_chars=clip, max_chars=10**6
+    ).total_lines
+    rebuilt = []
+    for number in range(total):
+        column, pieces = 0, []
+        while True:
+            page = read_page(
+                io.BytesIO(data),
+                "/f",
+                offset=number,
+                limit=1,
+                max_line_chars=clip,
+                max_chars=10**6,
+                column=column,
+            )
+            pieces.append(page.lines[0])
+            column += len(page.lines[0])
+            if not page.clipped or page.clipped[0][1] <= column:
+                break
+        rebuilt.append("".join(pieces))
+    parts = data.decode().split("\n")
+    if parts[-1] == "":
+        parts.pop()  # a final newline ends the last line, it does not start another
+    expected = [line.removesuffix("\r") for line in parts]
+    assert rebuilt == expected

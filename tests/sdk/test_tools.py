@@ -79,7 +79,18 @@ def test_read_file_default_limit_and_caps_come_from_the_workspace_limits(
         "call read_file with offset=2 to read on"
     )
     ws.write_text("/long.txt", "abcdefghij\nok\n")
-    assert read(file_path="/long.txt") == "     1\tabcdef … [line clipped: 10 chars]\n     2\tok"
+    assert read(file_path="/long.txt") == (
+        "     1\tabcdef … [line clipped: 10 chars; call read_file with offset=0, limit=1, "
+        "column=6 to read on in this line]\n     2\tok"
+    )
+    # the clipped line reads on from the column the marker gave, so nothing is out of reach
+    assert read(file_path="/long.txt", offset=0, limit=1, column=6) == (
+        "     1\t[from character 6] ghij\n... 1 more line; call read_file with offset=1 to read on"
+    )
+    assert read(file_path="/long.txt", limit=1, column=40) == (
+        "     1\t[this line has only 10 characters; column 40 is past its end]\n"
+        "... 1 more line; call read_file with offset=1 to read on"
+    )
 
 
 def test_read_file_empty_file_is_a_note_not_an_error(
@@ -150,7 +161,12 @@ def test_read_file_of_a_50_mb_single_line_is_bounded(make_workspace: WorkspaceFa
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert out == "     1\t[" + "1," * 999 + "1 … [line clipped: 52428801 chars]"
+    assert (
+        out
+        == "     1\t[" + "1," * 999
+        + "1 … [line clipped: 52428801 chars; call read_file with offset=0, limit=1, "
+        "column=2000 to read on in this line]"
+    )
     assert peak < 4 * 2**20  # the 50 MB line is streamed, never held
 
 

@@ -110,6 +110,15 @@ def test_json_schemas_name_required_fields_and_aliases(fns: dict[str, ToolFuncti
             "minimum": 1,
             "type": "integer",
         },
+        "column": {
+            "default": 0,
+            "description": (
+                "0-based character of the first line to start at. Only for reading on in a "
+                "very long line that was clipped: use the column the clipped line told you."
+            ),
+            "minimum": 0,
+            "type": "integer",
+        },
     }
 
 
@@ -164,13 +173,13 @@ def test_langchain_tools_answer_bad_arguments_with_error_text(ws: Workspace) -> 
     assert read.invoke({"file_path": "/a.txt", "offset": -1}) == (
         "Error: invalid arguments for read_file: offset: Input should be greater than or "
         "equal to 0 (got -1). Call read_file again with valid arguments: "
-        "file_path (required), offset, limit"
+        "file_path (required), offset, limit, column"
     )
     message = read.invoke({"type": "tool_call", "id": "c", "name": "read_file", "args": {}})
     assert isinstance(message, ToolMessage)
     assert message.content == (
         "Error: invalid arguments for read_file: file_path is required. "
-        "Call read_file again with valid arguments: file_path (required), offset, limit"
+        "Call read_file again with valid arguments: file_path (required), offset, limit, column"
     )
 
 
