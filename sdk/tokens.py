@@ -22,6 +22,7 @@ Any other tokenizer plugs in through :func:`as_token_counter`: an object with th
 
 from __future__ import annotations
 
+import copy
 import json
 import weakref
 from collections.abc import Callable, Sequence
@@ -123,6 +124,32 @@ def _fingerprint(message: BaseMessage) -> object:
     )
 
 
+_Snapshot = tuple[type, object, object, object]
+_MAX_ID_ENTRIES = 200_000
+
+
+def _snapshot(message: BaseMessage) -> _Snapshot:
+    """A private copy of what a message's count depends on, for the id-keyed cache."""
+    content = message.content
+    if not isinstance(content, str):
+        content = copy.deepcopy(content)
+    calls: object = None
+    invalid: object = None
+    if isinstance(message, AIMessage):
+        calls = copy.deepcopy(message.tool_calls)
+        invalid = copy.deepcopy(message.invalid_tool_calls)
+    return (type(message), content, calls, invalid)
+
+
+def _snapshot_matches(message: BaseMessage, snapshot: _Snapshot) -> bool:
+    kind, content, calls, invalid = snapshot
+    if type(message) is not kind or message.content != content:
+        return False
+    if isinstance(message, AIMessage):
+        return message.tool_calls == calls and message.invalid_tool_calls == invalid
+    return True
+
+
 class _MessageCache:
     """Per-counter cache of message counts, keyed on object identity.
 
@@ -166,6 +193,10 @@ class _CachedMessageCounting:
         # The last history counted: (weak reference to the message, its content object,
         # tokens) per position. Weak, so a counter never keeps a dropped history alive.
         self._last: list[tuple[weakref.ref[BaseMessage], object, int]] = []
+        # Counts by message id, checked against a private snapshot of what was counted. A
+        # graph with a checkpointer rebuilds every message object from the checkpoint at each
+        # invoke; this keeps a reloaded history from being tokenized again.
+        self._by_id: dict[str, tuple[_Snapshot, int]] = {}
 
     def count_text(self, text: str) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -186,9 +217,18 @@ class _CachedMessageCounting:
         return self._count_and_cache(message, fingerprint)
 
     def _count_and_cache(self, message: BaseMessage, fingerprint: object) -> int:
-        tokens = MESSAGE_OVERHEAD_TOKENS + sum(
-            self.count_text(part) for part in message_text_parts(message) if part
-        )
+        key = message.id
+        known = self._by_id.get(key) if key is not None else None
+        if known is not None and _snapshot_matches(message, known[0]):
+            tokens = known[1]
+        else:
+            tokens = MESSAGE_OVERHEAD_TOKENS + sum(
+                self.count_text(part) for part in message_text_parts(message) if part
+            )
+            if key is not None:
+                if len(self._by_id) >= _MAX_ID_ENTRIES:
+                    del self._by_id[next(iter(self._by_id))]  # forget the oldest
+                self._by_id[key] = (_snapshot(message), tokens)
         self._cache.put(message, fingerprint, tokens)
         return tokens
 

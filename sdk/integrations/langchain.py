@@ -28,7 +28,6 @@ from langgraph.types import Command
 
 from ctxfs.engine import ContextEngine
 from ctxfs.integrations._core import ContextHooks, ContextMeasured, EventHandler
-from ctxfs.integrations._counting import IdCachedCounter
 from ctxfs.policy import ContextPolicy
 from ctxfs.tokens import TokenCounter, as_token_counter
 from ctxfs.workspace import Workspace
@@ -106,8 +105,9 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         on_event: EventHandler | None = None,
     ) -> None:
         super().__init__()
-        # Counts keyed by message id survive the checkpoint reload at each invoke.
-        counter = IdCachedCounter(as_token_counter(token_counter))
+        # The counter also caches by message id, so counts survive the checkpoint reload at
+        # each invoke (see ctxfs.tokens).
+        counter = as_token_counter(token_counter)
         self._hooks = ContextHooks(ContextEngine(workspace, policy, counter), on_event)
         if tools is True:
             from ctxfs.tools import workspace_tools

@@ -7,7 +7,14 @@ import json
 
 import pytest
 import tiktoken
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    messages_from_dict,
+    messages_to_dict,
+)
 
 from ctxfs.tokens import (
     ENCODING_NAME,
@@ -159,3 +166,28 @@ def test_callable_counters_get_no_byte_shortcut() -> None:
 
     assert count_exceeding(as_token_counter(count), "abc", 5) == 30
     assert seen == ["abc"]
+
+
+def test_reloaded_messages_are_not_recounted_and_changed_ones_are() -> None:
+    """A checkpoint reload gives new objects with the same ids: counted from the id cache,
+    unless their content or tool calls changed."""
+    counter = TiktokenCounter()
+    calls = 0
+    original = counter.count_text
+
+    def counting(text: str) -> int:
+        nonlocal calls
+        calls += 1
+        return original(text)
+
+    counter.count_text = counting  # type: ignore[method-assign]
+    call = {"name": "ls", "args": {"path": "/"}, "id": "c1", "type": "tool_call"}
+    history = [HumanMessage("hello there", id="h1"), AIMessage("", tool_calls=[call], id="a1")]
+    total = counter.count_messages(history)
+    tokenized = calls
+    reloaded = messages_from_dict(messages_to_dict(history))  # as after a checkpoint load
+    assert counter.count_messages(reloaded) == total and calls == tokenized
+    edited = [HumanMessage("hello there, longer now", id="h1"), reloaded[1]]
+    assert counter.count_messages(edited) > total and calls == tokenized + 1
+    longer = AIMessage("", tool_calls=[{**call, "args": {"path": "/a/much/longer/path"}}], id="a1")
+    assert counter.count_message(longer) > counter.count_message(history[1])
