@@ -269,6 +269,10 @@ class _CachedMessageCounting:
             fresh.append((weakref.ref(message), message.content, tokens))
             total += tokens
         self._last = last[:reused] + fresh
+        if len(self._by_id) > 2 * len(messages) + 1_024:
+            # Forget ids that left the history (archived, dropped): amortised O(1) per call.
+            current = {m.id for m in messages if m.id is not None}
+            self._by_id = {k: v for k, v in self._by_id.items() if k in current}
         return total
 
 

@@ -148,12 +148,23 @@ class Workspace:
         rest = host[len(root) :] if host.startswith(root) else host
         return "/" + rest.strip("/")
 
+    def _real_virtual(self, virtual: str) -> str:
+        """On local disk, the virtual path the target really is once symlinks are followed."""
+        real = os.path.realpath(self._host(virtual))
+        rest = os.path.relpath(real, self._real_root).replace(os.sep, "/")
+        return "/" if rest == "." else "/" + rest
+
     def _writable(self, path: str) -> str:
         virtual = self.resolve(path)
-        if self.is_read_only(virtual):
-            area = next(p for p in self._read_only if is_within(virtual, p))
+        # Checked on the path as given and, on local disk, on where it really leads: a symlink
+        # made inside the root must not open a way to write into a read-only area.
+        real = self._real_virtual(virtual) if self._storage.is_local and self._read_only else None
+        target = virtual if self.is_read_only(virtual) or real is None else real
+        if self.is_read_only(target):
+            area = next(p for p in self._read_only if is_within(target, p))
+            where = virtual if target == virtual else f"{virtual} (a link to {target})"
             raise ReadOnlyPathError(
-                f"{virtual} is in the read-only area {area}/ (written by ctxfs itself); "
+                f"{where} is in the read-only area {area}/ (written by ctxfs itself); "
                 "write your own files elsewhere, e.g. /notes/",
                 path=virtual,
             )
@@ -195,7 +206,7 @@ class Workspace:
         """
         try:
             self.info(path)
-        except PathNotFoundError:
+        except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above it
             return False
         return True
 
@@ -249,7 +260,9 @@ class Workspace:
 
     def read_bytes(self, path: str) -> bytes:
         """The whole content of a file, as bytes."""
-        virtual = self._file(path)
+        return self._read_bytes(self._file(path))
+
+    def _read_bytes(self, virtual: str) -> bytes:
         with translate_errors(virtual):
             data = self.fs.cat_file(self._host(virtual))
         return bytes(data)
@@ -261,7 +274,7 @@ class Workspace:
             NotTextError: The file is binary or not valid UTF-8.
         """
         virtual = self._file(path)
-        data = self.read_bytes(virtual)
+        data = self._read_bytes(virtual)
         if b"\x00" in data:
             raise NotTextError(
                 f"{virtual} is a binary file (it contains NUL bytes); it cannot be read as text",

@@ -617,3 +617,25 @@ def test_memory_workspaces_sharing_a_filesystem_object_share_files() -> None:
     second = Workspace(first.fs, root="/ws")
     first.write_text("/f.txt", "shared")
     assert second.read_text("/f.txt") == "shared"
+
+
+def test_a_symlink_inside_the_root_does_not_open_a_read_only_area(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path / "ws", read_only=["/tool_results"])
+    full = Workspace(tmp_path / "ws")
+    full.write_text("/tool_results/t/c.txt", "precious")
+    (tmp_path / "ws" / "notes").symlink_to(tmp_path / "ws" / "tool_results" / "t")
+    with pytest.raises(
+        ReadOnlyPathError, match=r"/notes/c.txt \(a link to /tool_results/t/c.txt\)"
+    ):
+        ws.write_text("/notes/c.txt", "overwritten")
+    with pytest.raises(ReadOnlyPathError):
+        ws.edit("/notes/c.txt", "precious", "x")
+    with pytest.raises(ReadOnlyPathError):
+        ws.write_text("/notes/new.txt", "x")  # a new file in the area, through the link
+    assert full.read_text("/tool_results/t/c.txt") == "precious"
+    assert ws.read_text("/notes/c.txt") == "precious"  # reading through it is fine
+
+
+def test_exists_is_false_under_a_file_on_every_backend(workspace: Workspace) -> None:
+    workspace.write_text("/a.txt", "x")
+    assert workspace.exists("/a.txt/b") is False

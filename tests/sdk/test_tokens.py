@@ -191,3 +191,11 @@ def test_reloaded_messages_are_not_recounted_and_changed_ones_are() -> None:
     assert counter.count_messages(edited) > total and calls == tokenized + 1
     longer = AIMessage("", tool_calls=[{**call, "args": {"path": "/a/much/longer/path"}}], id="a1")
     assert counter.count_message(longer) > counter.count_message(history[1])
+
+
+def test_the_id_cache_forgets_messages_that_left_the_history() -> None:
+    counter = TiktokenCounter()
+    for turn in range(40):
+        window = [HumanMessage(f"turn {turn} message {n}", id=f"{turn}-{n}") for n in range(100)]
+        counter.count_messages(window)
+    assert len(counter._by_id) <= 2 * 100 + 1_024
