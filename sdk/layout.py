@@ -2,7 +2,8 @@
 
 The areas are ordinary visible folders at the top of the workspace, not dot-folders, so
 ``ls /`` shows them and ``grep`` from ``/`` searches them. They are read-only to the agent's
-tools: only the SDK writes there, and always create-only.
+tools: only the SDK writes there, create-only (the one file it rewrites, atomically, is each
+thread's transcript index).
 """
 
 from __future__ import annotations
