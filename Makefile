@@ -4,8 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.installed-dev
 STAMP_DEMO := $(VENV)/.installed-demo
+STAMP_DOCS := $(VENV)/.installed-docs
+STAMP_BENCH := $(VENV)/.installed-bench
+TRAJECTORIES ?= ../shared/data/trajectories
 
-.PHONY: test lint typecheck pytest demo clean
+.PHONY: test lint typecheck pytest demo docs bench clean
 
 $(BIN)/python:
 	$(shell command -v $(PYTHON) >/dev/null 2>&1 && echo $(PYTHON) || echo python3) -m venv $(VENV)
@@ -19,8 +22,27 @@ $(STAMP_DEMO): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[demo]'
 	touch $@
 
+$(STAMP_BENCH): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $@
+
+$(STAMP_DOCS): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $@
+
 demo: $(STAMP_DEMO)
 	$(BIN)/ctxfs demo
+
+# The configuration reference is generated from the pydantic models, then the site is built
+# into site/ (gitignored); --strict turns every warning (a broken link, a page missing from
+# the nav) into an error.
+docs: $(STAMP_DOCS)
+	$(BIN)/python docs/gen_config_reference.py
+	$(BIN)/mkdocs build --strict
+
+# Side by side with Deep Agents and LangChain on the recorded runs (make bench TRAJECTORIES=DIR).
+bench: $(STAMP_BENCH)
+	$(BIN)/python benchmarks/bench_side_by_side.py --trajectories $(TRAJECTORIES) $(BENCH_ARGS)
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check sdk backends sandbox tests examples benchmarks

@@ -1,0 +1,378 @@
+"""ctxfs side by side with Deep Agents, LangChain's SummarizationMiddleware and no management.
+
+Usage::
+
+    python benchmarks/bench_side_by_side.py --trajectories ../shared/data/trajectories [--json]
+
+Needs the ``bench`` extra (``pip install -e '.[bench]'``): ``deepagents`` and ``langchain``.
+
+Every trace in the folder is replayed at budgets of 32k, 64k and 128k tokens through four
+systems in lockstep, the way an agent loop lives it (the replay of ``bench_compaction.py``,
+whose trace loader this reuses): each tool result goes through the system's tool-result hook
+as it arrives (ctxfs ``offload_tool_result``; Deep Agents ``FilesystemMiddleware``
+``wrap_tool_call``; LangChain and no management have none), and before each assistant turn
+the system's before-model hook runs on its current state (ctxfs ``ContextEngine.compact``;
+Deep Agents ``FilesystemMiddleware.wrap_model_call`` around its
+``SummarizationMiddleware.wrap_model_call``; LangChain ``SummarizationMiddleware``
+``before_model``; no management copies the list). The messages the model would be sent
+become the state.
+
+Settings are mapped onto one another (see ``_peers.py``): summarize at 85 % of the budget,
+keep the most recent 30 %, show the summary model at most 8,000 tokens, offload tool results
+over 20,000 tokens, move/clip tool inputs of 2,000+ characters outside the last 20 messages
+once at 85 %. Every system summarizes with the same deterministic stand-in model (a fixed
+summary of about 300 tokens). Peers count tokens their own way (``count_tokens_approximately``)
+unless ``--peer-counter exact``.
+
+Reported per system: peak tokens at any model call and calls over the budget (all counted
+with the same exact tokenizer, ``ctxfs.TiktokenCounter``, system prompt included), total
+input tokens over the run, summaries made, bytes of the original history no longer in the
+context byte-exact ("removed"), and bytes of those that cannot be read back byte-exact from
+the system's own storage ("lost": ctxfs resolves its pointers and transcripts; Deep Agents'
+backend files are searched for the text, verbatim or XML-escaped as its history file writes
+it; LangChain keeps nothing). Then the per-turn cost of each before-model hook on the longest
+thread, with the four systems' turns interleaved in one run, as ratios to no management's copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _peers import FACTORIES, STORAGE, SYSTEMS
+from bench_compaction import load_trace
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ctxfs.tokens import TiktokenCounter
+
+BUDGETS = (32_000, 64_000, 128_000)
+CLAUDE_CODE_FILE_TOOLS = {"Write": "write_file", "Edit": "edit_file"}
+"""Claude Code's file tools, which take the same arguments as ctxfs's and Deep Agents'
+(``file_path``, ``content``; ``file_path``, ``old_string``, ``new_string``)."""
+
+
+def rename_file_tools(history: list[BaseMessage]) -> list[BaseMessage]:
+    """The history with Claude Code's ``Write``/``Edit`` calls named ``write_file``/``edit_file``.
+
+    Both ctxfs (tool-input offload) and Deep Agents (argument truncation) act only on tools
+    of those names; renaming lets the benchmark exercise that step on real edits.
+    """
+    out: list[BaseMessage] = []
+    for m in history:
+        if isinstance(m, AIMessage) and any(
+            c["name"] in CLAUDE_CODE_FILE_TOOLS for c in m.tool_calls
+        ):
+            calls = [
+                {**c, "name": CLAUDE_CODE_FILE_TOOLS.get(c["name"], c["name"])}
+                for c in m.tool_calls
+            ]
+            m = m.model_copy(update={"tool_calls": calls})
+        elif isinstance(m, ToolMessage) and m.name in CLAUDE_CODE_FILE_TOOLS:
+            m = m.model_copy(update={"name": CLAUDE_CODE_FILE_TOOLS[m.name]})
+        out.append(m)
+    return out
+
+
+STEADY_BUDGET = 1_000_000
+"""A window no trace reaches: the overhead run at it measures the per-turn check alone."""
+
+
+@dataclass
+class Outcome:
+    trace: str
+    budget: int
+    system: str
+    calls: int = 0
+    peak: int = 0
+    over_budget: int = 0
+    summaries: int = 0
+    input_tokens: int = 0
+    removed_bytes: int = 0
+    lost_bytes: int = 0
+    errors: int = 0
+    hook_seconds: list[float] = field(default_factory=list, repr=False)
+
+
+def replay(
+    name: str,
+    history: list[BaseMessage],
+    budget: int,
+    systems: tuple[str, ...],
+    measure: TiktokenCounter,
+    exact_peers: bool,
+) -> dict[str, Outcome]:
+    """Replays one trace through every system in lockstep; returns one outcome per system."""
+    live = {
+        s: FACTORIES[s](budget, name, TiktokenCounter() if exact_peers else None) for s in systems
+    }
+    out = {s: Outcome(name, budget, s) for s in systems}
+    turn = 0
+    try:
+        for message in history:
+            if isinstance(message, AIMessage):  # a model call is about to happen
+                order = systems[turn % len(systems) :] + systems[: turn % len(systems)]
+                for s in order:  # rotate who goes first, so drift hits all alike
+                    gc.disable()
+                    started = time.perf_counter()
+                    context = live[s].before_model()
+                    elapsed = time.perf_counter() - started
+                    gc.enable()
+                    o = out[s]
+                    o.hook_seconds.append(elapsed)
+                    tokens = measure.count_messages(context)
+                    o.calls += 1
+                    o.peak = max(o.peak, tokens)
+                    o.over_budget += tokens > budget
+                    o.input_tokens += tokens
+                turn += 1
+            for s in systems:
+                live[s].add(message)
+        for s in systems:
+            loss = live[s].lost(history)
+            out[s].removed_bytes, out[s].lost_bytes = loss.removed, loss.lost
+            out[s].summaries = live[s].summaries
+            out[s].errors = getattr(live[s], "overflow_errors", 0)
+    finally:
+        for system in live.values():
+            system.close()
+    return out
+
+
+def _k(n: int) -> str:
+    return f"{n / 1000:,.1f}k"
+
+
+def _m(n: int) -> str:
+    return f"{n / 1e6:,.2f}M"
+
+
+def _time(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def print_per_trace(results: list[dict[str, Outcome]], systems: tuple[str, ...]) -> None:
+    head = f"{'trace':42} {'budget':>6} " + " ".join(
+        f"{s + ' peak/summ/lost':>26}" for s in systems
+    )
+    print(head)
+    for row in results:
+        first = next(iter(row.values()))
+        cells = []
+        for s in systems:
+            o = row[s]
+            flag = "!" if o.over_budget else " "
+            cells.append(f"{_k(o.peak):>9}{flag} {o.summaries:>3} {o.lost_bytes:>11,}")
+        print(f"{first.trace[:42]:42} {first.budget // 1000:>5}k " + " ".join(cells))
+    print("(! = at least one model call over the budget)\n")
+
+
+def summarize(results: list[dict[str, Outcome]], systems: tuple[str, ...]) -> list[dict[str, Any]]:
+    rows = []
+    budgets = sorted({next(iter(r.values())).budget for r in results})
+    for budget in budgets:
+        at = [r for r in results if next(iter(r.values())).budget == budget]
+        for s in systems:
+            os_ = [r[s] for r in at]
+            removed = sum(o.removed_bytes for o in os_)
+            lost = sum(o.lost_bytes for o in os_)
+            rows.append(
+                {
+                    "budget": budget,
+                    "system": s,
+                    "peak": max(o.peak for o in os_),
+                    "traces_over_budget": sum(o.over_budget > 0 for o in os_),
+                    "calls_over_budget": sum(o.over_budget for o in os_),
+                    "calls": sum(o.calls for o in os_),
+                    "summaries": sum(o.summaries for o in os_),
+                    "input_tokens": sum(o.input_tokens for o in os_),
+                    "removed_bytes": removed,
+                    "lost_bytes": lost,
+                    "errors": sum(o.errors for o in os_),
+                }
+            )
+    return rows
+
+
+def print_summary(rows: list[dict[str, Any]]) -> None:
+    base = {r["budget"]: r["input_tokens"] for r in rows if r["system"] == "none"}
+    print(
+        f"{'budget':>6} {'system':11} {'peak':>8} {'traces over':>11} {'calls over':>10} "
+        f"{'summaries':>9} {'input tokens':>12} {'vs none':>8} {'removed B':>11} "
+        f"{'lost B':>11} {'lost %':>7}"
+    )
+    for r in rows:
+        plain = base.get(r["budget"])
+        saved = f"{r['input_tokens'] / plain - 1:+.1%}" if plain else "-"
+        share = f"{r['lost_bytes'] / r['removed_bytes']:.1%}" if r["removed_bytes"] else "-"
+        print(
+            f"{r['budget'] // 1000:>5}k {r['system']:11} {_k(r['peak']):>8} "
+            f"{r['traces_over_budget']:>11} {r['calls_over_budget']:>10} {r['summaries']:>9} "
+            f"{_m(r['input_tokens']):>12} {saved:>8} {r['removed_bytes']:>11,} "
+            f"{r['lost_bytes']:>11,} {share:>7}"
+        )
+    print()
+
+
+def overhead(
+    name: str,
+    history: list[BaseMessage],
+    budgets: list[int],
+    systems: tuple[str, ...],
+    measure: TiktokenCounter,
+    exact_peers: bool,
+    known: dict[int, dict[str, Outcome]],
+) -> list[dict[str, Any]]:
+    """Per-turn hook cost on one thread: median and total, as ratios to no management."""
+    rows = []
+    for budget in budgets:
+        run = known.get(budget) or replay(name, history, budget, systems, measure, exact_peers)
+        none = run["none"].hook_seconds
+        for s in systems:
+            times = run[s].hook_seconds
+            rows.append(
+                {
+                    "trace": name,
+                    "budget": budget,
+                    "system": s,
+                    "turns": len(times),
+                    "median_seconds": statistics.median(times),
+                    "total_seconds": sum(times),
+                    "max_seconds": max(times),
+                    "median_ratio": statistics.median(times) / statistics.median(none),
+                    "total_ratio": sum(times) / sum(none),
+                    "summaries": run[s].summaries,
+                }
+            )
+    return rows
+
+
+def print_overhead(rows: list[dict[str, Any]]) -> None:
+    print(
+        f"{'budget':>7} {'system':11} {'turns':>5} {'summ':>4} {'median/turn':>12} "
+        f"{'x none':>8} {'total':>10} {'x none':>8} {'slowest turn':>12}"
+    )
+    for r in rows:
+        print(
+            f"{r['budget'] // 1000:>6}k {r['system']:11} {r['turns']:>5} {r['summaries']:>4} "
+            f"{_time(r['median_seconds']):>12} {r['median_ratio']:>7,.0f}x "
+            f"{_time(r['total_seconds']):>10} {r['total_ratio']:>7,.0f}x "
+            f"{_time(r['max_seconds']):>12}"
+        )
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trajectories", type=Path, required=True, help="folder of *.jsonl")
+    parser.add_argument("--budgets", type=int, nargs="*", default=list(BUDGETS))
+    parser.add_argument("--systems", nargs="*", default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument(
+        "--peer-counter",
+        choices=("default", "exact"),
+        default="default",
+        help="how the peers count tokens for their own decisions: their default "
+        "(count_tokens_approximately) or the same exact tokenizer as ctxfs",
+    )
+    parser.add_argument(
+        "--storage",
+        choices=("memory", "disk"),
+        default="memory",
+        help="where ctxfs and Deep Agents store what they move out: memory (ctxfs memory://, "
+        "Deep Agents StoreBackend on an InMemoryStore) or disk (temporary folders; Deep "
+        "Agents FilesystemBackend)",
+    )
+    parser.add_argument(
+        "--overhead-trace", help="trace (file stem) for the overhead table; default: longest"
+    )
+    parser.add_argument(
+        "--file-tools",
+        choices=("as-recorded", "renamed"),
+        default="as-recorded",
+        help="renamed: Claude Code's Write/Edit calls become write_file/edit_file, the names "
+        "whose large arguments ctxfs offloads and Deep Agents truncates",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    args = parser.parse_args()
+    systems = tuple(s for s in SYSTEMS if s in args.systems)
+    if "none" not in systems:
+        parser.error("--systems must include none (the baseline)")
+    traces = sorted(args.trajectories.glob("*.jsonl"))
+    if not traces:
+        parser.error(f"no *.jsonl traces in {args.trajectories}")
+    exact = args.peer_counter == "exact"
+    STORAGE["mode"] = args.storage
+    measure = TiktokenCounter()
+
+    histories = {p.stem: load_trace(p) for p in traces}
+    if args.file_tools == "renamed":
+        histories = {n: rename_file_tools(h) for n, h in histories.items()}
+    long_name = args.overhead_trace or max(
+        histories, key=lambda n: sum(isinstance(m, AIMessage) for m in histories[n])
+    )
+    results: list[dict[str, Outcome]] = []
+    started = time.perf_counter()
+    for name, history in histories.items():
+        for budget in args.budgets:
+            results.append(replay(name, history, budget, systems, measure, exact))
+            print(f"  {name} {budget // 1000}k done", file=sys.stderr)
+    print(
+        f"replayed {len(traces)} traces x {len(args.budgets)} budgets in "
+        f"{time.perf_counter() - started:.0f} s; peer token counting: {args.peer_counter}; "
+        f"storage: {args.storage}; file tools: {args.file_tools}\n"
+    )
+    print_per_trace(results, systems)
+    rows = summarize(results, systems)
+    print_summary(rows)
+
+    known = {
+        next(iter(r.values())).budget: r
+        for r in results
+        if next(iter(r.values())).trace == long_name
+    }
+    print(f"per-turn before-model hook on {long_name} (turns interleaved, one run):")
+    cost = overhead(
+        long_name,
+        histories[long_name],
+        [*args.budgets, STEADY_BUDGET],
+        systems,
+        measure,
+        exact,
+        known,
+    )
+    print_overhead(cost)
+
+    if args.json:
+        per_trace = [
+            {k: v for k, v in asdict(o).items() if k != "hook_seconds"}
+            for r in results
+            for o in r.values()
+        ]
+        print(
+            json.dumps(
+                {
+                    "peer_counter": args.peer_counter,
+                    "storage": args.storage,
+                    "file_tools": args.file_tools,
+                    "budgets": args.budgets,
+                    "per_trace": per_trace,
+                    "totals": rows,
+                    "overhead": cost,
+                },
+                indent=1,
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
