@@ -1,7 +1,15 @@
 """The ``ctxfs`` command line.
 
 Subcommands:
-    demo    Run the offline demo: a scripted agent on a small context budget, live.
+    demo         Run the offline demo: a scripted agent on a small context budget, live.
+    replay       Replay a recorded agent trace through ctxfs: tokens per model call with and
+                 without ctxfs, what moved where, and a check that nothing was lost.
+    ls, cat,     Look into any workspace (a folder, memory://, s3://...) with the agent's own
+    glob, grep   tools' semantics and output.
+    transcripts  List the archived conversation segments, or show one.
+
+Every failure is one line on stderr (``ctxfs <command>: <what went wrong>``) and a non-zero
+exit status, never a traceback.
 """
 
 from __future__ import annotations
@@ -9,12 +17,23 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import IO
+
+from ctxfs._cli_common import CliError
+from ctxfs._cli_replay import add_replay_parser
+from ctxfs._cli_workspace import EXIT_ERROR, add_workspace_parsers, parse_grep
+from ctxfs.errors import WorkspaceError
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one subparser per subcommand."""
+    return _parsers()[0]
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The top parser, and the ``grep`` parser (whose operands need their own pass)."""
     parser = argparse.ArgumentParser(
         prog="ctxfs",
         description="Keep long-running LLM agents inside their context window, losing nothing.",
@@ -57,22 +76,42 @@ def build_parser() -> argparse.ArgumentParser:
         help="the context budget (default: 12000)",
     )
     demo.set_defaults(handler=_demo)
-    return parser
+    add_replay_parser(commands)
+    grep = add_workspace_parsers(commands)
+    return parser, grep
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser, grep = _parsers()
+    if words[:1] == ["grep"]:
+        args = parse_grep(grep, words[1:])
+        args.command = "grep"
+    else:
+        args = parser.parse_args(words)
+    out, err = sys.stdout, sys.stderr
+    try:
+        return int(args.handler(args, out, err))
+    except (CliError, WorkspaceError, OSError) as exc:
+        _fail(args.command, str(exc), err)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _fail(args.command, "interrupted", err)
+        return 130
 
 
-def _demo(args: argparse.Namespace) -> int:
+def _fail(command: str, message: str, err: IO[str]) -> None:
+    err.write(f"ctxfs {command}: {message}\n")
+
+
+def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         from ctxfs.demo import DemoOptions, run_demo
     except ImportError as exc:
-        print(f"ctxfs demo: {exc}", file=sys.stderr)
+        err.write(f"ctxfs demo: {exc}\n")
         return 2
-    live = not args.no_live and sys.stdout.isatty()
+    live = not args.no_live and out.isatty()
     options = DemoOptions(
         workspace=args.workspace,
         endpoint_url=args.endpoint_url,
@@ -85,9 +124,9 @@ def _demo(args: argparse.Namespace) -> int:
     try:
         report = run_demo(options)
     except ImportError as exc:
-        print(f"ctxfs demo: {exc}", file=sys.stderr)
+        err.write(f"ctxfs demo: {exc}\n")
         return 2
-    print(f"Finished in {report.seconds:.1f} s, {len(report.turns)} model calls.")
+    out.write(f"Finished in {report.seconds:.1f} s, {len(report.turns)} model calls.\n")
     return 0
 
 

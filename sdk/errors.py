@@ -15,6 +15,8 @@
     ├── SearchTimeoutError (+ TimeoutError)    a regex match ran past its time limit
     ├── ArchiveError                           a transcript segment or index could not be
     │                                          written, verified or read
+    ├── TraceError (+ ValueError)              a recorded agent trace is malformed (names
+    │                                          the file and line)
     └── BackendError (+ OSError)               the storage could not be asked
                                                (network, permission, server error)
 
@@ -37,6 +39,7 @@ __all__ = [
     "PatternError",
     "ReadOnlyPathError",
     "SearchTimeoutError",
+    "TraceError",
     "UnsafePathError",
     "WorkspaceError",
 ]
@@ -108,3 +111,18 @@ class BackendError(WorkspaceError, OSError):
 
 class ArchiveError(WorkspaceError):
     """A transcript segment or the index could not be written, verified or read."""
+
+
+class TraceError(WorkspaceError, ValueError):
+    """A recorded agent trace (see :mod:`ctxfs.replay`) cannot be read or is malformed.
+
+    Attributes:
+        source: The trace file (or another name for where the lines came from).
+        line: The 1-based line at fault, or ``None`` when the whole file is.
+    """
+
+    def __init__(self, message: str, *, source: str, line: int | None = None) -> None:
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {message}")
+        self.source = source
+        self.line = line

@@ -1,0 +1,289 @@
+"""``ctxfs replay`` end to end through ``main([...])``: exact outputs, JSON, plot, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxfs.cli import main
+
+LOG = "\n".join(f"12:{n:02d} job {n} ok" for n in range(60)) + "\n12:60 job 60 FAILED: disk full"
+TRACE = [
+    {"role": "system", "content": "You are a careful agent."},
+    {"role": "user", "content": "Is anything failing in the log?"},
+    {
+        "role": "assistant",
+        "content": "Reading the log.",
+        "tool_calls": [{"id": "c1", "name": "read_log", "args": {}}],
+    },
+    {"role": "tool", "tool_call_id": "c1", "name": "read_log", "content": LOG},
+    {"role": "assistant", "content": "Job 60 failed: the disk is full."},
+]
+RESULT_PATH = "/tool_results/t-e3b98a4da31a127d/c1-d0f631ca1ddba8db.txt"
+
+
+def write_trace(folder: Path, records: list[Any], name: str = "t.jsonl") -> Path:
+    path = folder / name
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "policy.json").write_text('{"tool_results": {"threshold": {"tokens": 200}}}')
+    return write_trace(tmp_path, TRACE)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_replay_prints_calls_events_and_totals(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = run(
+        capsys, "replay", "t.jsonl", "--max-input-tokens", "4000", "--policy", "policy.json",
+        "--workspace", "ws",
+    )  # fmt: skip
+    assert (status, err) == (0, "")
+    assert out == (
+        "Replayed t.jsonl: 5 messages, 2 model calls, window 4,000 tokens\n"
+        f"Workspace: {trace.parent / 'ws'} (thread 't')\n"
+        "\n"
+        "call  msg  tokens  without ctxfs  events\n"
+        "   1    2      21             21\n"
+        f"   2    4     255            526  result of read_log (490 tokens) offloaded -> "
+        f"{RESULT_PATH}\n"
+        "\n"
+        "peak tokens: 255 (without ctxfs: 526)\n"
+        "total input tokens: 276 (without ctxfs: 547, 49.5% fewer)\n"
+        "calls over the window: 0\n"
+        "events: tool result offloaded: 1\n"
+        "removed from the context: 980 bytes of 1 message, recoverable byte-exact: 100.0%\n"
+    )
+    # What the table names is really there, byte-exact.
+    status, out, _ = run(capsys, "cat", "ws", RESULT_PATH)
+    assert (status, out) == (0, LOG)
+
+
+def test_replay_json_is_machine_readable(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys, "replay", "t.jsonl", "--policy", "policy.json", "--max-input-tokens", "4_000",
+        "--workspace", "memory://replay", "--json",
+    )  # fmt: skip
+    assert status == 0
+    document = json.loads(out)
+    event = {
+        "kind": "tool_result_offloaded",
+        "path": RESULT_PATH,
+        "tool_call_id": "c1",
+        "tool_name": "read_log",
+        "lines": 61,
+        "chars": 980,
+        "tokens": 490,
+        "tokens_after": 219,
+    }
+    assert document["model_calls"] == [
+        {"index": 1, "message_index": 2, "tokens": 21, "baseline_tokens": 21, "events": []},
+        {"index": 2, "message_index": 4, "tokens": 255, "baseline_tokens": 526, "events": [event]},
+    ]
+    assert document["events"] == [{**event, "call": 2}]
+    assert {k: document[k] for k in ("max_input_tokens", "peak_tokens", "total_input_tokens")} == {
+        "max_input_tokens": 4000,
+        "peak_tokens": 255,
+        "total_input_tokens": 276,
+    }
+    assert document["baseline_total_input_tokens"] == 547
+    assert document["removed_bytes"] == document["recovered_bytes"] == 980
+    assert document["lost_message_ids"] == []
+
+
+def test_replay_summarizes_a_long_trace_and_names_the_transcript(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records: list[Any] = [{"role": "user", "content": "Review every module."}]
+    for n in range(40):
+        call = {"id": f"c{n}", "name": "read", "args": {"path": f"/m{n}.py"}}
+        records.append({"role": "assistant", "content": f"Module {n}.", "tool_calls": [call]})
+        body = "\n".join(f"def f{n}_{k}(): return {k}" for k in range(30))
+        records.append({"role": "tool", "tool_call_id": f"c{n}", "name": "read", "content": body})
+    records.append({"role": "assistant", "content": "All reviewed."})
+    path = write_trace(tmp_path, records, "long.jsonl")
+    argv = ["replay", str(path), "--max-input-tokens", "4000", "--workspace", str(tmp_path / "w")]
+    status, out, _ = run(capsys, *argv, "--json")
+    document = json.loads(out)
+    kinds = {e["kind"] for e in document["events"]}
+    assert status == 0 and "summarized" in kinds
+    summary = next(e for e in document["events"] if e["kind"] == "summarized")
+    assert summary["path"].startswith("/transcripts/long-") and summary["path"].endswith(".jsonl")
+    assert document["peak_tokens"] <= 4000 < document["baseline_peak_tokens"]
+    assert document["removed_bytes"] == document["recovered_bytes"] > 0
+    # The plain table says the same, and the transcript it names can be listed and shown.
+    status, out, _ = run(capsys, *argv)
+    assert "summarized " in out and "transcript -> /transcripts/long-" in out
+    status, out, _ = run(capsys, "transcripts", str(tmp_path / "w"))
+    assert out.startswith("Thread 'long': ") and "segment-0001.md" in out
+    status, out, _ = run(capsys, "transcripts", str(tmp_path / "w"), "--show", "1")
+    assert status == 0 and out.startswith('# Transcript of thread "long", messages 0-')
+    assert "Review every module." in out
+
+
+def test_policy_from_toml_and_window_from_the_file(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("p.toml").write_text(
+        "max_input_tokens = 4000\n[tool_results]\nthreshold = { tokens = 200 }\n"
+    )
+    status, out, _ = run(capsys, "replay", "t.jsonl", "--policy", "p.toml", "--json")
+    assert status == 0
+    assert json.loads(out)["events"][0]["kind"] == "tool_result_offloaded"
+
+
+def test_plot_draws_a_png(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    status, out, _ = run(
+        capsys, "replay", "t.jsonl", "--max-input-tokens", "4000", "--plot", "calls.png",
+        "--workspace", "memory://p",
+    )  # fmt: skip
+    assert status == 0 and out.endswith("Plot written to calls.png\n")
+    assert Path("calls.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_plot_without_matplotlib_names_the_extra(
+    trace: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    status, _, err = run(
+        capsys, "replay", "t.jsonl", "--max-input-tokens", "4000", "--plot", "x.png",
+        "--workspace", "memory://p",
+    )  # fmt: skip
+    assert status == 2
+    assert err == "ctxfs replay: --plot needs matplotlib: pip install 'ctxfs[plot]'\n"
+
+
+BAD_TRACES = [
+    (['{"role": "user", "content": "hi"}', "{not json"], "2: not valid JSON"),
+    (['{"role": "robot", "content": "hi"}'], "1: unknown role 'robot'; expected one of: "),
+    (["[1, 2]"], "1: expected a JSON object (one message per line), got a list"),
+    (['{"role": "user", "content": 5}'], "1: content must be a string, got a number"),
+    (
+        ['{"role": "user", "content": "q"}', '{"role": "tool", "tool_call_id": "x"}'],
+        "2: tool result for call 'x' has no earlier assistant tool call with that id",
+    ),
+    (['{"role": "tool", "content": "r"}'], "1: a tool result needs tool_call_id"),
+    (
+        [
+            '{"role": "assistant", "tool_calls": [{"id": "a", "name": "ls", "args": {}}]}',
+            '{"role": "tool", "tool_call_id": "a"}',
+            "",
+            '{"role": "tool", "tool_call_id": "a"}',
+        ],
+        "4: call 'a' was already answered on line 2",
+    ),
+    (
+        ['{"role": "assistant", "tool_calls": [{"id": "a", "name": "ls", "args": "x"}]}'],
+        "1: tool_calls[0].args must be a JSON object, got a string",
+    ),
+    (
+        [
+            '{"role": "assistant", "tool_calls": [{"id": "a", "name": "ls"}]}',
+            '{"role": "assistant", "tool_calls": [{"id": "a", "name": "ls"}]}',
+        ],
+        "2: tool call id 'a' was already used on line 1",
+    ),
+    ([""], " the trace holds no messages"),
+]
+
+
+@pytest.mark.parametrize(("lines", "message"), BAD_TRACES)
+def test_bad_traces_name_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str], message: str
+) -> None:
+    path = write_trace(tmp_path, lines, "bad.jsonl")
+    status, out, err = run(capsys, "replay", str(path), "--max-input-tokens", "1000")
+    assert (status, out) == (2, "")
+    assert err.startswith(f"ctxfs replay: {path}:{message}"), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_missing_and_undecodable_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "replay", str(tmp_path / "nope.jsonl"), "--max-input-tokens", "9")
+    assert (status, err) == (2, f"ctxfs replay: {tmp_path / 'nope.jsonl'}: no such file\n")
+    (tmp_path / "latin.jsonl").write_bytes(b'{"role": "user", "content": "ok"}\n{"x": "\xe9"}\n')
+    status, _, err = run(capsys, "replay", str(tmp_path / "latin.jsonl"), "--max-input-tokens", "9")
+    assert status == 2 and err.startswith(f"ctxfs replay: {tmp_path / 'latin.jsonl'}:2: not valid")
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        (None, "give the context window with --max-input-tokens N\n"),
+        ("{}", "give the context window with --max-input-tokens N or set max_input_tokens in p"),
+        (
+            '{"max_input_tokens": 900, "tool_result": {}}',
+            "the policy in p is invalid: ContextPolicy has no setting 'tool_result'; did you "
+            "mean 'tool_results'? valid settings: ",
+        ),
+        ("[1]", "policy file p: expected an object of ContextPolicy settings\n"),
+        ("{", "policy file p:1: not valid JSON: Expecting property name enclosed in double"),
+    ],
+)
+def test_bad_policies_are_one_line(
+    trace: Path, capsys: pytest.CaptureFixture[str], policy: str | None, message: str
+) -> None:
+    argv = ["replay", "t.jsonl"]
+    if policy is not None:
+        Path("p").write_text(policy)
+        argv += ["--policy", "p"]
+    status, _, err = run(capsys, *argv)
+    assert status == 2 and err.startswith(f"ctxfs replay: {message}"), err
+    assert err.count("\n") == 1
+
+
+def test_rich_table_shows_the_same_rows(trace: Path) -> None:
+    import io
+
+    from ctxfs import ContextEngine, Workspace
+    from ctxfs._cli_replay import load_policy, render_rich
+    from ctxfs.replay import check_recovery, read_trace, replay
+
+    workspace = Workspace("memory://rich")
+    engine = ContextEngine(workspace, load_policy("policy.json", 4000))
+    result = replay(read_trace("t.jsonl"), engine, thread_id="t")
+    buffer = io.StringIO()
+    recovery = check_recovery(result, workspace)
+    render_rich(result, recovery, trace="t.jsonl", workspace=workspace, out=buffer, width=200)
+    drawn = buffer.getvalue()
+    assert "without ctxfs" in drawn and RESULT_PATH in drawn
+    assert "peak tokens: 255 (without ctxfs: 526)" in drawn
+
+
+def test_installed_console_script(trace: Path) -> None:
+    script = Path(sys.executable).parent / "ctxfs"
+    done = subprocess.run(
+        [str(script), "replay", "t.jsonl", "--max-input-tokens", "4000", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["peak_tokens"] == 526
+    done = subprocess.run(
+        [str(script), "replay", "missing.jsonl", "--max-input-tokens", "4000"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert (done.returncode, done.stderr) == (2, "ctxfs replay: missing.jsonl: no such file\n")
