@@ -4,22 +4,36 @@ Your own loop talks to the model in OpenAI's chat format. ctxfs gives you:
 
 - the workspace tools as plain callables with JSON schemas (``tool_functions``), to send as
   ``tools=[f.openai_spec() for f in functions]`` and to run with ``f.invoke(arguments)``;
-- the engine, which works on LangChain messages: ``convert_to_messages`` turns your dicts
-  into them and ``convert_to_openai_messages`` turns them back.
+- the engine, which works on LangChain messages.
+
+Keep the conversation as LangChain messages (``list[BaseMessage]``) and convert it to OpenAI
+dicts (``convert_to_openai_messages``) only for the request you send; turn each reply back
+with ``convert_to_messages``. Do not keep the history as dicts: a dict has no room for the
+ctxfs tag on a summary message (``additional_kwargs["ctxfs"]``), so after a round trip the
+next compaction would take the old summary for conversation, archive it again and start the
+transcript chain over instead of continuing it.
 
 The model here is a scripted function returning OpenAI-style assistant messages, so the
 example runs offline; replace ``fake_openai_chat`` by your client's call.
 
     python examples/openai_messages.py
+    python examples/openai_messages.py --summarize-at 5   # compacts twice on the way
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import ToolMessage, convert_to_messages, convert_to_openai_messages
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    convert_to_messages,
+    convert_to_openai_messages,
+)
 
 from ctxfs import Workspace
 from ctxfs.engine import ContextEngine
@@ -28,13 +42,16 @@ from ctxfs.policy import ContextPolicy
 from ctxfs.tools import tool_functions
 
 Message = dict[str, Any]
+THREAD = "openai-example"
 
 
 def fake_openai_chat(messages: Sequence[Message], tools: Sequence[Message]) -> Message:
     """Stands in for ``client.chat.completions.create(...).choices[0].message``."""
     assert {t["function"]["name"] for t in tools} >= {"read_file", "grep"}
     last = messages[-1]
-    step = sum(1 for m in messages if m["role"] == "assistant")
+    # The step follows from the last tool result, not from counting turns: a compaction
+    # replaces the early turns by a summary.
+    step = int(last["tool_call_id"].removeprefix("call_")) + 1 if last["role"] == "tool" else 0
     if step == 0:
         call = {"name": "read_file", "arguments": json.dumps({"file_path": "/data/report.csv"})}
     elif step == 1:
@@ -56,34 +73,50 @@ def export_rows() -> str:
 
 def main(argv: Sequence[str] | None = None) -> str:
     """Runs the loop until the model answers; returns the answer."""
-    workspace = Workspace("memory://openai-example")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workspace", default="memory://openai-example", help="folder or URL")
+    parser.add_argument(
+        "--summarize-at", type=int, help="summarize once the history has this many messages"
+    )
+    args = parser.parse_args(argv)
+
+    workspace = Workspace(args.workspace)
     workspace.write_text("/data/report.csv", "id,score\nrow-0001,3\n")
+    summarization: dict[str, Any] = {}
+    if args.summarize_at:
+        summarization = {"trigger": {"messages": args.summarize_at}, "keep": {"messages": 2}}
     engine = ContextEngine(
         workspace,
-        ContextPolicy(max_input_tokens=16_000, tool_results={"threshold": {"tokens": 1_000}}),
+        ContextPolicy(
+            max_input_tokens=16_000,
+            tool_results={"threshold": {"tokens": 1_000}},
+            summarization=summarization,
+        ),
     )
     functions = {f.name: f for f in tool_functions(workspace)}
     specs = [f.openai_spec() for f in functions.values()]
     specs.append({"type": "function", "function": {"name": "export_rows", "parameters": {}}})
 
-    history: list[Message] = [{"role": "user", "content": "What does row 42 of the export say?"}]
+    # The state: LangChain messages, so that summaries keep their ctxfs tag.
+    history: list[BaseMessage] = [HumanMessage("What does row 42 of the export say?")]
     while True:
-        reply = fake_openai_chat(history, specs)
+        request = [dict(m) for m in convert_to_openai_messages(history)]  # dicts only here
+        reply = convert_to_messages([fake_openai_chat(request, specs)])[0]
         history.append(reply)
-        if not reply.get("tool_calls"):
-            return str(reply["content"])
-        for call in reply["tool_calls"]:
-            name, arguments = call["function"]["name"], call["function"]["arguments"]
-            output = export_rows() if name == "export_rows" else functions[name].invoke(arguments)
-            result = ToolMessage(content=output, tool_call_id=call["id"], name=name)
+        calls = getattr(reply, "tool_calls", None)
+        if not calls:
+            return reply.text
+        for call in calls:
+            name = call["name"]
+            output = (
+                export_rows() if name == "export_rows" else functions[name].invoke(call["args"])
+            )
+            result = ToolMessage(content=output, tool_call_id=call["id"] or "", name=name)
             # Large results go to the workspace; the conversation keeps a pointer.
-            result = engine.offload_tool_result(result, thread_id="openai-example")
-            history.append(convert_to_openai_messages(result))  # type: ignore[arg-type]
+            history.append(engine.offload_tool_result(result, thread_id=THREAD))
         # Before the next request, compact the history (offload old inputs, summarize).
-        messages = convert_to_messages(history)
-        compacted = engine.compact(messages, thread_id="openai-example").messages
-        history = [dict(m) for m in convert_to_openai_messages(compacted)]
-        print(f"{len(history)} messages, last: {str(history[-1]['content'])[:90]!r}")
+        history = engine.compact(history, thread_id=THREAD).messages
+        print(f"{len(history)} messages, last: {history[-1].text[:90]!r}")
 
 
 if __name__ == "__main__":

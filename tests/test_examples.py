@@ -8,6 +8,9 @@ from types import ModuleType
 
 import pytest
 
+from ctxfs import Workspace
+from ctxfs.archive import TranscriptArchive
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -45,6 +48,20 @@ def test_langgraph_graph(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_openai_messages() -> None:
     assert _load("openai_messages").main([]) == "Row 42 is: row-0042,25,ok"
+
+
+def test_openai_messages_continues_the_transcript_across_compactions(tmp_path: Path) -> None:
+    # Summaries must keep their ctxfs tag between turns: a round trip of the history through
+    # OpenAI dicts would archive the first summary as conversation and restart at message 0.
+    answer = _load("openai_messages").main(
+        ["--workspace", str(tmp_path / "ws"), "--summarize-at", "5"]
+    )
+    assert answer == "Row 42 is: row-0042,25,ok"
+    segments = TranscriptArchive(Workspace(tmp_path / "ws"), "openai-example").segments()
+    assert len(segments) == 2
+    first, second = segments
+    assert first.start == 0 and first.stop > 0
+    assert second.start == first.stop and second.stop > second.start
 
 
 def test_s3_workspace(s3_endpoint: str, s3_bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:

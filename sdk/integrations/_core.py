@@ -9,24 +9,35 @@ Three things happen around an agent loop:
 - what the engine did is logged (logger ``ctxfs.integrations``) and passed to an optional
   ``on_event`` callback.
 
+Sync and async twins share one implementation. The engine's work (workspace reads and writes,
+tokenizing: a 1 MB tool result costs about 230 ms) is synchronous, so the async twins run it in
+a worker thread (:func:`asyncio.to_thread`) and the event loop keeps serving other runs; only
+the summary model is awaited on the loop. All work on one engine is serialized by one lock
+(see :func:`_engine_lock`).
+
 Nothing here raises into the graph: an unexpected engine failure is logged and the content
 stays as it was, so nothing is lost.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
+from ctxfs.compaction import ModelAnswer, compaction_steps
 from ctxfs.engine import ContextEngine
 from ctxfs.events import ArchiveFailed, CompactionResult, ContextEvent, OffloadFailed
+from ctxfs.summary import acall_model, call_model
 
 __all__ = [
     "DEFAULT_THREAD_ID",
@@ -46,6 +57,8 @@ EventHandler = Callable[[ContextEvent, str], object]
 
 _log = logging.getLogger("ctxfs.integrations")
 _T = TypeVar("_T")
+_ToolOutput = ToolMessage | Command[Any]
+_Steps = Generator[str, ModelAnswer, CompactionResult]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,22 +88,38 @@ def thread_id_from_config(
 ) -> str:
     """The conversation a run belongs to: its ``thread_id``, plus the sub-graph it runs in.
 
-    ``config["configurable"]["thread_id"]`` names the thread (``default`` when missing). A node
-    of a sub-graph runs in a checkpoint namespace such as ``researcher:<task>|model:<task>``;
-    its conversation is ``<thread_id>/researcher``: the namespace without its task ids and
-    without the last segment (the node itself), so a sub-agent's messages never mix with its
-    parent's, and every step of it lands in the same place.
+    ``config["configurable"]["thread_id"]`` names the thread. A run without one (a graph
+    without a checkpointer) is named after its ``config["run_id"]``, as ``run-<run_id>``, and
+    only a run with neither uses ``default``. The transcript archive allows one writer per
+    thread, so concurrent runs without a thread id must not share a name: give each a
+    ``run_id`` (``graph.invoke(state, {"run_id": uuid.uuid4()})``) or, better, a
+    ``thread_id``. Runs named ``default`` continue one another's files, which is right only
+    while they run one at a time.
+
+    A node of a sub-graph runs in a checkpoint namespace such as
+    ``researcher:<task>|model:<task>``; its conversation is ``<thread_id>/researcher``: the
+    namespace without its task ids and without the last segment (the node itself), so a
+    sub-agent's messages never mix with its parent's, and every step of it lands in the same
+    place.
 
     Example:
         >>> thread_id_from_config({"configurable": {"thread_id": "t1",
         ...     "checkpoint_ns": "researcher:1f2|model:9ab"}})
         't1/researcher'
+        >>> thread_id_from_config({"run_id": "5d1c"})
+        'run-5d1c'
         >>> thread_id_from_config(None)
         'default'
     """
     configurable = (config or {}).get("configurable") or {}
     thread = configurable.get("thread_id")
-    base = str(thread) if thread not in (None, "") else default
+    run = (config or {}).get("run_id")
+    if thread not in (None, ""):
+        base = str(thread)
+    elif run not in (None, ""):
+        base = f"run-{run}"
+    else:
+        base = default
     namespace = configurable.get("checkpoint_ns") or ""
     parents = [segment.split(":", 1)[0] for segment in str(namespace).split("|")[:-1]]
     return "/".join([base, *(name for name in parents if name)])
@@ -99,14 +128,21 @@ def thread_id_from_config(
 def current_thread_id(default: str = DEFAULT_THREAD_ID) -> str:
     """The thread id of the graph run this is called from (see :func:`thread_id_from_config`).
 
-    Outside a graph run, ``default``.
+    Inside a node, langgraph keeps the run's ``run_id`` in the run's runtime rather than in
+    the node's config; it is read from there. Outside a graph run, ``default``.
     """
     from langgraph.config import get_config
+    from langgraph.runtime import get_runtime
 
     try:
         config = get_config()
     except RuntimeError:  # not inside a runnable context
         return default
+    if config.get("run_id") is None:
+        runtime = get_runtime()
+        info = getattr(runtime, "execution_info", None)
+        if info is not None and info.run_id:
+            config = {**config, "run_id": info.run_id}
     return thread_id_from_config(config, default=default)
 
 
@@ -143,6 +179,25 @@ def state_update(
 # -- the hooks ------------------------------------------------------------------------------
 
 
+def _engine_lock(engine: ContextEngine) -> threading.Lock:
+    """The one lock serializing every call into ``engine``, whichever hooks make it.
+
+    The engine's token counter (its per-message caches) is not thread-safe, and an engine is
+    called from several threads: a sync ``ToolNode`` runs parallel tool calls in a thread
+    pool, the async twins run the work in worker threads, and concurrent runs of one graph
+    share its engine. A ``threading.Lock`` rather than an ``asyncio.Lock``: it serves sync and
+    async callers alike, it is never taken on the event loop thread (only in worker threads
+    and by sync callers, so waiting for it never blocks the loop), and it is bound to no event
+    loop (a middleware outlives many ``asyncio.run`` calls). It is held for one engine call at
+    a time, never across a model call. It is kept on the engine rather than on the hooks
+    because the langgraph building blocks each make their own hooks around one engine; it
+    belongs in :class:`~ctxfs.engine.ContextEngine` itself, and moves there once the engine
+    owns one.
+    """
+    lock: threading.Lock = vars(engine).setdefault("_ctxfs_integrations_lock", threading.Lock())
+    return lock
+
+
 class ContextHooks:
     """The engine, bound to an event callback; what every adapter delegates to.
 
@@ -154,6 +209,23 @@ class ContextHooks:
     def __init__(self, engine: ContextEngine, on_event: EventHandler | None = None) -> None:
         self.engine = engine
         self._on_event = on_event
+        self._lock = _engine_lock(engine)
+
+    # tool calls
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
+    ) -> _ToolOutput:
+        """Runs the tool, then offloads its result if it is too large."""
+        return self.offload(handler(request))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
+    ) -> _ToolOutput:
+        """The async twin of :meth:`wrap_tool_call`: the offload runs in a worker thread."""
+        return await self.aoffload(await handler(request))
 
     # tool outputs
 
@@ -171,6 +243,11 @@ class ContextHooks:
         """
         thread = thread_id if thread_id is not None else current_thread_id()
         return cast(_T, self._offload_any(output, thread))
+
+    async def aoffload(self, output: _T, thread_id: str | None = None) -> _T:
+        """The async twin of :meth:`offload`: the same work, in a worker thread."""
+        thread = thread_id if thread_id is not None else current_thread_id()
+        return await asyncio.to_thread(self.offload, output, thread)
 
     def _offload_any(self, output: object, thread: str) -> object:
         if isinstance(output, ToolMessage):
@@ -202,7 +279,8 @@ class ContextHooks:
 
     def _offload_message(self, message: ToolMessage, thread: str) -> ToolMessage:
         try:
-            outcome = self.engine.offload_tool_result_detailed(message, thread_id=thread)
+            with self._lock:
+                outcome = self.engine.offload_tool_result_detailed(message, thread_id=thread)
         except Exception:  # the graph must go on; the result simply stays inline
             _log.exception("ctxfs: offloading the result of %s failed", message.tool_call_id)
             return message
@@ -211,6 +289,12 @@ class ContextHooks:
         return outcome.message
 
     # compaction
+    #
+    # Both twins drive the engine's compaction generator (ctxfs.compaction.compaction_steps)
+    # themselves, as the engine's compact/acompact do, so that the engine lock is held for each
+    # stretch of engine work and released while the summary model answers; the async twin also
+    # runs each stretch in a worker thread, since the engine's acompact does its workspace I/O
+    # and tokenizing on the event loop.
 
     def compact(
         self, messages: Sequence[BaseMessage], thread_id: str | None = None
@@ -223,23 +307,46 @@ class ContextHooks:
         """
         thread = thread_id if thread_id is not None else current_thread_id()
         try:
-            result = self.engine.compact(messages, thread_id=thread)
+            steps = compaction_steps(self.engine, messages, thread)
+            step = self._advance(steps, None)
+            while isinstance(step, str):
+                step = self._advance(steps, self._summarize(step))
         except Exception:  # the graph must go on with the history it has
             _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
             return None
-        return self._finish(messages, result, thread)
+        return self._finish(messages, step, thread)
 
     async def acompact(
         self, messages: Sequence[BaseMessage], thread_id: str | None = None
     ) -> dict[str, list[AnyMessage]] | None:
-        """The async twin of :meth:`compact` (awaits the engine's ``acompact``)."""
+        """The async twin of :meth:`compact`: engine work in a worker thread, the model awaited."""
         thread = thread_id if thread_id is not None else current_thread_id()
         try:
-            result = await self.engine.acompact(messages, thread_id=thread)
+            steps = compaction_steps(self.engine, messages, thread)
+            step = await asyncio.to_thread(self._advance, steps, None)
+            while isinstance(step, str):
+                answer = await self._asummarize(step)
+                step = await asyncio.to_thread(self._advance, steps, answer)
         except Exception:  # the graph must go on with the history it has
             _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
             return None
-        return self._finish(messages, result, thread)
+        return self._finish(messages, step, thread)
+
+    def _advance(self, steps: _Steps, answer: ModelAnswer | None) -> str | CompactionResult:
+        """Runs compaction up to its next summary prompt, or to its end (the result)."""
+        with self._lock:
+            try:
+                return next(steps) if answer is None else steps.send(answer)
+            except StopIteration as done:
+                return cast(CompactionResult, done.value)
+
+    def _summarize(self, prompt: str) -> ModelAnswer:
+        model = self.engine.policy.summarization.model
+        return call_model(model, prompt) if model is not None else (None, None)
+
+    async def _asummarize(self, prompt: str) -> ModelAnswer:
+        model = self.engine.policy.summarization.model
+        return await acall_model(model, prompt) if model is not None else (None, None)
 
     def _finish(
         self, messages: Sequence[BaseMessage], result: CompactionResult, thread: str

@@ -73,16 +73,19 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     model is sent the same prefix as last time, so provider prompt caches stay valid.
 
     Threads: files are kept per conversation, named from the run's
-    ``config["configurable"]["thread_id"]`` (``default`` when there is none); a sub-graph's
-    messages go to ``<thread_id>/<node>`` (see
-    :func:`~ctxfs.integrations.langgraph.thread_id_from_config`).
+    ``config["configurable"]["thread_id"]``; a run without one is named after its
+    ``config["run_id"]`` (``run-<run_id>``), and only a run with neither uses ``default``, so
+    give concurrent runs without a checkpointer a ``run_id`` each. A sub-graph's messages go
+    to ``<thread_id>/<node>`` (see :func:`~ctxfs.integrations.langgraph.thread_id_from_config`).
 
     Errors never reach the graph: a failed write keeps the content inline, an unexpected
     engine failure leaves the history as it was, and both are logged on the ``ctxfs`` logger
     (``ctxfs.integrations``) and passed to ``on_event``.
 
     Sync and async agents are both supported (``invoke``/``ainvoke``, ``stream``/``astream``);
-    the async hooks share the sync hooks' implementation.
+    the async hooks share the sync hooks' implementation and run the engine's blocking work
+    (workspace I/O, tokenizing) in a worker thread, so the event loop is never held up. Calls
+    into one engine never overlap: parallel tool calls and concurrent runs take turns.
 
     Args:
         workspace: Where offloaded content, transcripts and the agent's files live.
@@ -128,19 +131,21 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """The async twin of :meth:`before_model`."""
+        """The async twin of :meth:`before_model` (engine work in a worker thread)."""
         return await self._hooks.acompact(state["messages"])
+
+    # The tool-call hooks are the ones of ToolResultOffloader: both delegate to the core.
 
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
     ) -> _ToolOutput:
         """Runs the tool, then offloads its result if it is too large."""
-        return self._hooks.offload(handler(request))
+        return self._hooks.wrap_tool_call(request, handler)
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
     ) -> _ToolOutput:
-        """The async twin of :meth:`wrap_tool_call`."""
-        return self._hooks.offload(await handler(request))
+        """The async twin of :meth:`wrap_tool_call` (the offload runs in a worker thread)."""
+        return await self._hooks.awrap_tool_call(request, handler)

@@ -18,6 +18,11 @@ awrap_tool_call=offloader.awrap_tool_call)`` with ``offloader = ToolResultOffloa
 The compaction node writes its result to the state (replace by id, or remove all and
 rebuild), like :class:`~ctxfs.integrations.langchain.ContextMiddleware`: the checkpoint
 shrinks, and earlier messages change only when a trigger fires.
+
+Every block works in sync and async graphs; run asynchronously, the engine's blocking work
+(workspace I/O, tokenizing) goes to a worker thread, and calls into one engine never overlap.
+A run without a ``thread_id`` keeps its files under ``run-<run_id>`` if its config has a
+``run_id``, else under ``default`` (see :func:`thread_id_from_config`).
 """
 
 from __future__ import annotations
@@ -81,19 +86,21 @@ class ToolResultOffloader:
     def __init__(self, engine: ContextEngine, *, on_event: EventHandler | None = None) -> None:
         self._hooks = ContextHooks(engine, on_event)
 
+    # The same hooks as ContextMiddleware's: both delegate to the core.
+
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
     ) -> _ToolOutput:
         """Runs the tool, then offloads its result if it is too large."""
-        return self._hooks.offload(handler(request))
+        return self._hooks.wrap_tool_call(request, handler)
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
     ) -> _ToolOutput:
-        """The async twin of :meth:`wrap_tool_call`."""
-        return self._hooks.offload(await handler(request))
+        """The async twin of :meth:`wrap_tool_call` (the offload runs in a worker thread)."""
+        return await self._hooks.awrap_tool_call(request, handler)
 
 
 def offload_tool_node(
@@ -123,7 +130,7 @@ def offload_tool_node(
         return hooks.offload(inner.invoke(state, config))
 
     async def arun(state: Any, config: RunnableConfig) -> Any:
-        return hooks.offload(await inner.ainvoke(state, config))
+        return await hooks.aoffload(await inner.ainvoke(state, config))
 
     return RunnableLambda(run, afunc=arun, name=inner.get_name())
 

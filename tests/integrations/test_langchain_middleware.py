@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -19,7 +20,7 @@ from langgraph.types import Command
 from ctxfs import Workspace
 from ctxfs.events import ContextEvent, OffloadFailed, ToolInputOffloaded, ToolResultOffloaded
 from ctxfs.integrations.langchain import ContextMeasured, ContextMiddleware
-from ctxfs.offload import RESULT_TAG, pointer_path
+from ctxfs.offload import RESULT_TAG, pointer_path, safe_name
 from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 
@@ -169,6 +170,31 @@ def test_threads_get_their_own_folders_and_default_without_a_thread_id(
     assert folders == ["alpha", "beta", "default"]
 
 
+def test_concurrent_runs_without_a_thread_id_are_kept_apart_by_run_id(
+    policy: ContextPolicy,
+) -> None:
+    ws = Workspace("memory://mw-runs")
+    events: list[tuple[ContextEvent, str]] = []
+    middleware = ContextMiddleware(ws, policy, on_event=lambda e, t: events.append((e, t)))
+    runs = [uuid.uuid4(), uuid.uuid4()]
+
+    async def main() -> None:
+        async def run(run_id: uuid.UUID) -> None:
+            model = ScriptedChatModel(responses=[tool_call("big_report"), "ok"])
+            agent = create_agent(model, TOOLS, middleware=[middleware])  # no checkpointer
+            await agent.ainvoke({"messages": [("user", "go")]}, {"run_id": run_id})
+
+        await asyncio.gather(*(run(r) for r in runs))
+
+    asyncio.run(main())
+    offloaded = sorted(t for e, t in events if isinstance(e, ToolResultOffloaded))
+    assert offloaded == sorted(f"run-{r}" for r in runs)
+    measured = {t for e, t in events if isinstance(e, ContextMeasured)}
+    assert measured == {f"run-{r}" for r in runs}  # compaction sees the same name per run
+    folders = {info.path.split("/")[2] for info in ws.ls("/tool_results")}
+    assert folders == {safe_name(f"run-{r}") for r in runs}
+
+
 def test_a_subgraph_agent_gets_a_sub_thread(policy: ContextPolicy) -> None:
     ws = Workspace("memory://mw-sub")
     events: list[tuple[ContextEvent, str]] = []
@@ -242,7 +268,7 @@ def test_engine_crash_and_callback_crash_never_reach_the_graph(
 
     middleware = ContextMiddleware(ws, policy, on_event=boom)
     monkeypatch.setattr(middleware.engine, "offload_tool_result_detailed", boom)
-    monkeypatch.setattr(middleware.engine, "compact", boom)
+    monkeypatch.setattr(middleware.engine, "offload_tool_inputs", boom)  # first compaction step
     model = ScriptedChatModel(responses=[tool_call("big_report"), "still fine"])
     agent = create_agent(model, TOOLS, middleware=[middleware])
     with caplog.at_level(logging.ERROR, logger="ctxfs"):

@@ -138,6 +138,10 @@ def test_state_update_replaces_by_id_or_rebuilds() -> None:
         ({"configurable": {"thread_id": "t", "checkpoint_ns": "model:1f"}}, "t"),
         ({"configurable": {"thread_id": "t", "checkpoint_ns": "a:1|b:2|tools:3"}}, "t/a/b"),
         ({"configurable": {"checkpoint_ns": "sub:9|model:1"}}, "default/sub"),
+        ({"run_id": "r1"}, "run-r1"),
+        ({"run_id": "", "configurable": {}}, "default"),
+        ({"run_id": "r1", "configurable": {"thread_id": "t"}}, "t"),
+        ({"run_id": "r1", "configurable": {"checkpoint_ns": "sub:9|model:1"}}, "run-r1/sub"),
     ],
 )
 def test_thread_id_from_config(config: Any, expected: str) -> None:

@@ -1,0 +1,143 @@
+"""The async twins keep the event loop free, and calls into one engine never overlap."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import TracebackType
+from typing import Any
+
+from _agents import report_text
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from ctxfs import Workspace
+from ctxfs.engine import ContextEngine
+from ctxfs.events import ContextEvent, Summarized, ToolResultOffloaded
+from ctxfs.integrations._core import ContextHooks
+from ctxfs.offload import RESULT_TAG
+from ctxfs.policy import ContextPolicy
+
+
+def _words(threads: set[int]) -> Any:
+    """A token counter (one token per word) that records the threads it runs in."""
+
+    def count(text: str) -> int:
+        threads.add(threading.get_ident())
+        return len(text.split())
+
+    return count
+
+
+def test_async_offload_and_compaction_run_off_the_event_loop(policy: ContextPolicy) -> None:
+    threads: set[int] = set()
+    engine = ContextEngine(Workspace("memory://core-offloop"), policy, _words(threads))
+    summarizing = ContextPolicy(
+        max_input_tokens=16_000, summarization={"trigger": {"messages": 4}, "keep": {"messages": 1}}
+    )
+    compacting = ContextEngine(Workspace("memory://core-offloop-c"), summarizing, _words(threads))
+    events: list[ContextEvent] = []
+    hooks = ContextHooks(engine)
+    compactor = ContextHooks(compacting, lambda e, _: events.append(e))
+    big = ToolMessage(content=report_text(), tool_call_id="c1", id="m1")
+    history = [HumanMessage(f"turn {i} " * 50, id=f"h{i}") for i in range(6)]
+
+    async def main() -> tuple[int, Any, Any]:
+        async def tool(_: object) -> ToolMessage:
+            return big
+
+        offloaded = await hooks.awrap_tool_call(None, tool)  # type: ignore[arg-type]
+        update = await compactor.acompact(history, thread_id="c")
+        return threading.get_ident(), offloaded, update
+
+    loop_thread, offloaded, update = asyncio.run(main())
+    assert isinstance(offloaded, ToolMessage) and offloaded.text.startswith(RESULT_TAG)
+    assert update is not None and any(isinstance(e, Summarized) for e in events)
+    assert threads and loop_thread not in threads  # all tokenizing happened in worker threads
+
+
+class _RecordingLock:
+    """The engine lock, announcing every attempt to take it before it blocks."""
+
+    def __init__(self, attempted: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._attempts = 0
+        self._attempted = attempted
+
+    def __enter__(self) -> None:
+        self._attempts += 1
+        if self._attempts >= 2:
+            self._attempted.set()
+        self._lock.acquire()
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self._lock.release()
+
+
+def test_two_offloads_never_run_at_once_on_one_engine(policy: ContextPolicy) -> None:
+    # The first offload holds the engine until the second has arrived: at the lock (waiting,
+    # as it must) or, if nothing serialized them, inside the token counter with it.
+    second_arrived = threading.Event()
+    active = 0
+    most = 0
+    guard = threading.Lock()
+
+    def count(text: str) -> int:
+        nonlocal active, most
+        with guard:
+            active += 1
+            most = max(most, active)
+            if active >= 2:
+                second_arrived.set()
+        try:
+            if len(text) > 10_000:
+                assert second_arrived.wait(timeout=30)
+            return len(text.split())
+        finally:
+            with guard:
+                active -= 1
+
+    engine = ContextEngine(Workspace("memory://core-lock"), policy, count)
+    offloaded: list[ContextEvent] = []
+    tools = ContextHooks(engine, lambda e, _: offloaded.append(e))
+    tools._lock = _RecordingLock(second_arrived)  # type: ignore[assignment]
+    messages = [
+        ToolMessage(content=report_text() + f"\n{n}", tool_call_id=f"c{n}", id=f"m{n}")
+        for n in range(2)
+    ]
+
+    async def run(message: ToolMessage) -> Any:
+        async def tool(_: object) -> ToolMessage:
+            return message
+
+        return await tools.awrap_tool_call(None, tool)  # type: ignore[arg-type]
+
+    async def main() -> list[Any]:
+        return list(await asyncio.gather(*(run(m) for m in messages)))
+
+    results = asyncio.run(main())
+    assert all(r.text.startswith(RESULT_TAG) for r in results)
+    assert len([e for e in offloaded if isinstance(e, ToolResultOffloaded)]) == 2
+    assert most == 1
+
+
+def test_hooks_on_one_engine_share_one_lock(policy: ContextPolicy) -> None:
+    engine = ContextEngine(Workspace("memory://core-share"), policy)
+    other = ContextEngine(Workspace("memory://core-share"), policy)
+    assert ContextHooks(engine)._lock is ContextHooks(engine)._lock
+    assert ContextHooks(engine)._lock is not ContextHooks(other)._lock
+
+
+def test_compaction_model_is_awaited_between_engine_steps() -> None:
+    from ctxfs.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(responses=["SUMMARY: the user said hello six times."])
+    policy = ContextPolicy(
+        max_input_tokens=16_000,
+        summarization={"trigger": {"messages": 4}, "keep": {"messages": 1}, "model": model},
+    )
+    hooks = ContextHooks(ContextEngine(Workspace("memory://core-model"), policy))
+    history = [HumanMessage("hello", id=f"h{i}") for i in range(5)] + [AIMessage("hi", id="a")]
+    update = asyncio.run(hooks.acompact(history, thread_id="m"))
+    assert update is not None
+    assert "the user said hello six times" in update["messages"][1].text
+    assert len(model.requests) == 1
