@@ -3,6 +3,8 @@
 Usage::
 
     python benchmarks/bench_compaction.py --trajectories ../shared/data/trajectories
+    python benchmarks/bench_compaction.py --trajectories ../shared/data/trajectories \
+        --budgets 32000 64000 --compare-clearing
 
 Each trace is replayed as an agent loop would see it, at budgets of 32k, 64k and 128k tokens
 (``ContextPolicy(max_input_tokens=budget)`` with every other setting at its default, and the
@@ -10,8 +12,13 @@ extractive summarizer: no model): each tool result goes through result offload a
 arrives, and the history is compacted before each assistant turn. Reported per trace and
 budget: the peak context at any model call (must stay within the budget), the number of
 summaries, the total input tokens over the run against no management, and the share of the
-removed content (archived or offloaded) that is recoverable byte-exact from the workspace
-(must be 100 %). Trace files are read in place, never copied.
+removed content (archived, offloaded or cleared) that is recoverable byte-exact from the
+workspace (must be 100 %). Trace files are read in place, never copied.
+
+``--compare-clearing`` replays every trace twice per budget, without and with the clearing
+step (``clearing={"enabled": True}``, its other settings at their defaults unless the
+``--clear-*`` options say otherwise), and reports summaries, clearing batches and total input
+tokens side by side, with the totals per budget.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from langchain_core.messages import (
 from ctxfs import Workspace
 from ctxfs.archive import TranscriptArchive
 from ctxfs.engine import ContextEngine
-from ctxfs.events import Summarized
+from ctxfs.events import Summarized, ToolResultCleared
 from ctxfs.offload import pointer_path
 from ctxfs.policy import ContextPolicy
 from ctxfs.summary import is_summary
@@ -105,6 +112,8 @@ class Outcome:
     peak: int
     over_budget: int
     summaries: int
+    clearings: int
+    cleared: int
     tokens_managed: int
     tokens_unmanaged: int
     removed_bytes: int
@@ -112,19 +121,29 @@ class Outcome:
     seconds: float
 
 
-def replay(name: str, history: list[BaseMessage], budget: int) -> Outcome:
+def replay(
+    name: str,
+    history: list[BaseMessage],
+    budget: int,
+    clearing: dict[str, Any] | None = None,
+) -> Outcome:
     counter = TiktokenCounter()
-    ws = Workspace(f"memory://bench-{name}-{budget}")
-    engine = ContextEngine(ws, ContextPolicy(max_input_tokens=budget), counter)
+    label = "clear" if clearing and clearing.get("enabled") else "plain"
+    ws = Workspace(f"memory://bench-{name}-{budget}-{label}")
+    policy = ContextPolicy(max_input_tokens=budget, clearing=clearing or {})
+    engine = ContextEngine(ws, policy, counter)
     state: list[BaseMessage] = []
     unmanaged: list[BaseMessage] = []
-    calls = peak = over = summaries = managed = plain = 0
+    calls = peak = over = summaries = clearings = cleared = managed = plain = 0
     start = time.perf_counter()
     for message in history:
         if isinstance(message, AIMessage):  # a model call is about to happen
             result = engine.compact(state, thread_id=name)
             state = result.messages
             summaries += sum(isinstance(e, Summarized) for e in result.events)
+            batch = sum(isinstance(e, ToolResultCleared) for e in result.events)
+            clearings += batch > 0
+            cleared += batch
             calls += 1
             peak = max(peak, result.tokens_after)
             over += result.tokens_after > budget
@@ -153,16 +172,85 @@ def replay(name: str, history: list[BaseMessage], budget: int) -> Outcome:
         removed += size
         recovered += size if _text(back) == text and back.id == original.id else 0
     return Outcome(
-        name, budget, calls, peak, over, summaries, managed, plain, removed, recovered, seconds
+        trace=name,
+        budget=budget,
+        calls=calls,
+        peak=peak,
+        over_budget=over,
+        summaries=summaries,
+        clearings=clearings,
+        cleared=cleared,
+        tokens_managed=managed,
+        tokens_unmanaged=plain,
+        removed_bytes=removed,
+        recovered_bytes=recovered,
+        seconds=seconds,
     )
+
+
+def compare_clearing(traces: list[Path], budgets: list[int], clearing: dict[str, Any]) -> None:
+    """Summaries and input tokens without and with the clearing step, per trace and budget."""
+    print(
+        f"{'trace':45} {'budget':>7} {'summ':>4} {'+clr':>4} {'batches':>7} {'cleared':>7} "
+        f"{'input tokens':>13} {'+clearing':>13} {'change':>7} {'peak+clr':>8} {'recov':>6}"
+    )
+    totals: dict[int, list[tuple[Outcome, Outcome]]] = {b: [] for b in budgets}
+    for path in traces:
+        history = load_trace(path)
+        for budget in budgets:
+            off = replay(path.stem, history, budget)
+            on = replay(path.stem, history, budget, clearing)
+            totals[budget].append((off, on))
+            change = on.tokens_managed / off.tokens_managed - 1 if off.tokens_managed else 0.0
+            share = on.recovered_bytes / on.removed_bytes if on.removed_bytes else 1.0
+            print(
+                f"{path.stem[:45]:45} {budget:>7,} {off.summaries:>4} {on.summaries:>4} "
+                f"{on.clearings:>7} {on.cleared:>7} {off.tokens_managed:>13,} "
+                f"{on.tokens_managed:>13,} {change:>7.1%} {on.peak:>8,} {share:>6.1%}"
+            )
+    print()
+    for budget, pairs in totals.items():
+        s_off = sum(off.summaries for off, _ in pairs)
+        s_on = sum(on.summaries for _, on in pairs)
+        t_off = sum(off.tokens_managed for off, _ in pairs)
+        t_on = sum(on.tokens_managed for _, on in pairs)
+        removed = sum(on.removed_bytes for _, on in pairs)
+        recovered = sum(on.recovered_bytes for _, on in pairs)
+        over = sum(on.over_budget for _, on in pairs)
+        print(
+            f"budget {budget:>7,}: summaries {s_off} -> {s_on} with clearing "
+            f"({s_on / s_off if s_off else 0:.0%} of summarization alone), clearing batches "
+            f"{sum(on.clearings for _, on in pairs)} ({sum(on.cleared for _, on in pairs)} "
+            f"results), input tokens {t_off:,} -> {t_on:,} ({1 - t_on / t_off:.1%} fewer), "
+            f"calls over budget {over}, recoverable byte-exact "
+            f"{recovered / removed if removed else 1:.2%}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trajectories", type=Path, required=True, help="folder of *.jsonl")
     parser.add_argument("--budgets", type=int, nargs="*", default=list(BUDGETS))
+    parser.add_argument(
+        "--compare-clearing",
+        action="store_true",
+        help="replay each trace without and with the clearing step, side by side",
+    )
+    parser.add_argument("--clear-trigger", type=float, help="clearing trigger, a fraction")
+    parser.add_argument("--clear-keep", type=int, help="clearing keeps the last N results")
+    parser.add_argument("--clear-at-least", type=float, help="smallest batch, a fraction")
     args = parser.parse_args()
     traces = sorted(args.trajectories.glob("*.jsonl"))
+    if args.compare_clearing:
+        clearing: dict[str, Any] = {"enabled": True}
+        if args.clear_trigger is not None:
+            clearing["trigger"] = {"fraction": args.clear_trigger}
+        if args.clear_keep is not None:
+            clearing["keep"] = {"results": args.clear_keep}
+        if args.clear_at_least is not None:
+            clearing["clear_at_least"] = {"fraction": args.clear_at_least}
+        compare_clearing(traces, args.budgets, clearing)
+        return
     print(
         f"{'trace':45} {'budget':>7} {'calls':>5} {'peak':>7} {'over':>4} {'summ':>4} "
         f"{'input tokens':>13} {'unmanaged':>11} {'saved':>6} {'removed B':>10} "

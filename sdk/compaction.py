@@ -1,4 +1,4 @@
-"""Compaction: the escalation from offloading to summarizing, written once for sync and async.
+"""Compaction: the escalation from offloading to clearing to summarizing, once for sync and async.
 
 :func:`compaction_steps` is a generator holding all of the logic. It yields only when it needs
 the summary model, with the prompt, and receives ``(answer, error)``; the engine's ``compact``
@@ -7,7 +7,11 @@ answers with :func:`ctxfs.summary.call_model` and ``acompact`` with
 
 The steps, for ``compact(messages, thread_id=...)``:
 
-1. Offload old tool inputs if their trigger is reached (step 2 of DESIGN.md).
+1. Offload old tool inputs if their trigger is reached (step 2 of DESIGN.md), then clear old
+   tool results to pointers if theirs is (step 3, :mod:`ctxfs.clearing`). The clearing
+   trigger is never above the summarization token trigger, so clearing is always tried
+   before a summary, and a summary is made only if it did not get the history under the
+   trigger.
 2. If a summarization trigger still fires, choose the cut on block boundaries (see
    :mod:`ctxfs.blocks`) so that the protected recent window stays, and drop the messages
    between the prefix (system prompt and previous summary) and the cut.
@@ -16,8 +20,8 @@ The steps, for ``compact(messages, thread_id=...)``:
    :class:`~ctxfs.events.ArchiveFailed` event.
 4. Summarize (model or extractive), record the summary in the index, and return
    ``[system..., summary, kept...]``.
-5. Offload old tool inputs once more on that result if it reaches their trigger, so that
-   compacting the result again changes nothing.
+5. Offload old tool inputs and clear old results once more on that result if it reaches
+   their triggers, so that compacting the result again changes nothing.
 """
 
 from __future__ import annotations
@@ -86,11 +90,12 @@ def compaction_steps(
     counter = engine.token_counter
     original = list(messages)
     step2 = engine.offload_tool_inputs(original, thread_id=thread_id)
-    current, events = step2.messages, list(step2.events)
+    step3 = engine.clear_tool_results(step2.messages, thread_id=thread_id)
+    current, events = step3.messages, [*step2.events, *step3.events]
     before = step2.tokens_before
-    if not trigger_fires(policy, step2.tokens_after, len(current)):
+    if not trigger_fires(policy, step3.tokens_after, len(current)):
         quiet = "summarization is off" if not settings.enabled else "no summarization trigger fired"
-        return _result(policy, current, events, before, step2.tokens_after, quiet)
+        return _result(policy, current, events, before, step3.tokens_after, quiet)
 
     counts = [counter.count_message(m) for m in current]
     blocks = split_blocks(current)
@@ -101,7 +106,7 @@ def compaction_steps(
             f"the protected recent window (keep {settings.keep.describe()}) holds every "
             f"message after the system prompt and summary ({sum(counts[start:]):,} tokens)"
         )
-        return _result(policy, current, events, before, step2.tokens_after, protected)
+        return _result(policy, current, events, before, step3.tokens_after, protected)
 
     system_end = blocks[0].stop if blocks[0].kind == "system" else 0
     previous = summary_state(current[start - 1]) if start > system_end else None
@@ -154,19 +159,21 @@ def compaction_steps(
             return _failed(policy, original, before, str(exc))
 
     summarized = [*current[:system_end], summary, *current[cut:]]
-    final = engine.offload_tool_inputs(summarized, thread_id=thread_id)
+    inputs = engine.offload_tool_inputs(summarized, thread_id=thread_id)
+    final = engine.clear_tool_results(inputs.messages, thread_id=thread_id)
     events.append(
         Summarized(
             segment_paths=(segment.jsonl_path, segment.markdown_path),
             messages_archived=len(dropped),
             first_index=first_index,
-            tokens_before=step2.tokens_after,
-            tokens_after=final.tokens_before,
+            tokens_before=step3.tokens_after,
+            tokens_after=inputs.tokens_before,
             summary_chars=len(str(summary.content)),
             source=source,
             model_error=model_error,
         )
     )
+    events += inputs.events
     events += final.events
     after = final.tokens_after
     over = None

@@ -5,7 +5,8 @@ module orchestrates them and does the workspace I/O. Every write is create-only 
 before a message is replaced, so a failed or corrupted write leaves the content inline and
 reports an :class:`~ctxfs.events.OffloadFailed` event: nothing is ever lost.
 
-Summarization (step 3) lives in :mod:`ctxfs.compaction`; :meth:`ContextEngine.compact` and
+Clearing old tool results (step 3) is decided in :mod:`ctxfs.clearing` and done here.
+Summarization (step 4) lives in :mod:`ctxfs.compaction`; :meth:`ContextEngine.compact` and
 :meth:`ContextEngine.acompact` are thin shells around it that differ only in how they call the
 summary model.
 """
@@ -17,6 +18,7 @@ from datetime import datetime
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs.clearing import ResultToClear, plan_clearing
 from ctxfs.compaction import ModelAnswer, compaction_steps
 from ctxfs.errors import PathExistsError, WorkspaceError
 from ctxfs.events import (
@@ -25,19 +27,23 @@ from ctxfs.events import (
     OffloadFailed,
     OffloadResult,
     ToolInputOffloaded,
+    ToolResultCleared,
     ToolResultOffloaded,
     ToolResultOutcome,
 )
 from ctxfs.offload import (
     candidate_paths,
+    cleared_pointer,
     count_lines,
     input_path,
     input_pointer,
     is_pointer,
     offloadable_text,
     replace_tool_arg,
+    reread_pointer,
     result_path,
     result_pointer,
+    result_pointer_stats,
     target_path_of,
 )
 from ctxfs.policy import ContextPolicy
@@ -114,10 +120,12 @@ class ContextEngine:
     # -- all steps ------------------------------------------------------------------------
 
     def compact(self, messages: Sequence[BaseMessage], *, thread_id: str) -> CompactionResult:
-        """Keeps a history inside the window: offload old inputs, then archive and summarize.
+        """Keeps a history inside the window: offload old inputs, clear old results, summarize.
 
         Call it before each model call. Below every trigger nothing changes. Once the tool
-        input trigger is reached, old tool inputs are offloaded; if a summarization trigger
+        input trigger is reached, old tool inputs are offloaded; with clearing on, once its
+        trigger is reached old tool results are cleared to pointers (see
+        :meth:`clear_tool_results`); if a summarization trigger
         still fires, the oldest messages outside the protected recent window are archived to
         ``/transcripts/<thread>/`` (written and verified first) and replaced by one summary
         message right after the system prompt. The system prompt stays first; an AI message
@@ -301,6 +309,108 @@ class ContextEngine:
                     )
                 )
         return message
+
+    # -- step 3: clearing old tool results ------------------------------------------------
+
+    def clear_tool_results(
+        self, messages: Sequence[BaseMessage], *, thread_id: str
+    ) -> OffloadResult:
+        """Replaces old tool results by short pointers to their saved full text.
+
+        Nothing happens below :attr:`ContextPolicy.clearing_trigger_tokens`. At or above it,
+        every tool result outside the kept window that is large enough and not exempt is
+        cleared, in one batch, if the batch frees at least ``clear_at_least`` tokens or keeps
+        a summary away; otherwise nothing changes yet. A result is saved (create-only, read
+        back) before its message is replaced; an offload pointer is cleared to a pointer to
+        the same file, and a recovery tool's view of saved content to a pointer to what it
+        showed, without a new file. Cleared results are never touched again, so running this
+        twice changes nothing. See :mod:`ctxfs.clearing` for the details and the prompt-cache
+        behaviour. Messages are never mutated; replaced ones keep their id, ``tool_call_id``,
+        ``name``, ``status`` and ``artifact``.
+
+        Args:
+            messages: The conversation history.
+            thread_id: The conversation; names the folder results are saved in.
+
+        Returns:
+            The new list, one :class:`~ctxfs.events.ToolResultCleared` per result cleared (or
+            :class:`~ctxfs.events.OffloadFailed` per result kept inline after a failure), and
+            the token counts before and after.
+        """
+        counter = self._counter
+        before = counter.count_messages(messages)
+        out = list(messages)
+        if not self._policy.clearing.enabled or before < self._policy.clearing_trigger_tokens:
+            return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
+        counts = [counter.count_message(m) for m in out]
+        plan = plan_clearing(out, counts, policy=self._policy, counter=counter, thread_id=thread_id)
+        if not plan.go:
+            return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
+        events: list[ContextEvent] = []
+        for item in plan.results:
+            message = out[item.index]
+            assert isinstance(message, ToolMessage)
+            try:
+                pointer, path = self._clear_one(message, item, thread_id)
+            except _Unsaved as failure:
+                events.append(
+                    OffloadFailed(
+                        tool_call_id=message.tool_call_id, reason=failure.reason, path=failure.path
+                    )
+                )
+                continue
+            cleared = message.model_copy(update={"content": pointer})
+            out[item.index] = cleared
+            events.append(
+                ToolResultCleared(
+                    tool_call_id=message.tool_call_id,
+                    tool_name=message.name,
+                    path=path,
+                    kind=item.kind,
+                    tokens=item.tokens,
+                    tokens_after=counter.count_message(cleared),
+                )
+            )
+        after = counter.count_messages(out)
+        return OffloadResult(
+            messages=out, events=tuple(events), tokens_before=before, tokens_after=after
+        )
+
+    def _clear_one(
+        self, message: ToolMessage, item: ResultToClear, thread_id: str
+    ) -> tuple[str, str]:
+        """Returns the pointer for one result and the path it names, after the I/O it needs."""
+        if item.kind == "reread":
+            try:
+                there = self._workspace.exists(item.path)
+            except _WRITE_ERRORS as exc:
+                raise _Unsaved(f"could not check {item.path}: {exc}", item.path) from exc
+            if there:
+                tokens = self._counter.count_text(item.text)
+                return reread_pointer(
+                    item.path, item.text, tokens=tokens, call=item.call
+                ), item.path
+            # not a view of saved content after all: save it like any other result
+        if item.kind == "offloaded":
+            full = self._read_offloaded(item)
+            tokens = self._counter.count_text(full)
+            return cleared_pointer(item.path, full, tokens=tokens, call=item.call), item.path
+        first = result_path(thread_id, message.tool_call_id, item.text)
+        path = self._save(first, item.text)
+        tokens = self._counter.count_text(item.text)
+        return cleared_pointer(path, item.text, tokens=tokens, call=item.call), path
+
+    def _read_offloaded(self, item: ResultToClear) -> str:
+        """The full text an offload pointer names, checked against the size the pointer gave."""
+        data = self._read(item.path)
+        try:
+            full = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _Unsaved(f"{item.path} is not UTF-8 text: {exc}", item.path) from exc
+        stats = result_pointer_stats(item.text)
+        if stats is None or stats[:2] != (count_lines(full), len(full)):
+            raise _Unsaved(f"{item.path} does not hold the result its pointer describes", item.path)
+        return full
 
     # -- workspace I/O --------------------------------------------------------------------
 

@@ -9,13 +9,14 @@ Every event is a frozen dataclass deriving from :class:`ContextEvent`; match on 
             case OffloadFailed(reason=reason):
                 log.warning("kept inline: %s", reason)
 
-New kinds of events (summarization, archiving) are new subclasses; code that matches on the
-ones it knows keeps working.
+New kinds of events (clearing, summarization, archiving) are new subclasses; code that matches
+on the ones it knows keeps working.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
@@ -27,6 +28,7 @@ __all__ = [
     "OffloadResult",
     "Summarized",
     "ToolInputOffloaded",
+    "ToolResultCleared",
     "ToolResultOffloaded",
     "ToolResultOutcome",
 ]
@@ -81,6 +83,31 @@ class ToolInputOffloaded(ContextEvent):
     target_path: str | None
     chars: int
     tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultCleared(ContextEvent):
+    """An old tool result was cleared: replaced by a short pointer to its full text.
+
+    Attributes:
+        tool_call_id: The tool call the result answers.
+        tool_name: The tool's name, if the message carried it.
+        path: Where the full text can be read back: the file saved now (``kind="saved"``),
+            the file it was offloaded to earlier (``"offloaded"``), or the saved file or
+            folder the result showed (``"reread"``).
+        kind: ``"saved"`` (written to the workspace now), ``"offloaded"`` (already an
+            offload pointer: no new file) or ``"reread"`` (a recovery tool's view of content
+            ctxfs had saved: no new file; repeating the call shows it again).
+        tokens: Tokens of the message before clearing.
+        tokens_after: Tokens of the message after (the pointer).
+    """
+
+    tool_call_id: str
+    tool_name: str | None
+    path: str
+    kind: Literal["saved", "offloaded", "reread"]
+    tokens: int
+    tokens_after: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,11 +209,11 @@ class ToolResultOutcome:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OffloadResult:
-    """What :meth:`ContextEngine.offload_tool_inputs` returns.
+    """What :meth:`ContextEngine.offload_tool_inputs` and ``clear_tool_results`` return.
 
     Attributes:
         messages: A new list; unchanged messages are the input objects themselves.
-        events: One event per argument moved or left inline after a failure.
+        events: One event per argument or result moved, or left inline after a failure.
         tokens_before: Tokens of the input history.
         tokens_after: Tokens of ``messages``.
     """
@@ -199,4 +226,4 @@ class OffloadResult:
     @property
     def changed(self) -> bool:
         """Whether any message was replaced."""
-        return any(isinstance(e, ToolInputOffloaded) for e in self.events)
+        return any(isinstance(e, ToolInputOffloaded | ToolResultCleared) for e in self.events)

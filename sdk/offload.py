@@ -13,8 +13,8 @@ sanitizing and very long ids never share a name) and ``<ext>`` is ``json`` when 
 as a JSON object or array, ``txt`` otherwise. If a name is taken by different content,
 :func:`candidate_paths` yields the next names (``<call>.2.<ext>``, ...), in a fixed order.
 
-Pointers start with a tag line (:data:`RESULT_TAG`, :data:`INPUT_TAG`) so ctxfs recognises its
-own pointers and never offloads them again.
+Pointers start with a tag (:data:`RESULT_TAG`, :data:`INPUT_TAG`, :data:`CLEARED_TAG`) so
+ctxfs recognises its own pointers and never offloads them again.
 """
 
 from __future__ import annotations
@@ -30,19 +30,27 @@ from langchain_core.messages import AIMessage
 from ctxfs.layout import INPUTS_DIR, RESULTS_DIR
 
 __all__ = [
+    "CLEARED_TAG",
     "INPUT_TAG",
     "RESULT_TAG",
+    "brief_call",
     "candidate_paths",
+    "cleared_pointer",
     "count_lines",
+    "head_line",
     "input_path",
     "input_pointer",
+    "is_cleared",
     "is_json_text",
     "is_pointer",
     "offloadable_text",
     "pointer_path",
     "replace_tool_arg",
+    "reread_path",
+    "reread_pointer",
     "result_path",
     "result_pointer",
+    "result_pointer_stats",
     "safe_name",
     "target_path_of",
 ]
@@ -52,6 +60,9 @@ RESULT_TAG = "[ctxfs: tool result offloaded]"
 
 INPUT_TAG = "[ctxfs: tool input offloaded]"
 """Start of every tool-input pointer."""
+
+CLEARED_TAG = "[ctxfs: tool result cleared]"
+"""Start of every pointer that replaced an old tool result when it was cleared."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _PLAIN_ARG = re.compile(r"[A-Za-z0-9_]{1,64}")
@@ -65,6 +76,12 @@ _INPUT_PATH = re.compile(
     re.escape(INPUT_TAG) + r" .*? saved byte-exact to (" + re.escape(INPUTS_DIR) + r"/\S+) \(",
     re.DOTALL,
 )
+_CLEARED_PATH = re.compile(
+    re.escape(CLEARED_TAG) + r" Saved to (" + re.escape(RESULTS_DIR) + r"/\S+) \("
+)
+_REREAD_PATH = re.compile(re.escape(CLEARED_TAG) + r" Showed saved content from (/\S+) \(")
+_STATS = re.compile(r" \(([\d,]+) lines, ([\d,]+) characters, ([\d,]+) tokens\)")
+_OTHER_SPACE = re.compile(r"[^\S ]")
 _HASH_HEX = 16
 
 
@@ -197,17 +214,118 @@ def input_pointer(
     )
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else f"{text[:width]}…"
+
+
+def _one_line(text: str, width: int) -> str:
+    return _cut(_OTHER_SPACE.sub(" ", text), width)
+
+
+def head_line(text: str, *, width: int = 80) -> str:
+    """Returns the first non-blank line of ``text``, on one line and clipped to ``width``."""
+    for line in text.splitlines():
+        if line.strip():
+            return _one_line(line.strip(), width)
+    return "(empty)"
+
+
+def brief_call(
+    name: str | None,
+    args: Mapping[str, Any] | None,
+    *,
+    width: int = 100,
+    value_width: int = 50,
+) -> str:
+    """Returns a tool call in brief, on one line: ``bash(command="ls -la")``.
+
+    Each argument value is shown as JSON clipped to ``value_width`` characters, the whole to
+    ``width``. ``args=None`` (the call is not in the history) gives ``name(?)``.
+    """
+    if args is None:
+        return f"{name or 'tool'}(?)"
+    shown = []
+    for key, value in args.items():
+        rendered = json.dumps(value, ensure_ascii=False, default=str)
+        shown.append(f"{key}={_cut(rendered, value_width)}")
+    return _one_line(f"{name or 'tool'}({', '.join(shown)})", width)
+
+
+def cleared_pointer(path: str, text: str, *, tokens: int, call: str) -> str:
+    """Returns the short pointer that replaces an old tool result whose full text is saved.
+
+    Args:
+        path: Where the full text is (a file under ``/tool_results``).
+        text: The full text.
+        tokens: Its token count.
+        call: The call in brief (:func:`brief_call`).
+    """
+    return (
+        f"{CLEARED_TAG} Saved to {path} ({count_lines(text):,} lines, {len(text):,} characters, "
+        f"{tokens:,} tokens); read_file or grep it.\n"
+        f"Call: {call}\n"
+        f"Head: {head_line(text)}"
+    )
+
+
+def reread_pointer(path: str, text: str, *, tokens: int, call: str) -> str:
+    """Returns the pointer that replaces a recovery tool's view of content ctxfs saved.
+
+    Nothing is saved for such a result: it showed a file (or a folder) of the SDK's areas,
+    which are never rewritten, so repeating the call shows it again.
+
+    Args:
+        path: The saved file or folder the result showed.
+        text: The result's text.
+        tokens: Its token count.
+        call: The call in brief (:func:`brief_call`).
+    """
+    return (
+        f"{CLEARED_TAG} Showed saved content from {path} ({count_lines(text):,} lines, "
+        f"{len(text):,} characters, {tokens:,} tokens); repeat the call to see it again.\n"
+        f"Call: {call}"
+    )
+
+
+def is_cleared(text: str) -> bool:
+    """Returns whether ``text`` is a pointer left by clearing (never cleared again)."""
+    return text.startswith(CLEARED_TAG)
+
+
+def reread_path(text: str) -> str | None:
+    """Returns the saved path a re-read pointer names, or ``None`` if ``text`` is not one."""
+    match = _REREAD_PATH.match(text) if text.startswith(CLEARED_TAG) else None
+    return match.group(1) if match else None
+
+
+def result_pointer_stats(text: str) -> tuple[int, int, int] | None:
+    """Returns (lines, characters, tokens) a result pointer gives for its full text."""
+    if not text.startswith(RESULT_TAG):
+        return None
+    match = _STATS.search(text.split("\n", 2)[1] if "\n" in text else "")
+    if match is None:
+        return None
+    lines, chars, tokens = (int(group.replace(",", "")) for group in match.groups())
+    return lines, chars, tokens
+
+
 def is_pointer(text: str) -> bool:
-    """Returns whether ``text`` is a pointer ctxfs wrote (result or input)."""
-    return pointer_path(text) is not None
+    """Returns whether ``text`` is a pointer ctxfs wrote (result, input or cleared)."""
+    return pointer_path(text) is not None or reread_path(text) is not None
 
 
 def pointer_path(text: str) -> str | None:
-    """Returns the workspace path a ctxfs pointer names, or ``None`` if ``text`` is not one."""
+    """Returns the path of the byte-exact copy a ctxfs pointer names, else ``None``.
+
+    Result, input and cleared-result pointers name such a copy. A re-read pointer (see
+    :func:`reread_pointer`) does not, and gives ``None`` here: see :func:`reread_path`.
+    """
     if text.startswith(RESULT_TAG):
         match = _RESULT_PATH.match(text)
     elif text.startswith(INPUT_TAG):
         match = _INPUT_PATH.match(text)
+    elif text.startswith(CLEARED_TAG):
+        match = _CLEARED_PATH.match(text)
     else:
         return None
     return match.group(1) if match else None

@@ -9,9 +9,13 @@ Every threshold is a :class:`Threshold`: either an absolute number of tokens or 
         tool_inputs=ToolInputOffload(trigger=Threshold(fraction=0.85), keep_messages=20),
     )
 
-Summarization (step 3) is on by default: a policy with only ``max_input_tokens`` offloads
+Summarization (step 4) is on by default: a policy with only ``max_input_tokens`` offloads
 large tool results, offloads old tool inputs at 85 % of the window, and summarizes at 85 %
-(after the input offload, in the same pass) keeping the most recent 30 % of the window::
+(after the input offload, in the same pass) keeping the most recent 30 % of the window.
+Clearing old tool results to pointers (step 3) is off by default; with
+``clearing={"enabled": True}`` it runs at 30 % of the window (and input offload with it),
+keeps the last 8 results and clears in batches of at least 5 % of the window, and a summary
+is made only if those steps did not get the history under the target::
 
     ContextPolicy(
         max_input_tokens=200_000,
@@ -45,10 +49,12 @@ __all__ = [
     "DEFAULT_OFFLOADED_ARGS",
     "ContextPolicy",
     "KeepRecent",
+    "KeepToolResults",
     "Summarization",
     "SummaryTrigger",
     "Threshold",
     "ToolInputOffload",
+    "ToolResultClearing",
     "ToolResultOffload",
 ]
 
@@ -353,14 +359,114 @@ class KeepRecent(_Settings):
         return ""  # pragma: no cover - validation guarantees a field
 
 
+class KeepToolResults(_Settings):
+    """The recent tool results that clearing never touches. Set exactly one field.
+
+    Results the model has not seen yet (those after the last AI message) are always kept on
+    top of this window.
+
+    Attributes:
+        results: The last N tool results, e.g. ``results=8``; ``0`` keeps only the unseen ones.
+        tokens: The results within the last N tokens of the history, e.g. ``tokens=20_000``.
+        fraction: The same as a share of ``max_input_tokens``, e.g. ``fraction=0.25``.
+    """
+
+    results: int | None = None
+    tokens: int | None = None
+    fraction: float | None = None
+
+    @classmethod
+    def _check_raw_mapping(cls, data: Mapping[str, Any]) -> None:
+        given = [k for k in ("results", "tokens", "fraction") if data.get(k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "set exactly one of results (e.g. results=8), tokens (e.g. tokens=20_000) "
+                f"or fraction (e.g. fraction=0.25); got {', '.join(given) or 'none'}"
+            )
+        if given == ["results"]:
+            value = data["results"]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(
+                    f"results must be a whole number of tool results, e.g. results=8; got {value!r}"
+                )
+        elif given == ["tokens"]:
+            _check_tokens(data["tokens"])
+        else:
+            _check_fraction(data["fraction"])
+
+    def resolve(self, max_input_tokens: int) -> KeepWindow:
+        """Returns the window for a context of ``max_input_tokens``.
+
+        ``KeepWindow.messages`` carries the number of tool results (not messages) here.
+        """
+        if self.results is not None:
+            return KeepWindow(messages=self.results)
+        if self.tokens is not None:
+            return KeepWindow(tokens=self.tokens)
+        assert self.fraction is not None  # guaranteed by validation
+        return KeepWindow(tokens=int(self.fraction * max_input_tokens))
+
+    def describe(self) -> str:
+        """Returns the window as a user would write it, e.g. ``results=8``."""
+        for key in ("results", "tokens", "fraction"):
+            if getattr(self, key) is not None:
+                return f"{key}={getattr(self, key)}"
+        return ""  # pragma: no cover - validation guarantees a field
+
+
+class ToolResultClearing(_Settings):
+    """When old tool results are cleared to short pointers (the step before summarizing).
+
+    Once the history reaches ``trigger`` (or a summarization token trigger, whichever is
+    lower: clearing is always tried before a summary), every tool result outside the ``keep``
+    window whose message holds at least ``min_tokens`` tokens is saved to the workspace (or
+    found there, if it was offloaded already) and replaced by a pointer of a few lines: the
+    tool and its arguments in brief, the size, the path of the full text and its first line.
+    Clearing is sticky (a cleared result is never restored or rewritten) and batched: it
+    happens only when it frees at least ``clear_at_least`` tokens, or when it saves a
+    summary, so the prompt prefix, and a provider's prompt cache, stays stable between
+    batches. See :mod:`ctxfs.clearing`.
+
+    Attributes:
+        enabled: Turn clearing off entirely with ``False``.
+        trigger: Clear when the history reaches this many tokens (default 30 % of the
+            window). It is cheap (no model call) and loses nothing, so it runs well before
+            summarization (85 %); input offload is then tried at this point too.
+        keep: The recent tool results never cleared (default: the last 8).
+        min_tokens: Results whose message holds fewer tokens stay (default 150): a pointer
+            costs 60 to 100 tokens.
+        clear_at_least: The least a batch must free (default 5 % of the window), unless it
+            is what keeps a summary away. A small batch waits until more results are old.
+        exempt_tools: Tools whose results are never cleared (default: none).
+        recovery_tools: Tools that show saved content: their results on a path inside the
+            SDK's areas (``/tool_results``, ``/tool_inputs``, ``/transcripts``) are cleared to
+            a pointer naming that path and the call, and never saved a second time.
+    """
+
+    enabled: bool = False
+    trigger: Threshold = Field(default_factory=lambda: Threshold(fraction=0.3))
+    keep: KeepToolResults = Field(default_factory=lambda: KeepToolResults(results=8))
+    min_tokens: int = 150
+    clear_at_least: Threshold = Field(default_factory=lambda: Threshold(fraction=0.05))
+    exempt_tools: frozenset[str] = frozenset()
+    recovery_tools: frozenset[str] = DEFAULT_EXEMPT_TOOLS
+
+    @field_validator("min_tokens")
+    @classmethod
+    def _check_min_tokens(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"min_tokens must be at least 1, e.g. min_tokens=150; got {value}")
+        return value
+
+
 class Summarization(_Settings):
-    """When old messages are archived and replaced by a summary (step 3), and how.
+    """When old messages are archived and replaced by a summary (step 4), and how.
 
     Attributes:
         enabled: Turn summarization off entirely with ``False``.
         trigger: When to summarize (default: at 85 % of the window, the same point as the
-            tool-input offload, which runs first in the same pass; if the inputs it moves
-            bring the history back under the trigger, nothing is summarized).
+            tool-input offload and clearing, which run first in the same pass; if what they
+            move brings the history back under the trigger, nothing is summarized).
         keep: The recent window left as it is (default: 30 % of the window).
         trim_tokens_to_summarize: The most tokens of archived messages the summary model is
             shown (default 8,000): the beginning (where the intent is) and the end. Never
@@ -418,12 +524,14 @@ class ContextPolicy(_Settings):
         max_input_tokens: The model's input window in tokens; fractions resolve against it.
         tool_results: Offloading of large tool results (step 1).
         tool_inputs: Offloading of large old tool inputs (step 2).
-        summarization: Archiving and summarizing old messages (step 3).
+        clearing: Clearing old tool results to pointers (step 3, before summarizing).
+        summarization: Archiving and summarizing old messages (step 4).
     """
 
     max_input_tokens: int
     tool_results: ToolResultOffload = Field(default_factory=ToolResultOffload)
     tool_inputs: ToolInputOffload = Field(default_factory=ToolInputOffload)
+    clearing: ToolResultClearing = Field(default_factory=ToolResultClearing)
     summarization: Summarization = Field(default_factory=Summarization)
 
     @field_validator("max_input_tokens", mode="before")
@@ -474,8 +582,37 @@ class ContextPolicy(_Settings):
 
     @property
     def input_trigger_tokens(self) -> int:
-        """Tool inputs are offloaded once the history reaches this many tokens."""
-        return self.tool_inputs.trigger.resolve(self.max_input_tokens)
+        """Tool inputs are offloaded once the history reaches this many tokens.
+
+        With clearing on, never above :attr:`clearing_trigger_tokens`: the escalation is
+        input offload, then clearing, then summarizing, so whenever clearing runs the input
+        offload has run first in the same pass.
+        """
+        own = self.tool_inputs.trigger.resolve(self.max_input_tokens)
+        return min(own, self.clearing_trigger_tokens) if self.clearing.enabled else own
+
+    @property
+    def clearing_trigger_tokens(self) -> int:
+        """Old tool results are cleared once the history reaches this many tokens.
+
+        The lower of :attr:`ToolResultClearing.trigger` and the summarization token trigger
+        (when summarization is on): clearing is always tried before a summary.
+        """
+        own = self.clearing.trigger.resolve(self.max_input_tokens)
+        limit = self.summarization.trigger.token_limit(self.max_input_tokens)
+        if self.summarization.enabled and limit is not None:
+            return min(own, limit)
+        return own
+
+    @property
+    def clear_at_least_tokens(self) -> int:
+        """The least a clearing batch must free (unless it keeps a summary away)."""
+        return self.clearing.clear_at_least.resolve(self.max_input_tokens)
+
+    @property
+    def clearing_keep(self) -> KeepWindow:
+        """The recent tool results clearing leaves alone (``messages`` counts results)."""
+        return self.clearing.keep.resolve(self.max_input_tokens)
 
     @property
     def summary_target_tokens(self) -> int:

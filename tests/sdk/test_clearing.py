@@ -1,0 +1,396 @@
+"""Clearing old tool results (step 3): pinned pointer texts, kinds, batching, stickiness."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+from _histories import snapshot
+from _runs import fixed_clock
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import ValidationError
+
+from ctxfs import Workspace
+from ctxfs.engine import ContextEngine
+from ctxfs.events import OffloadFailed, Summarized, ToolResultCleared, ToolResultOffloaded
+from ctxfs.offload import (
+    CLEARED_TAG,
+    brief_call,
+    count_lines,
+    head_line,
+    is_pointer,
+    pointer_path,
+    reread_path,
+    result_path,
+)
+from ctxfs.policy import ContextPolicy, KeepToolResults, ToolResultClearing
+from ctxfs.tools import tool_functions
+
+_fresh = itertools.count()
+THREAD = "t"
+
+
+def output(n: int, lines: int = 60) -> str:
+    return "".join(f"output {n} line {i}: some words here\n" for i in range(lines))
+
+
+def turn(n: int, text: str | None = None, *, name: str = "bash") -> list[BaseMessage]:
+    call: list[Any] = [{"name": name, "args": {"command": f"run {n}"}, "id": f"c{n}"}]
+    return [
+        AIMessage(f"step {n}", tool_calls=call, id=f"a{n}"),
+        ToolMessage(
+            text if text is not None else output(n),
+            tool_call_id=f"c{n}",
+            name=name,
+            id=f"t{n}",
+            status="error",
+            artifact={"exit_code": 1},
+        ),
+    ]
+
+
+def history(turns: int = 10) -> list[BaseMessage]:
+    messages: list[BaseMessage] = [SystemMessage("You are an agent.", id="sys"), HumanMessage("go")]
+    for n in range(turns):
+        messages += turn(n)
+    return messages
+
+
+def policy(**clearing: Any) -> ContextPolicy:
+    settings = {
+        "enabled": True,
+        "trigger": {"tokens": 1_000},
+        "keep": {"results": 2},
+        "min_tokens": 100,
+        "clear_at_least": {"tokens": 100},
+        **clearing,
+    }
+    return ContextPolicy(max_input_tokens=100_000, clearing=settings)
+
+
+def engine(pol: ContextPolicy | None = None, ws: Workspace | None = None) -> ContextEngine:
+    return ContextEngine(
+        ws or Workspace(f"memory://clear{next(_fresh)}"), pol or policy(), clock=fixed_clock
+    )
+
+
+# -- defaults and settings ------------------------------------------------------------------
+
+
+def test_clearing_is_off_by_default_with_documented_settings() -> None:
+    pol = ContextPolicy(max_input_tokens=100_000)
+    assert pol.clearing == ToolResultClearing()
+    assert not pol.clearing.enabled
+    assert pol.clearing.keep == KeepToolResults(results=8)
+    assert pol.clearing.min_tokens == 150
+    assert pol.clearing_trigger_tokens == 30_000
+    assert pol.clear_at_least_tokens == 5_000
+    assert pol.input_trigger_tokens == 85_000  # unchanged while clearing is off
+    on = ContextPolicy(max_input_tokens=100_000, clearing={"enabled": True})
+    assert on.input_trigger_tokens == 30_000  # input offload is tried before clearing
+
+
+def test_clearing_never_triggers_later_than_summarization() -> None:
+    pol = ContextPolicy(
+        max_input_tokens=10_000,
+        clearing={"enabled": True, "trigger": {"fraction": 1.0}},
+        summarization={"trigger": {"tokens": 6_000}},
+    )
+    assert pol.clearing_trigger_tokens == 6_000
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"keep": {"results": 2, "tokens": 10}}, "set exactly one of results"),
+        ({"keep": {"results": -1}}, "results must be a whole number"),
+        ({"keep": {"fraction": 30}}, "write fraction=0.3"),
+        ({"min_tokens": 0}, "min_tokens must be at least 1"),
+        ({"clear_at_least": {"fraction": 0.1, "tokens": 5}}, "set either tokens or fraction"),
+        ({"exempt": ["bash"]}, "did you mean 'exempt_tools'?"),
+    ],
+)
+def test_invalid_clearing_settings_say_what_to_write(
+    settings: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(")):
+        ContextPolicy(max_input_tokens=100_000, clearing=settings)
+
+
+# -- pointer texts --------------------------------------------------------------------------
+
+
+def test_the_cleared_pointer_text_is_pinned() -> None:
+    eng = engine()
+    messages = history(4)
+    out = eng.clear_tool_results(messages, thread_id=THREAD)
+    path = result_path(THREAD, "c0", output(0))
+    assert out.messages[3].content == (
+        f"{CLEARED_TAG} Saved to {path} (60 lines, 2,030 characters, 660 tokens); "
+        "read_file or grep it.\n"
+        'Call: bash(command="run 0")\n'
+        "Head: output 0 line 0: some words here"
+    )
+    assert pointer_path(str(out.messages[3].content)) == path
+    assert eng.workspace.read_text(path) == output(0)
+
+
+def test_brief_and_head_stay_on_one_short_line() -> None:
+    args = {"command": "echo 'a'\nls\u2028-la " + "x" * 200, "n": 3}
+    brief = brief_call("bash", args)
+    assert "\n" not in brief and "\u2028" not in brief
+    assert len(brief) <= 101 and brief.startswith("bash(command=\"echo 'a'\\nls -la xxx")
+    assert brief_call(None, None) == "tool(?)"
+    assert head_line("\n \n  first real line \r\nsecond") == "first real line"
+    assert head_line("") == "(empty)"
+
+
+# -- what is cleared ------------------------------------------------------------------------
+
+
+def test_old_results_are_cleared_and_the_kept_window_is_intact() -> None:
+    eng = engine()
+    messages = history(8)
+    out = eng.clear_tool_results(messages, thread_id=THREAD)
+    results = [m for m in out.messages if isinstance(m, ToolMessage)]
+    assert all(str(m.content).startswith(CLEARED_TAG) for m in results[:-2])
+    assert results[-2:] == [m for m in messages if isinstance(m, ToolMessage)][-2:]
+    assert out.tokens_after < out.tokens_before
+    events = [e for e in out.events if isinstance(e, ToolResultCleared)]
+    assert [e.tool_call_id for e in events] == [f"c{n}" for n in range(6)]
+    first = events[0]
+    assert first.kind == "saved" and first.tool_name == "bash"
+    assert first.tokens == eng.token_counter.count_message(messages[3])
+    assert first.tokens_after == eng.token_counter.count_message(out.messages[3])
+    # id, tool_call_id, name, status and artifact survive; the input is not mutated
+    cleared = out.messages[3]
+    assert isinstance(cleared, ToolMessage)
+    assert (cleared.id, cleared.tool_call_id, cleared.name, cleared.status, cleared.artifact) == (
+        "t0",
+        "c0",
+        "bash",
+        "error",
+        {"exit_code": 1},
+    )
+    assert messages[3].content == output(0)
+    assert out.changed
+
+
+def test_unseen_results_are_kept_even_with_an_empty_window() -> None:
+    messages = history(3)
+    calls: list[Any] = [
+        {"name": "bash", "args": {}, "id": "p1"},
+        {"name": "bash", "args": {}, "id": "p2"},
+    ]
+    messages += [
+        AIMessage("", tool_calls=calls, id="ap"),
+        ToolMessage(output(7), tool_call_id="p1", name="bash", id="tp1"),
+        ToolMessage(output(8), tool_call_id="p2", name="bash", id="tp2"),
+    ]
+    out = engine(policy(keep={"results": 0})).clear_tool_results(messages, thread_id=THREAD)
+    assert [m.id for m in out.messages if str(m.content).startswith(CLEARED_TAG)] == [
+        "t0",
+        "t1",
+        "t2",
+    ]
+
+
+def test_a_token_window_keeps_the_results_within_its_tokens() -> None:
+    messages = history(6)
+    eng = engine(policy(keep={"tokens": 1_500}))
+    out = eng.clear_tool_results(messages, thread_id=THREAD)
+    kept = [m.id for m in out.messages if isinstance(m, ToolMessage) and m in messages]
+    counts = [eng.token_counter.count_message(m) for m in messages]
+    for mid in kept:
+        i = next(k for k, m in enumerate(messages) if m.id == mid)
+        assert sum(counts[i:]) <= 1_500 or i == len(messages) - 1
+    assert kept == ["t4", "t5"]
+
+
+def test_exempt_small_and_non_text_results_stay() -> None:
+    messages = history(2)
+    messages += turn(2, name="fetch")
+    messages += turn(3, "short")
+    image: Any = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+    messages += [
+        AIMessage("", tool_calls=[{"name": "shot", "args": {}, "id": "c4"}], id="a4"),
+        ToolMessage(image, tool_call_id="c4", name="shot", id="t4"),
+    ]
+    messages += turn(5) + turn(6)
+    eng = engine(policy(exempt_tools=["fetch"]))
+    out = eng.clear_tool_results(messages, thread_id=THREAD)
+    cleared = {e.tool_call_id for e in out.events if isinstance(e, ToolResultCleared)}
+    assert cleared == {"c0", "c1"}
+
+
+def test_an_offloaded_result_is_cleared_to_the_same_file() -> None:
+    pol = ContextPolicy(
+        max_input_tokens=100_000,
+        tool_results={"threshold": {"tokens": 300}},
+        clearing=policy().clearing,
+    )
+    eng = engine(pol)
+    messages = history(4)
+    messages = [
+        eng.offload_tool_result(m, thread_id=THREAD) if isinstance(m, ToolMessage) else m
+        for m in messages
+    ]
+    offloaded = pointer_path(str(messages[3].content))
+    assert offloaded is not None
+    files = snapshot(eng.workspace)
+    out = eng.clear_tool_results(messages, thread_id=THREAD)
+    assert snapshot(eng.workspace) == files  # no new file
+    event = out.events[0]
+    assert isinstance(event, ToolResultCleared)
+    assert event.kind == "offloaded" and event.path == offloaded
+    assert pointer_path(str(out.messages[3].content)) == offloaded
+    assert eng.token_counter.count_message(out.messages[3]) < eng.token_counter.count_message(
+        messages[3]
+    )
+
+
+def test_a_missing_offloaded_file_keeps_the_pointer_and_says_why() -> None:
+    pol = ContextPolicy(
+        max_input_tokens=100_000,
+        tool_results={"threshold": {"tokens": 300}},
+        clearing=policy().clearing,
+    )
+    eng = engine(pol)
+    messages = [
+        eng.offload_tool_result(m, thread_id=THREAD) if isinstance(m, ToolMessage) else m
+        for m in history(4)
+    ]
+    path = pointer_path(str(messages[3].content))
+    assert path is not None
+    eng.workspace.rm(path)
+    out = eng.clear_tool_results(messages, thread_id=THREAD)
+    assert out.messages[3] is messages[3]
+    failed = [e for e in out.events if isinstance(e, OffloadFailed)]
+    assert failed[0].tool_call_id == "c0" and failed[0].path == path
+
+
+def test_reading_an_offloaded_file_back_is_cleared_to_a_pointer_to_that_file() -> None:
+    pol = ContextPolicy(
+        max_input_tokens=100_000,
+        tool_results={"threshold": {"tokens": 300}},
+        clearing=policy().clearing,
+    )
+    eng = engine(pol)
+    first = [
+        eng.offload_tool_result(m, thread_id=THREAD) if isinstance(m, ToolMessage) else m
+        for m in history(1)
+    ]
+    saved = pointer_path(str(first[3].content))
+    assert saved is not None
+    tools = {f.name: f for f in tool_functions(eng.workspace)}
+    args: dict[str, Any] = {"file_path": saved, "offset": 0, "limit": 50}
+    page = tools["read_file"](**args)
+    read: list[BaseMessage] = [
+        AIMessage("", tool_calls=[{"name": "read_file", "args": args, "id": "r1"}], id="ar"),
+        ToolMessage(page, tool_call_id="r1", name="read_file", id="tr"),
+    ]
+    messages = [*first, *read, *turn(5), *turn(6), *turn(7)]
+    files = snapshot(eng.workspace)
+    out = eng.clear_tool_results(messages, thread_id=THREAD)
+    (event,) = [e for e in out.events if isinstance(e, ToolResultCleared) and e.kind == "reread"]
+    assert event.path == saved and event.tool_call_id == "r1"
+    text = str(out.messages[5].content)
+    assert reread_path(text) == saved and is_pointer(text) and pointer_path(text) is None
+    assert text == (
+        f"{CLEARED_TAG} Showed saved content from {saved} ({count_lines(page)} lines, "
+        f"{len(page):,} characters, "
+        f"{eng.token_counter.count_text(page):,} tokens); repeat the call to see it again.\n"
+        f'Call: read_file(file_path="{saved}", offset=0, limit=50)'
+    )
+    # nothing new was saved for it (only the later, ordinary results were)
+    new = set(snapshot(eng.workspace)) - set(files)
+    assert new == {result_path(THREAD, f"c{n}", output(n)) for n in (5,)}
+    assert tools["read_file"](**args) == page  # repeating the call shows it again
+
+
+def test_the_transcript_index_is_not_a_stable_view_and_is_saved_like_any_result() -> None:
+    call: list[Any] = [
+        {"name": "read_file", "args": {"file_path": "/transcripts/t/index.json"}, "id": "r"}
+    ]
+    messages = [
+        *history(1),
+        AIMessage("", tool_calls=call, id="ar"),
+        ToolMessage(output(9), tool_call_id="r", name="read_file", id="tr"),
+        *turn(5),
+        *turn(6),
+    ]
+    out = engine().clear_tool_results(messages, thread_id=THREAD)
+    kinds = {e.tool_call_id: e.kind for e in out.events if isinstance(e, ToolResultCleared)}
+    assert kinds == {"c0": "saved", "r": "saved"}
+
+
+# -- batching, stickiness, failures ---------------------------------------------------------
+
+
+def test_a_small_batch_waits_until_it_is_worth_a_prefix_change() -> None:
+    eng = engine(policy(clear_at_least={"tokens": 1_500}))
+    messages = history(4)  # two results outside the window: about 1,100 tokens to free
+    out = eng.clear_tool_results(messages, thread_id=THREAD)
+    assert out.messages == messages and out.events == ()
+    assert snapshot(eng.workspace) == {}  # nothing written for a batch not taken
+    more = [*messages, *turn(4), *turn(5)]
+    out = eng.clear_tool_results(more, thread_id=THREAD)
+    assert len(out.events) == 4  # all four at once
+
+
+def test_a_small_batch_goes_ahead_when_it_keeps_a_summary_away() -> None:
+    base = history(4)
+    tokens = engine().token_counter.count_messages(base)
+    pol = ContextPolicy(
+        max_input_tokens=100_000,
+        clearing={**policy().clearing.model_dump(), "clear_at_least": {"tokens": 50_000}},
+        summarization={"trigger": {"tokens": tokens - 200}, "keep": {"messages": 2}},
+    )
+    result = engine(pol).compact(base, thread_id=THREAD)
+    assert not result.summarized
+    assert [type(e) for e in result.events] == [ToolResultCleared, ToolResultCleared]
+    assert result.reached_target
+
+
+def test_cleared_pointers_are_sticky_through_later_compactions_and_summaries() -> None:
+    pol = ContextPolicy(
+        max_input_tokens=6_000,
+        clearing={"enabled": True, "keep": {"results": 2}, "min_tokens": 100},
+        summarization={"keep": {"messages": 8}},
+    )
+    eng = engine(pol)
+    state: list[BaseMessage] = []
+    seen: dict[str | None, Any] = {}
+    summaries = 0
+    for message in history(60):
+        if isinstance(message, AIMessage) and state:
+            result = eng.compact(state, thread_id=THREAD)
+            summaries += result.summarized
+            state = result.messages
+            for m in state:
+                if isinstance(m, ToolMessage) and str(m.content).startswith(CLEARED_TAG):
+                    assert seen.setdefault(m.id, m.content) == m.content
+                elif m.id in seen:
+                    raise AssertionError(f"{m.id} was restored")
+        state = [*state, message]
+    assert summaries >= 1 and len(seen) > 20
+
+
+def test_a_failing_write_keeps_the_result_inline_with_an_event() -> None:
+    base = Workspace(f"memory://clearfail{next(_fresh)}")
+    eng = engine(ws=base.view(read_only=["/tool_results"]))
+    messages = history(4)
+    out = eng.clear_tool_results(messages, thread_id=THREAD)
+    assert out.messages == messages
+    assert [type(e) for e in out.events] == [OffloadFailed, OffloadFailed]
+    assert not out.changed
+
+
+def test_acompact_clears_like_compact() -> None:
+    one = engine().compact(history(6), thread_id=THREAD)
+    two = asyncio.run(engine().acompact(history(6), thread_id=THREAD))
+    assert one.messages == two.messages and one.events == two.events
+    assert any(isinstance(e, ToolResultCleared) for e in one.events)
+    assert not any(isinstance(e, ToolResultOffloaded | Summarized) for e in one.events)
