@@ -13,16 +13,19 @@ from ctxfs.events import (
     OffloadResult,
     Summarized,
     ToolInputOffloaded,
+    ToolResultCleared,
     ToolResultOffloaded,
     ToolResultOutcome,
 )
 from ctxfs.policy import (
     ContextPolicy,
     KeepRecent,
+    KeepToolResults,
     Summarization,
     SummaryTrigger,
     Threshold,
     ToolInputOffload,
+    ToolResultClearing,
     ToolResultOffload,
 )
 from ctxfs.results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
@@ -43,6 +46,7 @@ __all__ = [
     "GlobResult",
     "GrepResult",
     "KeepRecent",
+    "KeepToolResults",
     "Limits",
     "OffloadFailed",
     "OffloadResult",
@@ -55,6 +59,8 @@ __all__ = [
     "TokenCounter",
     "ToolInputOffload",
     "ToolInputOffloaded",
+    "ToolResultCleared",
+    "ToolResultClearing",
     "ToolResultOffload",
     "ToolResultOffloaded",
     "ToolResultOutcome",
