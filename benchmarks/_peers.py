@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from bench_compaction import _resolve
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -42,11 +41,10 @@ from langchain_core.messages import (
 )
 
 from ctxfs import Workspace
-from ctxfs.archive import TranscriptArchive
 from ctxfs.engine import ContextEngine
 from ctxfs.events import Summarized
 from ctxfs.policy import ContextPolicy, Summarization
-from ctxfs.summary import is_summary
+from ctxfs.replay import restore_messages
 from ctxfs.tokens import TiktokenCounter
 
 SYSTEMS = ("none", "ctxfs", "deepagents", "langchain")
@@ -169,8 +167,9 @@ class Ctxfs:
 
     The workspace is a fresh ``memory://`` one, or a temporary folder with ``--storage disk``.
 
-    The same replay as ``bench_compaction.replay`` (whose pointer resolution it reuses for
-    the recovery check), with the stand-in summary model instead of the extractive summary.
+    The same steps as :func:`ctxfs.replay.replay` (whose :func:`~ctxfs.replay.restore_messages`
+    the recovery check reads back with), with the stand-in summary model instead of the
+    extractive summary; driven here one hook at a time, in lockstep with the other systems.
     """
 
     name = "ctxfs"
@@ -203,9 +202,8 @@ class Ctxfs:
         return self.state
 
     def lost(self, history: Sequence[BaseMessage]) -> Loss:
-        archived = TranscriptArchive(self.ws, self.thread).read_all()
-        kept = [m for m in self.state if not is_summary(m)]
-        back = {m.id: pieces(_resolve(m, self.ws)) for m in [*archived, *kept]}
+        restored = restore_messages(self.state, self.ws, thread_id=self.thread)
+        back = {key: pieces(m) for key, m in restored.items()}
         return _loss(history, self.state, lambda m, key, text: back.get(m.id, {}).get(key) == text)
 
     def close(self) -> None:

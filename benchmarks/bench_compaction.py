@@ -8,8 +8,10 @@ Usage::
 
 Each trace is replayed as an agent loop would see it, at budgets of 32k, 64k and 128k tokens
 (``ContextPolicy(max_input_tokens=budget)`` with every other setting at its default, and the
-extractive summarizer: no model): each tool result goes through result offload as it
-arrives, and the history is compacted before each assistant turn. Reported per trace and
+extractive summarizer: no model), by :func:`ctxfs.replay.replay`, the loop behind
+``ctxfs replay``: each tool result goes through result offload as it arrives, and the
+history is compacted before each assistant turn; :func:`ctxfs.replay.check_recovery` then
+reads everything removed back from the workspace. Reported per trace and
 budget: the peak context at any model call (must stay within the budget), the number of
 summaries, the total input tokens over the run against no management, and the share of the
 removed content (archived, offloaded or cleared) that is recoverable byte-exact from the
@@ -24,84 +26,21 @@ tokens side by side, with the totals per budget.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import BaseMessage
 
 from ctxfs import Workspace
-from ctxfs.archive import TranscriptArchive
 from ctxfs.engine import ContextEngine
 from ctxfs.events import Summarized, ToolResultCleared
-from ctxfs.offload import pointer_path
 from ctxfs.policy import ContextPolicy
-from ctxfs.summary import is_summary
+from ctxfs.replay import check_recovery, read_trace, replay
 from ctxfs.tokens import TiktokenCounter
 
 BUDGETS = (32_000, 64_000, 128_000)
-
-
-def load_trace(path: Path) -> list[BaseMessage]:
-    """Converts one trace (see the trajectories README) into langchain messages with ids."""
-    messages: list[BaseMessage] = []
-    for n, line in enumerate(path.read_bytes().decode("utf-8").split("\n")):
-        if not line.strip():
-            continue
-        record: dict[str, Any] = json.loads(line)
-        role, content, mid = record["role"], record.get("content") or "", f"m{n}"
-        if role == "system":
-            messages.append(SystemMessage(content, id=mid))
-        elif role == "user":
-            messages.append(HumanMessage(content, id=mid))
-        elif role == "assistant":
-            calls = [
-                {"name": c["name"], "args": c.get("args") or {}, "id": c["id"]}
-                for c in record.get("tool_calls") or []
-            ]
-            messages.append(AIMessage(content, tool_calls=calls, id=mid))
-        else:
-            messages.append(
-                ToolMessage(
-                    content, tool_call_id=record["tool_call_id"], name=record.get("name"), id=mid
-                )
-            )
-    return messages
-
-
-def _text(message: BaseMessage) -> str:
-    """What must come back byte-exact: the content and the tool-call arguments."""
-    parts = [message.content if isinstance(message.content, str) else json.dumps(message.content)]
-    if isinstance(message, AIMessage):
-        parts += [
-            json.dumps(c["args"], ensure_ascii=False, sort_keys=True) for c in message.tool_calls
-        ]
-    return "\x00".join(parts)
-
-
-def _resolve(message: BaseMessage, ws: Workspace) -> BaseMessage:
-    if isinstance(message, ToolMessage) and isinstance(message.content, str):
-        path = pointer_path(message.content)
-        if path:
-            return message.model_copy(update={"content": ws.read_text(path)})
-    if isinstance(message, AIMessage) and message.tool_calls:
-        calls = []
-        for call in message.tool_calls:
-            args = {}
-            for key, value in call["args"].items():
-                path = pointer_path(value) if isinstance(value, str) else None
-                args[key] = ws.read_text(path) if path else value
-            calls.append({**call, "args": args})
-        return message.model_copy(update={"tool_calls": calls})
-    return message
 
 
 @dataclass
@@ -121,69 +60,35 @@ class Outcome:
     seconds: float
 
 
-def replay(
+def run(
     name: str,
     history: list[BaseMessage],
     budget: int,
     clearing: dict[str, Any] | None = None,
 ) -> Outcome:
-    counter = TiktokenCounter()
+    """Replays one trace at one budget (:func:`ctxfs.replay.replay`) and checks recovery."""
     label = "clear" if clearing and clearing.get("enabled") else "plain"
     ws = Workspace(f"memory://bench-{name}-{budget}-{label}")
     policy = ContextPolicy(max_input_tokens=budget, clearing=clearing or {})
-    engine = ContextEngine(ws, policy, counter)
-    state: list[BaseMessage] = []
-    unmanaged: list[BaseMessage] = []
-    calls = peak = over = summaries = clearings = cleared = managed = plain = 0
+    engine = ContextEngine(ws, policy, TiktokenCounter())
     start = time.perf_counter()
-    for message in history:
-        if isinstance(message, AIMessage):  # a model call is about to happen
-            result = engine.compact(state, thread_id=name)
-            state = result.messages
-            summaries += sum(isinstance(e, Summarized) for e in result.events)
-            batch = sum(isinstance(e, ToolResultCleared) for e in result.events)
-            clearings += batch > 0
-            cleared += batch
-            calls += 1
-            peak = max(peak, result.tokens_after)
-            over += result.tokens_after > budget
-            managed += result.tokens_after
-            plain += counter.count_messages(unmanaged)
-        if isinstance(message, ToolMessage):
-            state = [*state, engine.offload_tool_result(message, thread_id=name)]
-        else:
-            state = [*state, message]
-        unmanaged.append(message)
+    result = replay(history, engine, thread_id=name)
     seconds = time.perf_counter() - start
-
-    # recoverability: system + archived + kept, every pointer resolved, against the original
-    archived = TranscriptArchive(ws, name).read_all()
-    system = [m for m in state if isinstance(m, SystemMessage)]
-    kept = [m for m in state if not isinstance(m, SystemMessage) and not is_summary(m)]
-    rebuilt = [_resolve(m, ws) for m in [*system, *archived, *kept]]
-    in_context = {m.id: _text(m) for m in state}
-    removed = recovered = 0
-    assert len(rebuilt) == len(history), f"{name}: {len(rebuilt)} != {len(history)} messages"
-    for original, back in zip(history, rebuilt, strict=True):
-        text = _text(original)
-        if in_context.get(original.id) == text:
-            continue  # still in the context as it was: nothing removed
-        size = len(text.encode("utf-8"))
-        removed += size
-        recovered += size if _text(back) == text and back.id == original.id else 0
+    recovery = check_recovery(result, ws)
+    batches = [sum(isinstance(e, ToolResultCleared) for e in c.events) for c in result.calls]
     return Outcome(
         trace=name,
         budget=budget,
-        calls=calls,
-        peak=peak,
-        over_budget=over,
-        summaries=summaries,
-        clearings=clearings,
-        cleared=cleared,
-        tokens_managed=managed,
-        tokens_unmanaged=plain,
-        removed_bytes=removed,
-        recovered_bytes=recovered,
+        calls=len(result.calls),
+        peak=result.peak_tokens,
+        over_budget=result.calls_over_budget,
+        summaries=sum(isinstance(e, Summarized) for e in result.events),
+        clearings=sum(n > 0 for n in batches),
+        cleared=sum(batches),
+        tokens_managed=result.total_input_tokens,
+        tokens_unmanaged=result.baseline_total_input_tokens,
+        removed_bytes=recovery.removed_bytes,
+        recovered_bytes=recovery.recovered_bytes,
         seconds=seconds,
     )
 
@@ -196,10 +101,10 @@ def compare_clearing(traces: list[Path], budgets: list[int], clearing: dict[str,
     )
     totals: dict[int, list[tuple[Outcome, Outcome]]] = {b: [] for b in budgets}
     for path in traces:
-        history = load_trace(path)
+        history = read_trace(path)
         for budget in budgets:
-            off = replay(path.stem, history, budget)
-            on = replay(path.stem, history, budget, clearing)
+            off = run(path.stem, history, budget)
+            on = run(path.stem, history, budget, clearing)
             totals[budget].append((off, on))
             change = on.tokens_managed / off.tokens_managed - 1 if off.tokens_managed else 0.0
             share = on.recovered_bytes / on.removed_bytes if on.removed_bytes else 1.0
@@ -258,9 +163,9 @@ def main() -> None:
     )
     totals: dict[int, list[Outcome]] = {b: [] for b in args.budgets}
     for path in traces:
-        history = load_trace(path)
+        history = read_trace(path)
         for budget in args.budgets:
-            o = replay(path.stem, history, budget)
+            o = run(path.stem, history, budget)
             totals[budget].append(o)
             saved = 1 - o.tokens_managed / o.tokens_unmanaged if o.tokens_unmanaged else 0.0
             share = o.recovered_bytes / o.removed_bytes if o.removed_bytes else 1.0

@@ -6,16 +6,16 @@ Usage::
 
 Needs the ``bench`` extra (``pip install -e '.[bench]'``): ``deepagents`` and ``langchain``.
 
-Every trace in the folder is replayed at budgets of 32k, 64k and 128k tokens through four
-systems in lockstep, the way an agent loop lives it (the replay of ``bench_compaction.py``,
-whose trace loader this reuses): each tool result goes through the system's tool-result hook
-as it arrives (ctxfs ``offload_tool_result``; Deep Agents ``FilesystemMiddleware``
-``wrap_tool_call``; LangChain and no management have none), and before each assistant turn
-the system's before-model hook runs on its current state (ctxfs ``ContextEngine.compact``;
-Deep Agents ``FilesystemMiddleware.wrap_model_call`` around its
-``SummarizationMiddleware.wrap_model_call``; LangChain ``SummarizationMiddleware``
-``before_model``; no management copies the list). The messages the model would be sent
-become the state.
+Every trace in the folder (read with :func:`ctxfs.replay.read_trace`) is replayed at
+budgets of 32k, 64k and 128k tokens through four systems in lockstep, the way an agent loop
+lives it (the steps of :func:`ctxfs.replay.replay`, the loop behind ``ctxfs replay``): each
+tool result goes through the system's tool-result hook as it arrives (ctxfs
+``offload_tool_result``; Deep Agents ``FilesystemMiddleware`` ``wrap_tool_call``; LangChain
+and no management have none), and before each assistant turn the system's before-model hook
+runs on its current state (ctxfs ``ContextEngine.compact``; Deep Agents
+``FilesystemMiddleware.wrap_model_call`` around its ``SummarizationMiddleware.wrap_model_call``;
+LangChain ``SummarizationMiddleware`` ``before_model``; no management copies the list). The
+messages the model would be sent become the state.
 
 Settings are mapped onto one another (see ``_peers.py``): summarize at 85 % of the budget,
 keep the most recent 30 %, show the summary model at most 8,000 tokens, offload tool results
@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from _peers import FACTORIES, STORAGE, SYSTEMS
-from bench_compaction import load_trace
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs.replay import read_trace
 from ctxfs.tokens import TiktokenCounter
 
 BUDGETS = (32_000, 64_000, 128_000)
@@ -314,7 +314,7 @@ def main() -> None:
     STORAGE["mode"] = args.storage
     measure = TiktokenCounter()
 
-    histories = {p.stem: load_trace(p) for p in traces}
+    histories = {p.stem: read_trace(p) for p in traces}
     if args.file_tools == "renamed":
         histories = {n: rename_file_tools(h) for n, h in histories.items()}
     long_name = args.overhead_trace or max(

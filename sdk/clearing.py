@@ -52,13 +52,20 @@ against reading ``clear_at_least`` fewer tokens on every later request.
 
 This module decides (pure functions, no I/O); :meth:`ContextEngine.clear_tool_results` saves,
 verifies and replaces.
+
+**Cost.** The planner runs before every model call once the trigger is reached, and most of
+those passes end in "not yet". It first bounds the batch without building a pointer: a
+pointer costs at least :data:`~ctxfs.tokens.MESSAGE_OVERHEAD_TOKENS`, so the eligible
+results free at most their tokens minus that. Only when that bound could reach the goal are
+the pointers written out and counted exactly. Message sizes come from the token counter's
+per-message cache, and only for the messages the decision looks at.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -129,8 +136,9 @@ class ClearingPlan:
     """What a clearing pass would do, decided before anything is written.
 
     Attributes:
-        results: The results to clear, oldest first (all eligible ones).
-        frees: Tokens the batch frees (estimated).
+        results: The results to clear, oldest first (all eligible ones); empty when the pass
+            waits.
+        frees: Tokens the batch frees (estimated); 0 when the pass waits.
         go: Whether to clear now: the batch frees at least ``clear_at_least`` tokens, or it
             is what keeps a summary away.
     """
@@ -156,31 +164,39 @@ def answered_calls(messages: Sequence[BaseMessage]) -> dict[int, Mapping[str, An
 
 
 def kept_results(
-    messages: Sequence[BaseMessage], counts: Sequence[int], keep: KeepWindow
+    messages: Sequence[BaseMessage], size: Callable[[int], int], keep: KeepWindow
 ) -> set[int]:
     """Returns the indices of the tool results clearing must leave alone.
 
+    Only the end of the history is looked at: the kept window and what follows the last AI
+    message.
+
     Args:
         messages: The history.
-        counts: Tokens of every message.
+        size: Returns the tokens of the message at an index (called only for the messages
+            a ``tokens`` window covers, and the one that overflows it).
         keep: ``messages`` is a number of tool results; ``tokens`` a share of the history
             counted from its end.
 
     Returns:
         The results in the window, and every result after the last AI message.
     """
-    kept: set[int] = set()
-    last_ai = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
-    results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
-    kept.update(i for i in results if i > last_ai)
+    end = len(messages)
+    last_ai = next((i for i in range(end - 1, -1, -1) if isinstance(messages[i], AIMessage)), -1)
+    kept = {i for i in range(last_ai + 1, end) if isinstance(messages[i], ToolMessage)}
     if keep.messages is not None:
-        if keep.messages:
-            kept.update(results[-keep.messages :])
+        wanted = keep.messages
+        for i in range(end - 1, -1, -1):
+            if wanted <= 0:
+                break
+            if isinstance(messages[i], ToolMessage):
+                kept.add(i)
+                wanted -= 1
         return kept
     budget = keep.tokens or 0
     used = 0
-    for i in range(len(messages) - 1, -1, -1):
-        used += counts[i]
+    for i in range(end - 1, -1, -1):
+        used += size(i)
         if used > budget:
             break
         if isinstance(messages[i], ToolMessage):
@@ -221,11 +237,12 @@ def _kind(
 
 def plan_clearing(
     messages: Sequence[BaseMessage],
-    counts: Sequence[int],
+    counts: Sequence[int] | None = None,
     *,
     policy: ContextPolicy,
     counter: TokenCounter,
     thread_id: str,
+    tokens: int | None = None,
 ) -> ClearingPlan:
     """Decides which old tool results to clear, and whether to clear them now.
 
@@ -233,26 +250,74 @@ def plan_clearing(
 
     Args:
         messages: The history (not modified).
-        counts: Tokens of every message.
+        counts: Tokens of every message, if already counted; otherwise ``counter`` is asked
+            for the messages the decision looks at (the old, not yet cleared results and the
+            kept window), which its per-message cache answers without tokenizing again.
         policy: The settings.
-        counter: Counts the pointers, for the estimate.
+        counter: Counts messages (see ``counts``) and the pointers, for the estimate.
         thread_id: Names the folder saved results go to.
+        tokens: Tokens of the whole history, if already counted.
 
     Returns:
-        Every eligible result, what clearing them frees, and whether to go ahead.
+        Every eligible result, what clearing them frees, and whether to go ahead; a plan
+        that waits holds no results.
     """
+    if counts is not None:
+        size: Callable[[int], int] = counts.__getitem__
+    else:
+
+        def size(i: int) -> int:
+            return counter.count_message(messages[i])
+
+    if tokens is None:
+        tokens = sum(counts) if counts is not None else counter.count_messages(messages)
+    eligible = _eligible(messages, size, policy)
+    # A pointer costs at least the message overhead, so this bounds what the batch frees
+    # without writing a pointer out. Between two batches most passes stop here.
+    most = sum(max(0, size(i) - MESSAGE_OVERHEAD_TOKENS) for i, _ in eligible)
+    if not _goes(policy, tokens, len(messages), most):
+        return ClearingPlan((), 0, False)
+    chosen = _estimate(messages, eligible, size, policy, counter, thread_id)
+    frees = sum(r.tokens - r.estimate for r in chosen)
+    if not _goes(policy, tokens, len(messages), frees):
+        return ClearingPlan((), 0, False)
+    return ClearingPlan(tuple(chosen), frees, True)
+
+
+def _eligible(
+    messages: Sequence[BaseMessage], size: Callable[[int], int], policy: ContextPolicy
+) -> list[tuple[int, str]]:
+    """The old results clearing may take, with their text: cheap checks first, size last."""
     settings = policy.clearing
-    kept = kept_results(messages, counts, policy.clearing_keep)
-    calls = answered_calls(messages)
-    chosen: list[ResultToClear] = []
+    kept = kept_results(messages, size, policy.clearing_keep)
+    eligible: list[tuple[int, str]] = []
     for i, message in enumerate(messages):
         if not isinstance(message, ToolMessage) or i in kept:
             continue
-        if message.name in settings.exempt_tools or counts[i] < settings.min_tokens:
+        if message.name in settings.exempt_tools:
             continue
         text = offloadable_text(message.content)
-        if text is None or is_cleared(text):
+        if text is None or is_cleared(text) or size(i) < settings.min_tokens:
             continue
+        eligible.append((i, text))
+    return eligible
+
+
+def _estimate(
+    messages: Sequence[BaseMessage],
+    eligible: Sequence[tuple[int, str]],
+    size: Callable[[int], int],
+    policy: ContextPolicy,
+    counter: TokenCounter,
+    thread_id: str,
+) -> list[ResultToClear]:
+    """Writes out and counts the pointer of each eligible result; keeps those it shrinks."""
+    calls = answered_calls(messages)
+    chosen: list[ResultToClear] = []
+    for i, text in eligible:
+        message = messages[i]
+        assert isinstance(message, ToolMessage)
+        tokens = size(i)
         call = calls.get(i)
         kind, path = _kind(text, call, message.name, policy)
         name = message.name or (call["name"] if call is not None else None)
@@ -261,22 +326,27 @@ def plan_clearing(
             assert path is not None
             # the pointer tells the model to repeat the call: show it whole where it can be
             brief = brief_call(name, args, width=_REREAD_WIDTH, value_width=_REREAD_WIDTH)
-            pointer = reread_pointer(path, text, tokens=counts[i], call=brief)
+            pointer = reread_pointer(path, text, tokens=tokens, call=brief)
         else:
             brief = brief_call(name, args)
             path = path or result_path(thread_id, message.tool_call_id, text)
-            pointer = cleared_pointer(path, text, tokens=counts[i], call=brief)
+            pointer = cleared_pointer(path, text, tokens=tokens, call=brief)
         estimate = MESSAGE_OVERHEAD_TOKENS + counter.count_text(pointer)
-        if estimate >= counts[i]:
+        if estimate >= tokens:
             continue  # the pointer would not be smaller
-        chosen.append(ResultToClear(i, kind, text, path, brief, counts[i], estimate))
-    frees = sum(r.tokens - r.estimate for r in chosen)
-    tokens = sum(counts)
-    go = frees > 0 and (
+        chosen.append(ResultToClear(i, kind, text, path, brief, tokens, estimate))
+    return chosen
+
+
+def _goes(policy: ContextPolicy, tokens: int, messages: int, frees: int) -> bool:
+    """Whether a batch freeing ``frees`` tokens is worth the cache break now.
+
+    Monotone in ``frees``: true for some batch, it is true for every larger one.
+    """
+    return frees > 0 and (
         frees >= policy.clear_at_least_tokens
         or (
-            trigger_fires(policy, tokens, len(messages))
-            and not trigger_fires(policy, tokens - frees, len(messages))
+            trigger_fires(policy, tokens, messages)
+            and not trigger_fires(policy, tokens - frees, messages)
         )
     )
-    return ClearingPlan(tuple(chosen), frees, go)

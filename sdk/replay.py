@@ -11,9 +11,12 @@ raises :class:`~ctxfs.errors.TraceError` naming it). :func:`replay` then feeds t
 to a :class:`~ctxfs.engine.ContextEngine` the way an agent loop would: each tool result goes
 through result offload when it arrives, and the history is compacted before each assistant
 turn, which is where a model call happens. It records the context at every model call,
-with ctxfs and without it, and what the engine moved where. :func:`check_recovery` then
-verifies the promise: everything that left the context reads back byte-exact from the
-workspace.
+with ctxfs and without it, how long compaction took, and what the engine moved where.
+:func:`check_recovery` then verifies the promise: everything that left the context reads back
+byte-exact from the workspace (:func:`restore_messages` gives what it reads back).
+
+The engine is whatever you built: its policy (clearing on, a summary model...) and token
+counter are the ones replayed, so benchmarks and ``ctxfs replay`` run the same loop.
 
 Example:
     >>> from ctxfs import ContextEngine, ContextPolicy, Workspace
@@ -34,8 +37,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +69,7 @@ __all__ = [
     "parse_trace",
     "read_trace",
     "replay",
+    "restore_messages",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -240,6 +245,8 @@ class ModelCall:
         events: What the engine did since the previous call: offloads of the tool results
             that arrived, then whatever compaction did before this call.
         reason: Why compaction could not reach its target, or ``None``.
+        seconds: Wall time of the compaction before this call (the before-model hook an
+            agent would wait for). Not compared: two replays of one trace are equal.
     """
 
     index: int
@@ -248,6 +255,7 @@ class ModelCall:
     baseline_tokens: int
     events: tuple[ContextEvent, ...] = ()
     reason: str | None = None
+    seconds: float = field(default=0.0, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -310,35 +318,41 @@ def replay(
 ) -> ReplayResult:
     """Replays a recorded history through ``engine``, as the agent would have lived it.
 
-    Every assistant message is a model call: the history so far is compacted first, and the
-    context sent is measured with the engine's token counter, together with what the
+    Every assistant message is a model call: the history so far is compacted first (timed),
+    and the context sent is measured with the engine's token counter, together with what the
     unmanaged history would have cost. Every tool result goes through result offload as it
     arrives. Other messages are appended as they are.
 
     Args:
         history: The run, e.g. from :func:`read_trace`.
-        engine: The engine (its workspace, policy and token counter) to replay through.
+        engine: The engine to replay through: its workspace, its policy (clearing, a summary
+            model, ...) and its token counter are the ones measured.
         thread_id: The conversation id; names the workspace folders written.
         on_message: Called with (messages done, total) after each message, for a progress
             display.
     """
     counter = engine.token_counter
     context: list[BaseMessage] = []
-    unmanaged: list[BaseMessage] = []
+    # The unmanaged history only grows at the end: its total is kept as a running sum, so
+    # the counter's memory of the last history counted stays the engine's.
+    baseline = 0
     calls: list[ModelCall] = []
     pending: list[ContextEvent] = []
     for position, message in enumerate(history):
         if isinstance(message, AIMessage):  # a model call is about to happen
+            started = time.perf_counter()
             result = engine.compact(context, thread_id=thread_id)
+            seconds = time.perf_counter() - started
             context = result.messages
             calls.append(
                 ModelCall(
                     index=len(calls) + 1,
                     message_index=position,
                     tokens=result.tokens_after,
-                    baseline_tokens=counter.count_messages(unmanaged),
+                    baseline_tokens=baseline,
                     events=(*pending, *result.events),
                     reason=result.reason,
+                    seconds=seconds,
                 )
             )
             pending = []
@@ -349,7 +363,7 @@ def replay(
                 pending.append(outcome.event)
         else:
             context = [*context, message]
-        unmanaged.append(message)
+        baseline += counter.count_message(message)
         if on_message is not None:
             on_message(position + 1, len(history))
     return ReplayResult(
@@ -402,9 +416,7 @@ def check_recovery(result: ReplayResult, workspace: Workspace) -> Recovery:
     Raises:
         WorkspaceError: The archive or an offloaded file could not be read.
     """
-    archived = TranscriptArchive(workspace, result.thread_id).read_all()
-    kept = [m for m in result.context if not is_summary(m)]
-    rebuilt = {m.id: _resolve(m, workspace) for m in [*archived, *kept]}
+    rebuilt = restore_messages(result.context, workspace, thread_id=result.thread_id)
     in_context = {m.id: _text(m) for m in result.context}
     removed = removed_bytes = recovered = 0
     lost: list[str] = []
@@ -426,6 +438,31 @@ def check_recovery(result: ReplayResult, workspace: Workspace) -> Recovery:
         recovered_bytes=recovered,
         lost=tuple(lost),
     )
+
+
+def restore_messages(
+    context: Sequence[BaseMessage], workspace: Workspace, *, thread_id: str
+) -> dict[str | None, BaseMessage]:
+    """Reads a conversation back from the workspace, as it was before ctxfs touched it.
+
+    The messages are the archived transcript segments of ``thread_id`` followed by the
+    messages of ``context`` (summaries left out), each with every ctxfs pointer in its result
+    or tool-call arguments replaced by the text of the file it names.
+
+    Args:
+        context: The history as ctxfs holds it now.
+        workspace: Where the engine wrote.
+        thread_id: The conversation the transcripts are filed under.
+
+    Returns:
+        The restored messages by id (a later message with the same id wins).
+
+    Raises:
+        WorkspaceError: The archive or an offloaded file could not be read.
+    """
+    archived = TranscriptArchive(workspace, thread_id).read_all()
+    kept = [m for m in context if not is_summary(m)]
+    return {m.id: _resolve(m, workspace) for m in [*archived, *kept]}
 
 
 def _text(message: BaseMessage) -> str:
