@@ -8,13 +8,22 @@ reports an :class:`~ctxfs.events.OffloadFailed` event: nothing is ever lost.
 Clearing old tool results (step 3) is decided in :mod:`ctxfs.clearing` and done here.
 Summarization (step 4) lives in :mod:`ctxfs.compaction`; :meth:`ContextEngine.compact` and
 :meth:`ContextEngine.acompact` are thin shells around it that differ only in how they call the
-summary model.
+summary model and where they run the engine's own work.
+
+One engine may be called from several threads (a sync ``ToolNode`` runs parallel tool calls in
+a thread pool, async callers run engine work in worker threads, concurrent runs of one graph
+share an engine), and its token counter's caches are not thread-safe, so every engine call
+holds the engine's :attr:`ContextEngine.lock`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Generator, Sequence
 from datetime import datetime
+from functools import partial
+from typing import cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -54,6 +63,7 @@ from ctxfs.workspace import Workspace
 __all__ = ["ContextEngine"]
 
 _WRITE_ERRORS = (WorkspaceError, OSError, UnicodeError)
+_Steps = Generator[str, ModelAnswer, CompactionResult]
 
 
 class _Unsaved(Exception):
@@ -96,6 +106,7 @@ class ContextEngine:
         self._policy = policy
         self._counter = as_token_counter(token_counter)
         self._clock = clock
+        self._lock = threading.RLock()
 
     @property
     def workspace(self) -> Workspace:
@@ -116,6 +127,21 @@ class ContextEngine:
     def clock(self) -> Callable[[], datetime] | None:
         """The clock for transcript index times (``None``: now, UTC)."""
         return self._clock
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock serializing all work on this engine, whichever thread asks for it.
+
+        It is held around each tool result offload, each tool input offload, each clearing
+        and each stretch of compaction work between two summary-model calls; never while the
+        summary model is answering, so other calls proceed meanwhile. Hold it yourself to use
+        the :attr:`token_counter` (whose caches are not thread-safe) or the engine's workspace
+        folders alongside engine calls from other threads. It is re-entrant: calling the
+        engine while holding it is fine. A thread lock, not an ``asyncio.Lock``: the async
+        methods take it in worker threads only, so waiting for it never blocks an event loop,
+        and it is bound to no loop.
+        """
+        return self._lock
 
     # -- all steps ------------------------------------------------------------------------
 
@@ -143,29 +169,45 @@ class ContextEngine:
             reached (and if not, why).
         """
         steps = compaction_steps(self, messages, thread_id)
-        return _drive(steps, self._summarize)
+        step = self._advance(steps, None)
+        while isinstance(step, str):
+            step = self._advance(steps, self._summarize(step))
+        return step
 
     async def acompact(
         self, messages: Sequence[BaseMessage], *, thread_id: str
     ) -> CompactionResult:
-        """Async twin of :meth:`compact`: the summary model is awaited (``ainvoke``).
+        """Async twin of :meth:`compact`: the same result, without blocking the event loop.
 
-        Workspace reads and writes are the same (synchronous) calls as in :meth:`compact`.
+        The engine's own work (workspace reads and writes, tokenizing: a 1 MB history costs
+        about 230 ms) runs in worker threads (:func:`asyncio.to_thread`) under :attr:`lock`;
+        the summary model is awaited (``ainvoke``) on the loop, with the lock released.
         """
         steps = compaction_steps(self, messages, thread_id)
-        try:
-            prompt = next(steps)
-            while True:
-                model = self._policy.summarization.model
-                answer = await acall_model(model, prompt) if model else (None, None)
-                prompt = steps.send(answer)
-        except StopIteration as done:
-            result: CompactionResult = done.value
-            return result
+        step = await asyncio.to_thread(self._advance, steps, None)
+        while isinstance(step, str):
+            answer = await self._asummarize(step)
+            step = await asyncio.to_thread(self._advance, steps, answer)
+        return step
+
+    def _advance(self, steps: _Steps, answer: ModelAnswer | None) -> str | CompactionResult:
+        """Runs compaction, under the lock, to its next summary prompt or to its result.
+
+        ``StopIteration`` is caught here, not by the caller: it cannot cross an asyncio future.
+        """
+        with self._lock:
+            try:
+                return next(steps) if answer is None else steps.send(answer)
+            except StopIteration as done:
+                return cast(CompactionResult, done.value)
 
     def _summarize(self, prompt: str) -> ModelAnswer:
         model = self._policy.summarization.model
-        return call_model(model, prompt) if model else (None, None)
+        return call_model(model, prompt) if model is not None else (None, None)
+
+    async def _asummarize(self, prompt: str) -> ModelAnswer:
+        model = self._policy.summarization.model
+        return await acall_model(model, prompt) if model is not None else (None, None)
 
     # -- step 1: tool results -------------------------------------------------------------
 
@@ -173,9 +215,11 @@ class ContextEngine:
         """Returns ``message``, or a pointer to its saved content if it is too large.
 
         A result is offloaded when its text is over the policy's threshold, its tool is not
-        exempt (recovery tools page instead), and it is not already a ctxfs pointer. The
-        returned message keeps the id, ``tool_call_id``, ``name``, ``status`` and
-        ``artifact``. On a failed write the input is returned unchanged.
+        exempt (recovery tools page instead), it is not already a ctxfs pointer, and the
+        pointer would cost fewer tokens than the result itself (just over a small threshold,
+        a result can be no larger than the pointer's preview of it). The returned message
+        keeps the id, ``tool_call_id``, ``name``, ``status`` and ``artifact``. On a failed
+        write the input is returned unchanged.
 
         Args:
             message: The tool's result.
@@ -190,8 +234,13 @@ class ContextEngine:
 
         Returns:
             The message to keep and a :class:`~ctxfs.events.ToolResultOffloaded` or
-            :class:`~ctxfs.events.OffloadFailed` event (``None`` when nothing was tried).
+            :class:`~ctxfs.events.OffloadFailed` event (``None`` when nothing was tried, or
+            when the pointer would not have been smaller than the result).
         """
+        with self._lock:
+            return self._offload_result(message, thread_id)
+
+    def _offload_result(self, message: ToolMessage, thread_id: str) -> ToolResultOutcome:
         settings = self._policy.tool_results
         if not settings.enabled or message.name in settings.exempt_tools:
             return ToolResultOutcome(message=message)
@@ -203,18 +252,32 @@ class ContextEngine:
         if tokens is None or is_pointer(text):
             return ToolResultOutcome(message=message)
         call_id = message.tool_call_id
-        try:
-            path = self._save(result_path(thread_id, call_id, text), text)
-        except _Unsaved as failure:
-            event = OffloadFailed(tool_call_id=call_id, reason=failure.reason, path=failure.path)
-            return ToolResultOutcome(message=message, event=event)
-        pointer = result_pointer(
-            path,
-            text,
+
+        pointer_to = partial(
+            result_pointer,
+            text=text,
             tokens=tokens,
             preview_lines=settings.preview_lines,
             preview_line_chars=settings.preview_line_chars,
         )
+        # A pointer never costs more than what it replaces. It is sized before anything is
+        # written (the preview is cheap to build), and again if a name collision made its
+        # path longer; a file already written then stays, unreferenced but harmless.
+        first = result_path(thread_id, call_id, text)
+        pointer = pointer_to(first)
+        pointer_tokens = self._counter.count_text(pointer)
+        if pointer_tokens >= tokens:
+            return ToolResultOutcome(message=message)
+        try:
+            path = self._save(first, text)
+        except _Unsaved as failure:
+            event = OffloadFailed(tool_call_id=call_id, reason=failure.reason, path=failure.path)
+            return ToolResultOutcome(message=message, event=event)
+        if path != first:
+            pointer = pointer_to(path)
+            pointer_tokens = self._counter.count_text(pointer)
+            if pointer_tokens >= tokens:
+                return ToolResultOutcome(message=message)
         offloaded = ToolResultOffloaded(
             tool_call_id=call_id,
             tool_name=message.name,
@@ -222,7 +285,7 @@ class ContextEngine:
             lines=count_lines(text),
             chars=len(text),
             tokens=tokens,
-            tokens_after=self._counter.count_text(pointer),
+            tokens_after=pointer_tokens,
         )
         return ToolResultOutcome(
             message=message.model_copy(update={"content": pointer}), event=offloaded
@@ -239,7 +302,8 @@ class ContextEngine:
         argument (by default ``write_file.content``, ``edit_file.old_string/new_string``) of
         at least ``min_chars`` characters, in AI messages older than the ``keep_messages``
         most recent, is saved byte-exact and replaced by a pointer naming the saved copy and
-        the file the tool wrote. Pointers already in place are left alone, so running this
+        the file the tool wrote, unless that pointer would cost as many tokens as the
+        argument or more. Pointers already in place are left alone, so running this
         twice changes nothing. Messages are never mutated; replaced ones keep their id.
 
         Args:
@@ -250,6 +314,10 @@ class ContextEngine:
             The new list, one event per argument moved (or kept inline after a failure), and
             the token counts before and after.
         """
+        with self._lock:
+            return self._offload_inputs(messages, thread_id)
+
+    def _offload_inputs(self, messages: Sequence[BaseMessage], thread_id: str) -> OffloadResult:
         before = self._counter.count_messages(messages)
         settings = self._policy.tool_inputs
         out = list(messages)
@@ -277,8 +345,23 @@ class ContextEngine:
                 if offloadable_text(value) is None or is_pointer(value):
                     continue  # NUL-bearing text could not be read back; pointers stay
                 call_id = call["id"] or ""
+                tokens = self._counter.count_text(value)
+                target = target_path_of(call["args"])
+
+                pointer_to = partial(
+                    input_pointer,
+                    tool_name=call["name"],
+                    arg=arg,
+                    chars=len(value),
+                    tokens=tokens,
+                    target_path=target,
+                )
+                # As for results: a pointer never costs more than the argument it replaces.
+                first = input_path(thread_id, call_id, arg, value)
+                if self._counter.count_text(pointer_to(first)) >= tokens:
+                    continue
                 try:
-                    path = self._save(input_path(thread_id, call_id, arg, value), value)
+                    path = self._save(first, value)
                 except _Unsaved as failure:
                     events.append(
                         OffloadFailed(
@@ -286,16 +369,9 @@ class ContextEngine:
                         )
                     )
                     continue
-                tokens = self._counter.count_text(value)
-                target = target_path_of(call["args"])
-                pointer = input_pointer(
-                    path,
-                    tool_name=call["name"],
-                    arg=arg,
-                    chars=len(value),
-                    tokens=tokens,
-                    target_path=target,
-                )
+                pointer = pointer_to(path)
+                if path != first and self._counter.count_text(pointer) >= tokens:
+                    continue
                 message = replace_tool_arg(message, index, arg, pointer)
                 events.append(
                     ToolInputOffloaded(
@@ -337,13 +413,18 @@ class ContextEngine:
             :class:`~ctxfs.events.OffloadFailed` per result kept inline after a failure), and
             the token counts before and after.
         """
+        with self._lock:
+            return self._clear_results(messages, thread_id)
+
+    def _clear_results(self, messages: Sequence[BaseMessage], thread_id: str) -> OffloadResult:
         counter = self._counter
         before = counter.count_messages(messages)
         out = list(messages)
         if not self._policy.clearing.enabled or before < self._policy.clearing_trigger_tokens:
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
-        counts = [counter.count_message(m) for m in out]
-        plan = plan_clearing(out, counts, policy=self._policy, counter=counter, thread_id=thread_id)
+        plan = plan_clearing(
+            out, policy=self._policy, counter=counter, thread_id=thread_id, tokens=before
+        )
         if not plan.go:
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
         events: list[ContextEvent] = []
@@ -454,15 +535,3 @@ def _encode(text: str, path: str) -> bytes:
         raise _Unsaved(
             f"the text is not valid Unicode (lone surrogate at {exc.start})", path
         ) from exc
-
-
-def _drive(
-    steps: Generator[str, ModelAnswer, CompactionResult], ask: Callable[[str], ModelAnswer]
-) -> CompactionResult:
-    try:
-        prompt = next(steps)
-        while True:
-            prompt = steps.send(ask(prompt))
-    except StopIteration as done:
-        result: CompactionResult = done.value
-        return result

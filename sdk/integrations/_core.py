@@ -11,9 +11,11 @@ Three things happen around an agent loop:
 
 Sync and async twins share one implementation. The engine's work (workspace reads and writes,
 tokenizing: a 1 MB tool result costs about 230 ms) is synchronous, so the async twins run it in
-a worker thread (:func:`asyncio.to_thread`) and the event loop keeps serving other runs; only
-the summary model is awaited on the loop. All work on one engine is serialized by one lock
-(see :func:`_engine_lock`).
+a worker thread (:func:`asyncio.to_thread`, inside :meth:`ContextEngine.acompact
+<ctxfs.engine.ContextEngine.acompact>` for compaction) and the event loop keeps serving other
+runs; only the summary model is awaited on the loop. All work on one engine is serialized by
+the engine's own :attr:`~ctxfs.engine.ContextEngine.lock`, whichever hooks (the langgraph
+building blocks each make their own around one engine) or threads call it.
 
 Nothing here raises into the graph: an unexpected engine failure is logged and the content
 stays as it was, so nothing is lost.
@@ -24,8 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import threading
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -34,10 +35,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from ctxfs.compaction import ModelAnswer, compaction_steps
 from ctxfs.engine import ContextEngine
 from ctxfs.events import ArchiveFailed, CompactionResult, ContextEvent, OffloadFailed
-from ctxfs.summary import acall_model, call_model
 
 __all__ = [
     "DEFAULT_THREAD_ID",
@@ -58,7 +57,6 @@ EventHandler = Callable[[ContextEvent, str], object]
 _log = logging.getLogger("ctxfs.integrations")
 _T = TypeVar("_T")
 _ToolOutput = ToolMessage | Command[Any]
-_Steps = Generator[str, ModelAnswer, CompactionResult]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,25 +177,6 @@ def state_update(
 # -- the hooks ------------------------------------------------------------------------------
 
 
-def _engine_lock(engine: ContextEngine) -> threading.Lock:
-    """The one lock serializing every call into ``engine``, whichever hooks make it.
-
-    The engine's token counter (its per-message caches) is not thread-safe, and an engine is
-    called from several threads: a sync ``ToolNode`` runs parallel tool calls in a thread
-    pool, the async twins run the work in worker threads, and concurrent runs of one graph
-    share its engine. A ``threading.Lock`` rather than an ``asyncio.Lock``: it serves sync and
-    async callers alike, it is never taken on the event loop thread (only in worker threads
-    and by sync callers, so waiting for it never blocks the loop), and it is bound to no event
-    loop (a middleware outlives many ``asyncio.run`` calls). It is held for one engine call at
-    a time, never across a model call. It is kept on the engine rather than on the hooks
-    because the langgraph building blocks each make their own hooks around one engine; it
-    belongs in :class:`~ctxfs.engine.ContextEngine` itself, and moves there once the engine
-    owns one.
-    """
-    lock: threading.Lock = vars(engine).setdefault("_ctxfs_integrations_lock", threading.Lock())
-    return lock
-
-
 class ContextHooks:
     """The engine, bound to an event callback; what every adapter delegates to.
 
@@ -209,7 +188,6 @@ class ContextHooks:
     def __init__(self, engine: ContextEngine, on_event: EventHandler | None = None) -> None:
         self.engine = engine
         self._on_event = on_event
-        self._lock = _engine_lock(engine)
 
     # tool calls
 
@@ -279,8 +257,7 @@ class ContextHooks:
 
     def _offload_message(self, message: ToolMessage, thread: str) -> ToolMessage:
         try:
-            with self._lock:
-                outcome = self.engine.offload_tool_result_detailed(message, thread_id=thread)
+            outcome = self.engine.offload_tool_result_detailed(message, thread_id=thread)
         except Exception:  # the graph must go on; the result simply stays inline
             _log.exception("ctxfs: offloading the result of %s failed", message.tool_call_id)
             return message
@@ -289,12 +266,6 @@ class ContextHooks:
         return outcome.message
 
     # compaction
-    #
-    # Both twins drive the engine's compaction generator (ctxfs.compaction.compaction_steps)
-    # themselves, as the engine's compact/acompact do, so that the engine lock is held for each
-    # stretch of engine work and released while the summary model answers; the async twin also
-    # runs each stretch in a worker thread, since the engine's acompact does its workspace I/O
-    # and tokenizing on the event loop.
 
     def compact(
         self, messages: Sequence[BaseMessage], thread_id: str | None = None
@@ -307,46 +278,23 @@ class ContextHooks:
         """
         thread = thread_id if thread_id is not None else current_thread_id()
         try:
-            steps = compaction_steps(self.engine, messages, thread)
-            step = self._advance(steps, None)
-            while isinstance(step, str):
-                step = self._advance(steps, self._summarize(step))
+            result = self.engine.compact(messages, thread_id=thread)
         except Exception:  # the graph must go on with the history it has
             _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
             return None
-        return self._finish(messages, step, thread)
+        return self._finish(messages, result, thread)
 
     async def acompact(
         self, messages: Sequence[BaseMessage], thread_id: str | None = None
     ) -> dict[str, list[AnyMessage]] | None:
-        """The async twin of :meth:`compact`: engine work in a worker thread, the model awaited."""
+        """The async twin of :meth:`compact`: engine work in worker threads, the model awaited."""
         thread = thread_id if thread_id is not None else current_thread_id()
         try:
-            steps = compaction_steps(self.engine, messages, thread)
-            step = await asyncio.to_thread(self._advance, steps, None)
-            while isinstance(step, str):
-                answer = await self._asummarize(step)
-                step = await asyncio.to_thread(self._advance, steps, answer)
+            result = await self.engine.acompact(messages, thread_id=thread)
         except Exception:  # the graph must go on with the history it has
             _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
             return None
-        return self._finish(messages, step, thread)
-
-    def _advance(self, steps: _Steps, answer: ModelAnswer | None) -> str | CompactionResult:
-        """Runs compaction up to its next summary prompt, or to its end (the result)."""
-        with self._lock:
-            try:
-                return next(steps) if answer is None else steps.send(answer)
-            except StopIteration as done:
-                return cast(CompactionResult, done.value)
-
-    def _summarize(self, prompt: str) -> ModelAnswer:
-        model = self.engine.policy.summarization.model
-        return call_model(model, prompt) if model is not None else (None, None)
-
-    async def _asummarize(self, prompt: str) -> ModelAnswer:
-        model = self.engine.policy.summarization.model
-        return await acall_model(model, prompt) if model is not None else (None, None)
+        return self._finish(messages, result, thread)
 
     def _finish(
         self, messages: Sequence[BaseMessage], result: CompactionResult, thread: str

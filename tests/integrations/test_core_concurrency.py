@@ -1,4 +1,8 @@
-"""The async twins keep the event loop free, and calls into one engine never overlap."""
+"""The async twins keep the event loop free, and calls into one engine never overlap.
+
+The lock itself is the engine's (tests/sdk/test_engine_lock.py); these tests check that the
+hooks go through it.
+"""
 
 from __future__ import annotations
 
@@ -59,7 +63,7 @@ class _RecordingLock:
     """The engine lock, announcing every attempt to take it before it blocks."""
 
     def __init__(self, attempted: threading.Event) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._attempts = 0
         self._attempted = attempted
 
@@ -98,21 +102,22 @@ def test_two_offloads_never_run_at_once_on_one_engine(policy: ContextPolicy) -> 
 
     engine = ContextEngine(Workspace("memory://core-lock"), policy, count)
     offloaded: list[ContextEvent] = []
-    tools = ContextHooks(engine, lambda e, _: offloaded.append(e))
-    tools._lock = _RecordingLock(second_arrived)  # type: ignore[assignment]
+    engine._lock = _RecordingLock(second_arrived)  # type: ignore[assignment]
+    # two sets of hooks around one engine, as the langgraph building blocks make them
+    hooks = [ContextHooks(engine, lambda e, _: offloaded.append(e)) for _ in range(2)]
     messages = [
         ToolMessage(content=report_text() + f"\n{n}", tool_call_id=f"c{n}", id=f"m{n}")
         for n in range(2)
     ]
 
-    async def run(message: ToolMessage) -> Any:
+    async def run(tools: ContextHooks, message: ToolMessage) -> Any:
         async def tool(_: object) -> ToolMessage:
             return message
 
         return await tools.awrap_tool_call(None, tool)  # type: ignore[arg-type]
 
     async def main() -> list[Any]:
-        return list(await asyncio.gather(*(run(m) for m in messages)))
+        return list(await asyncio.gather(*map(run, hooks, messages)))
 
     results = asyncio.run(main())
     assert all(r.text.startswith(RESULT_TAG) for r in results)
@@ -120,11 +125,36 @@ def test_two_offloads_never_run_at_once_on_one_engine(policy: ContextPolicy) -> 
     assert most == 1
 
 
-def test_hooks_on_one_engine_share_one_lock(policy: ContextPolicy) -> None:
-    engine = ContextEngine(Workspace("memory://core-share"), policy)
-    other = ContextEngine(Workspace("memory://core-share"), policy)
-    assert ContextHooks(engine)._lock is ContextHooks(engine)._lock
-    assert ContextHooks(engine)._lock is not ContextHooks(other)._lock
+def test_hooks_take_the_engine_lock(policy: ContextPolicy) -> None:
+    held: list[bool] = []
+
+    def count(text: str) -> int:
+        held.append(_held_elsewhere(engine.lock))
+        return len(text.split())
+
+    engine = ContextEngine(Workspace("memory://core-share"), policy, count)
+    history = [HumanMessage(f"turn {i} " * 50, id=f"h{i}") for i in range(3)]
+    big = ToolMessage(content=report_text(), tool_call_id="c1", id="m1")
+    ContextHooks(engine).offload(big, thread_id="t")
+    ContextHooks(engine).compact(history, thread_id="t")
+    asyncio.run(ContextHooks(engine).aoffload(big, thread_id="t2"))
+    asyncio.run(ContextHooks(engine).acompact(history, thread_id="t"))
+    assert held and all(held)
+
+
+def _held_elsewhere(lock: threading.RLock) -> bool:
+    """Whether a thread other than the caller's could not take ``lock`` right now."""
+    got: list[bool] = []
+
+    def attempt() -> None:
+        got.append(lock.acquire(blocking=False))
+        if got[0]:
+            lock.release()
+
+    probe = threading.Thread(target=attempt)
+    probe.start()
+    probe.join()
+    return not got[0]
 
 
 def test_compaction_model_is_awaited_between_engine_steps() -> None:

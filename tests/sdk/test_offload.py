@@ -21,6 +21,7 @@ from ctxfs.offload import (
     offloadable_text,
     pointer_path,
     result_path,
+    result_pointer,
     safe_name,
 )
 from ctxfs.policy import ContextPolicy
@@ -77,14 +78,14 @@ def test_result_pointer_text_is_pinned() -> None:
 
 def test_input_pointer_text_is_pinned() -> None:
     engine = ContextEngine(Workspace("memory://pin2"), _policy())
-    content = "print('hello')\n" * 10
+    content = "print('hello')\n" * 40
     history = _write_history(content, call_id="call_w")
     result = engine.offload_tool_inputs(history, thread_id=THREAD)
     path = "/tool_inputs/thread-1-4b0a5fefc328e6b9/call_w-475c3be9b4f36690__content.txt"
     tokens = engine.token_counter.count_text(content)
     assert result.messages[1].tool_calls[0]["args"]["content"] == (  # type: ignore[attr-defined]
         "[ctxfs: tool input offloaded] The content argument of this write_file call was saved"
-        f" byte-exact to {path} (150 characters, {tokens} tokens). The tool applied it to"
+        f" byte-exact to {path} (600 characters, {tokens} tokens). The tool applied it to"
         f" /src/app.py. Use read_file on {path} to see it."
     )
 
@@ -218,6 +219,67 @@ def test_all_text_blocks_are_offloaded_as_their_text() -> None:
     assert engine.workspace.read_text(path) == BIG + "tail\n"
 
 
+# A result just over the threshold, made of a few long lines: its preview alone (10 lines of
+# up to 200 characters) costs about as much as the result, so its pointer would be larger.
+JUST_OVER = "".join(f"row {i} " + "abcdefghijklmnopqrstuvwxyz" * 12 + "\n" for i in range(10))
+
+
+def test_a_pointer_never_costs_more_than_the_result() -> None:
+    engine = ContextEngine(
+        Workspace("memory://bigger"), _policy(threshold={"tokens": 200}, preview_lines=10)
+    )
+    counter = engine.token_counter
+    assert counter.count_text(JUST_OVER) == 210
+    message = _result(JUST_OVER)
+    first = result_path(THREAD, "call_abc", JUST_OVER)
+    pointer = result_pointer(first, JUST_OVER, tokens=210, preview_lines=10, preview_line_chars=200)
+    assert counter.count_text(pointer) == 371  # what offloading would have put in its place
+    for _ in range(2):  # and again: the same decision, still nothing written
+        outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD)
+        assert outcome.message is message
+        assert outcome.event is None
+        assert snapshot(engine.workspace) == {}
+
+
+def test_a_smaller_pointer_for_the_same_result_is_used() -> None:
+    engine = ContextEngine(
+        Workspace("memory://smaller"), _policy(threshold={"tokens": 200}, preview_lines=2)
+    )
+    outcome = engine.offload_tool_result_detailed(_result(JUST_OVER), thread_id=THREAD)
+    event = outcome.event
+    assert isinstance(event, ToolResultOffloaded)
+    assert event.tokens_after < event.tokens == 210
+    assert engine.workspace.read_text(event.path) == JUST_OVER
+
+
+def test_a_pointer_grown_by_a_name_collision_keeps_the_result_inline() -> None:
+    # The pointer is sized with the first-choice path; when that name is taken, the next one
+    # (".2.txt") makes it a little longer, and with this preview that tips it over.
+    policy = _policy(threshold={"tokens": 200}, preview_lines=2, preview_line_chars=267)
+    counter = ContextEngine(Workspace("memory://probe"), policy).token_counter
+    first = result_path(THREAD, "call_abc", JUST_OVER)
+    second = first.replace(".txt", ".2.txt")
+
+    def cost(path: str) -> int:
+        pointer = result_pointer(
+            path, JUST_OVER, tokens=210, preview_lines=2, preview_line_chars=267
+        )
+        return counter.count_text(pointer)
+
+    assert (cost(first), cost(second)) == (207, 211)
+    workspace = Workspace("memory://collide")
+    workspace.write_text(first, "someone else's result")
+    engine = ContextEngine(workspace, policy)
+    message = _result(JUST_OVER)
+    for _ in range(2):  # and again: the same decision, and the copy is not written twice
+        outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD)
+        assert outcome.message is message
+        assert outcome.event is None
+    # the copy written before the pointer was re-sized stays: unreferenced but harmless
+    assert workspace.read_text(second) == JUST_OVER
+    assert set(snapshot(workspace)) == {first, second}
+
+
 def test_disabled_result_offload() -> None:
     engine = ContextEngine(Workspace("memory://off"), _policy(enabled=False))
     message = _result()
@@ -314,6 +376,17 @@ def test_short_arguments_stay_inline() -> None:
     engine = ContextEngine(Workspace("memory://short"), _policy())
     history = _write_history("tiny")
     assert engine.offload_tool_inputs(history, thread_id=THREAD).events == ()
+
+
+def test_arguments_cheaper_than_their_pointer_stay_inline() -> None:
+    engine = ContextEngine(Workspace("memory://cheap"), _policy())
+    content = "a" * 200  # over min_chars=50, but only a few tokens
+    history = _write_history(content)
+    assert engine.token_counter.count_text(content) < 60
+    result = engine.offload_tool_inputs(history, thread_id=THREAD)
+    assert result.messages == history
+    assert result.events == ()
+    assert snapshot(engine.workspace) == {}
 
 
 def test_provider_copies_of_the_arguments_stay_consistent() -> None:
