@@ -13,13 +13,17 @@ Layout, per thread (``<thread>`` is :func:`ctxfs.offload.safe_name` of the threa
   quotes, non-ASCII, CRLF), inside fences longer than any backtick run of the text, so a
   ``grep`` for an exact line of a tool result hits it.
 - **Index** entries (:class:`ArchiveSegment`) give the segment number, the message range
-  (absolute positions in the original, uncompacted thread), time, tokens, the summary text
-  that replaced the segment, and path, SHA-256 and size of both files.
+  (absolute positions in the original, uncompacted thread), time, tokens, the summary
+  message that replaced the segment (stored once, ``messages_to_dict`` form; its text is
+  :attr:`ArchiveSegment.summary`), and path, SHA-256 and size of both files.
 
 Write protocol (crash-safe, deterministic): the two segment files are written create-only
 and read back (size and SHA-256) before anything else happens; only then is the index
 rewritten atomically (a temporary file and a rename on local disk, one whole-object put on
-object stores). So no index entry ever names a missing or half-written file. A re-run after a
+object stores). So no index entry ever names a missing or half-written file. A compaction
+reads the index once (:meth:`TranscriptArchive.segments`) and hands what it read to
+:meth:`~TranscriptArchive.write_segment` and :meth:`~TranscriptArchive.commit`, so each
+summary costs one read and one write of the index. A re-run after a
 crash finds what it left: a segment with the same range and content already in the index is
 reused as is; a leftover segment file with identical bytes is adopted; a leftover with
 different bytes keeps its number and the segment takes the next one. The time in the index
@@ -62,6 +66,7 @@ INDEX_NAME = "index.json"
 """File name of the per-thread index."""
 
 _INDEX_FORMAT = "ctxfs-transcript-index"
+_INDEX_VERSION = 2  # 1 also stored each summary's text next to the message; still readable
 _MAX_PROBES = 64
 
 
@@ -75,15 +80,15 @@ class ArchiveSegment:
         stop: Position after the last one (``stop - start`` messages).
         tokens: Tokens of the archived messages.
         created: When it was written, ISO 8601 UTC, from the archive's clock.
-        summary: The summary text that replaced the segment in the conversation.
         jsonl_path: The lossless file.
         jsonl_sha256: Its SHA-256, hex.
         jsonl_bytes: Its size.
         markdown_path: The readable twin.
         markdown_sha256: Its SHA-256, hex.
         markdown_bytes: Its size.
-        summary_message: The summary message itself (``messages_to_dict`` form), so that a
-            re-run reuses it exactly instead of asking the model again.
+        summary_message: The summary message that replaced the segment in the conversation
+            (``messages_to_dict`` form; ``None`` until committed), so that a re-run reuses it
+            exactly instead of asking the model again.
     """
 
     number: int
@@ -91,7 +96,6 @@ class ArchiveSegment:
     stop: int
     tokens: int
     created: str
-    summary: str
     jsonl_path: str
     jsonl_sha256: str
     jsonl_bytes: int
@@ -101,17 +105,32 @@ class ArchiveSegment:
     summary_message: dict[str, Any] | None = None
 
     @property
+    def summary(self) -> str:
+        """The text of the summary that replaced the segment (empty until committed)."""
+        if self.summary_message is None:
+            return ""
+        content = self.summary_message.get("data", {}).get("content", "")
+        if isinstance(content, str):
+            return content
+        return "".join(
+            b if isinstance(b, str) else str(b.get("text", ""))
+            for b in content
+            if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+        )
+
+    @property
     def message_count(self) -> int:
         """How many messages the segment holds."""
         return self.stop - self.start
 
     def to_json(self) -> dict[str, Any]:
-        """Returns the index entry."""
+        """Returns the index entry (the summary is stored once, in ``summary_message``)."""
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ArchiveSegment:
-        """Parses an index entry.
+        """Parses an index entry (unknown keys, such as the ``summary`` text that version 1
+        stored twice, are ignored).
 
         Raises:
             ArchiveError: The entry is malformed.
@@ -221,7 +240,12 @@ class TranscriptArchive:
     # -- writing --------------------------------------------------------------------------
 
     def write_segment(
-        self, messages: Sequence[BaseMessage], *, start: int, tokens: int
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        start: int,
+        tokens: int,
+        committed: Sequence[ArchiveSegment] | None = None,
     ) -> tuple[ArchiveSegment, bool]:
         """Writes and verifies a segment; does not touch the index (see :meth:`commit`).
 
@@ -229,9 +253,11 @@ class TranscriptArchive:
             messages: The messages to archive, as the agent saw them.
             start: Absolute position of the first one in the original thread.
             tokens: Their token count, for the index.
+            committed: The index as :meth:`segments` just returned it, to spare reading it
+                again (pass the same to :meth:`commit`); read if omitted.
 
         Returns:
-            The segment (with an empty summary), and whether it was already committed: a
+            The segment (with no summary yet), and whether it was already committed: a
             segment with the same range and bytes in the index is returned as is.
 
         Raises:
@@ -247,7 +273,8 @@ class TranscriptArchive:
         except (TypeError, ValueError) as exc:  # unserializable payload, lone surrogate
             raise ArchiveError(f"the messages cannot be serialized: {exc}") from exc
         stop = start + len(messages)
-        committed = self.segments()
+        if committed is None:
+            committed = self.segments()
         for segment in committed:
             if (segment.start, segment.stop, segment.jsonl_sha256) == (start, stop, _sha(jsonl)):
                 return segment, True
@@ -263,7 +290,6 @@ class TranscriptArchive:
                     stop=stop,
                     tokens=tokens,
                     created=self._clock().astimezone(UTC).isoformat(timespec="seconds"),
-                    summary="",
                     jsonl_path=jsonl_path,
                     jsonl_sha256=_sha(jsonl),
                     jsonl_bytes=len(jsonl),
@@ -274,20 +300,29 @@ class TranscriptArchive:
                 return segment, False
         raise ArchiveError(f"no free segment number in {self._dir} after {_MAX_PROBES} tries")
 
-    def commit(self, segment: ArchiveSegment, *, summary: BaseMessage) -> ArchiveSegment:
+    def commit(
+        self,
+        segment: ArchiveSegment,
+        *,
+        summary: BaseMessage,
+        committed: Sequence[ArchiveSegment] | None = None,
+    ) -> ArchiveSegment:
         """Adds a written segment to the index, atomically; a no-op if it is already there.
 
         Args:
             segment: From :meth:`write_segment`.
-            summary: The message that replaces the segment in the conversation; its text and
-                the message itself are recorded.
+            summary: The message that replaces the segment in the conversation; it is
+                recorded once, in :attr:`ArchiveSegment.summary_message`.
+            committed: The index as :meth:`segments` returned it before
+                :meth:`write_segment` (one writer per thread, so it is still current);
+                read if omitted.
 
         Raises:
             ArchiveError: The index could not be read or rewritten, or holds a different
                 segment under the same number.
         """
-        committed = list(self.segments())
-        for existing in committed:
+        entries = list(self.segments() if committed is None else committed)
+        for existing in entries:
             if existing.number == segment.number:
                 if existing.jsonl_sha256 != segment.jsonl_sha256:
                     raise ArchiveError(
@@ -295,14 +330,13 @@ class TranscriptArchive:
                         "with different content"
                     )
                 return existing
-        text = summary.content if isinstance(summary.content, str) else summary.text
-        final = replace(segment, summary=text, summary_message=messages_to_dict([summary])[0])
-        committed.append(final)
+        final = replace(segment, summary_message=messages_to_dict([summary])[0])
+        entries.append(final)
         document = {
             "format": _INDEX_FORMAT,
-            "version": 1,
+            "version": _INDEX_VERSION,
             "thread_id": self._thread_id,
-            "segments": [s.to_json() for s in committed],
+            "segments": [s.to_json() for s in entries],
         }
         try:
             data = (json.dumps(document, ensure_ascii=True, indent=1) + "\n").encode("ascii")
@@ -311,7 +345,8 @@ class TranscriptArchive:
             raise ArchiveError(f"the summary cannot be serialized: {exc}") from exc
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not write {self.index_path}: {exc}") from exc
-        self._verify(self.index_path, data)
+        # Not read back: the index only points at files verified above, and an index that
+        # did not land fails the next read with an ArchiveError, so nothing is dropped then.
         return final
 
     def _put(self, path: str, data: bytes) -> bool:

@@ -177,7 +177,13 @@ def prefix_end(blocks: Sequence[Block]) -> int:
     return end
 
 
-def choose_cut(blocks: Sequence[Block], tokens: Sequence[int], keep: KeepWindow) -> int:
+def choose_cut(
+    blocks: Sequence[Block],
+    tokens: Sequence[int],
+    keep: KeepWindow,
+    *,
+    at_most: int | None = None,
+) -> int:
     """Returns the index of the first kept message: a block boundary at or after the prefix.
 
     Messages from :func:`prefix_end` up to the cut are dropped (archived and summarized);
@@ -187,10 +193,23 @@ def choose_cut(blocks: Sequence[Block], tokens: Sequence[int], keep: KeepWindow)
         blocks: From :func:`split_blocks`.
         tokens: The token count of every message (same indexing as the history).
         keep: The recent window to protect.
+        at_most: If set, the window is narrowed (to whole blocks) until it holds at most this
+            many messages, but it always keeps the most recent block unless ``keep`` keeps
+            nothing. Compaction sets it from a ``messages`` trigger, so that a summary leaves
+            room for many new messages before the next one.
 
     Returns:
         The cut index; equal to :func:`prefix_end` when nothing can be dropped.
     """
+    cut = _keep_cut(blocks, tokens, keep)
+    n = blocks[-1].stop if blocks else 0
+    if at_most is None or n - cut <= at_most:
+        return cut
+    latest = blocks[-1].start  # kept even if it alone holds more than at_most
+    return max(cut, next((b.start for b in blocks if b.start >= n - at_most), latest))
+
+
+def _keep_cut(blocks: Sequence[Block], tokens: Sequence[int], keep: KeepWindow) -> int:
     first = prefix_end(blocks)
     n = blocks[-1].stop if blocks else 0
     movable = [b for b in blocks if b.start >= first]

@@ -14,7 +14,10 @@ The steps, for ``compact(messages, thread_id=...)``:
    trigger.
 2. If a summarization trigger still fires, choose the cut on block boundaries (see
    :mod:`ctxfs.blocks`) so that the protected recent window stays, and drop the messages
-   between the prefix (system prompt and previous summary) and the cut.
+   between the prefix (system prompt and previous summary) and the cut. With a
+   ``messages`` trigger the window is narrowed so that the result holds at most half of
+   ``trigger.messages`` (:func:`message_room`): each summary then buys at least that many
+   new messages, instead of firing again on every turn.
 3. Archive them (:class:`ctxfs.archive.TranscriptArchive`): written and read back before
    anything is dropped. On any archive failure the input is returned unchanged with an
    :class:`~ctxfs.events.ArchiveFailed` event.
@@ -50,7 +53,13 @@ from ctxfs.summary import (
 if TYPE_CHECKING:
     from ctxfs.engine import ContextEngine
 
-__all__ = ["ModelAnswer", "compaction_steps", "summary_message_id", "trigger_fires"]
+__all__ = [
+    "ModelAnswer",
+    "compaction_steps",
+    "message_room",
+    "summary_message_id",
+    "trigger_fires",
+]
 
 ModelAnswer = tuple[str | None, str | None]
 """What the driver sends back: the usable summary text or ``None``, and why not."""
@@ -70,6 +79,22 @@ def trigger_fires(policy: ContextPolicy, tokens: int, messages: int) -> bool:
     if limit is not None and tokens >= limit:
         return True
     return settings.trigger.messages is not None and messages >= settings.trigger.messages
+
+
+def message_room(policy: ContextPolicy, system_messages: int) -> int | None:
+    """Returns how many messages a summary may keep after it under a ``messages`` trigger.
+
+    The history a summary leaves (system prompt, summary and kept messages) holds at most
+    half of ``trigger.messages``, so at least that many new messages come before the next
+    summary; without the cap a kept window near the trigger would fire it on every turn,
+    rewriting the summary (and the prompt prefix a provider caches) each time. The same
+    margin as for tokens, where the default keep (30 % of the window) is well under the
+    trigger (85 %). ``None`` without a ``messages`` trigger.
+    """
+    limit = policy.summarization.trigger.messages
+    if limit is None:
+        return None
+    return max(0, limit // 2 - system_messages - 1)
 
 
 def compaction_steps(
@@ -100,7 +125,8 @@ def compaction_steps(
     counts = [counter.count_message(m) for m in current]
     blocks = split_blocks(current)
     start = prefix_end(blocks)
-    cut = choose_cut(blocks, counts, policy.keep_window)
+    system_end = blocks[0].stop if blocks[0].kind == "system" else 0
+    cut = choose_cut(blocks, counts, policy.keep_window, at_most=message_room(policy, system_end))
     if cut <= start:
         protected = (
             f"the protected recent window (keep {settings.keep.describe()}) holds every "
@@ -108,14 +134,14 @@ def compaction_steps(
         )
         return _result(policy, current, events, before, step3.tokens_after, protected)
 
-    system_end = blocks[0].stop if blocks[0].kind == "system" else 0
     previous = summary_state(current[start - 1]) if start > system_end else None
     dropped = current[start:cut]
     first_index = previous.next_index if previous is not None else start
     archive = TranscriptArchive(engine.workspace, thread_id, clock=engine.clock)
     try:
+        index = archive.segments()  # read once; write_segment and commit share it
         segment, committed = archive.write_segment(
-            dropped, start=first_index, tokens=sum(counts[start:cut])
+            dropped, start=first_index, tokens=sum(counts[start:cut]), committed=index
         )
     except ArchiveError as exc:
         return _failed(policy, original, before, str(exc))
@@ -154,7 +180,7 @@ def compaction_steps(
             source="model" if body is not None else "extractive",
         )
         try:
-            archive.commit(segment, summary=summary)
+            archive.commit(segment, summary=summary, committed=index)
         except ArchiveError as exc:
             return _failed(policy, original, before, str(exc))
 

@@ -270,7 +270,9 @@ class SummaryTrigger(_Settings):
     Attributes:
         fraction: A share of ``max_input_tokens``, e.g. ``fraction=0.85`` (the default).
         tokens: An absolute count, e.g. ``tokens=150_000``.
-        messages: A number of messages in the history, e.g. ``messages=400``.
+        messages: A number of messages in the history, e.g. ``messages=400``. A summary then
+            leaves at most half that many (system prompt and summary included), so the next
+            one is at least half of it away.
     """
 
     fraction: float | None = None
@@ -316,6 +318,12 @@ class KeepRecent(_Settings):
     split): ``messages`` widens to the start of the block it falls in; ``tokens`` and
     ``fraction`` keep the longest run of whole recent blocks that fits, and always at least
     the most recent block.
+
+    With a ``messages`` trigger the window is also narrowed (to whole blocks, never below the
+    most recent one) so that the history a summary leaves holds at most half of
+    ``trigger.messages``, system prompt and summary included: otherwise a window near the
+    trigger would fire it again on every turn. For token triggers the margin comes from the
+    keep itself: the default 30 % of the window is well under the 85 % trigger.
 
     Attributes:
         messages: The last N messages, e.g. ``messages=20``; ``0`` keeps nothing.
@@ -515,6 +523,18 @@ class Summarization(_Settings):
                 f"ChatOpenAI(...)), or None for the extractive summary; got {type(value)!r}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _check_keep_under_trigger(self) -> Self:
+        limit, keep = self.trigger.messages, self.keep.messages
+        if self.enabled and limit is not None and keep is not None and keep >= limit:
+            raise ValueError(
+                f"keep (messages={keep}) must be smaller than trigger messages={limit}, or "
+                "every new message would fire the trigger again; a summary keeps at most "
+                "half of trigger.messages (system prompt and summary included), so write "
+                f"e.g. keep={{'messages': {max(0, limit // 2 - 2)}}}"
+            )
+        return self
 
 
 class ContextPolicy(_Settings):

@@ -103,7 +103,8 @@ def summary_policies(draw: st.DrawFn) -> ContextPolicy:
     keep_kind = draw(st.sampled_from(["messages", "tokens", "fraction"]))
     keep: dict[str, Any]
     if keep_kind == "messages":
-        keep = {"messages": draw(st.integers(min_value=0, max_value=8))}
+        most = min(8, trigger.get("messages", 9) - 1)  # keep.messages < trigger.messages
+        keep = {"messages": draw(st.integers(min_value=0, max_value=most))}
     elif keep_kind == "tokens":
         keep = {"tokens": draw(st.integers(min_value=1, max_value=int(0.28 * window)))}
     else:

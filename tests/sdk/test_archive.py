@@ -158,7 +158,58 @@ def test_numbers_continue_after_the_index() -> None:
     index = json.loads(workspace.read_text(archive.index_path))
     assert index["format"] == "ctxfs-transcript-index"
     assert index["thread_id"] == "t"
-    assert [e["summary"] for e in index["segments"]] == ["a", "b"]
+    assert [e["summary_message"]["data"]["content"] for e in index["segments"]] == ["a", "b"]
+    assert [s.summary for s in archive.segments()] == ["a", "b"]
+
+
+def test_the_index_stores_each_summary_once() -> None:
+    workspace = Workspace("memory://once")
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    segment, _ = archive.write_segment(history(), start=0, tokens=1)
+    text = "SUMMARY-TEXT " * 50
+    archive.commit(segment, summary=HumanMessage(text, id="s"))
+    raw = workspace.read_text(archive.index_path)
+    assert raw.count("SUMMARY-TEXT") == 50
+    assert json.loads(raw)["version"] == 2
+    (entry,) = json.loads(raw)["segments"]
+    assert "summary" not in entry
+    assert archive.segments()[0].summary == text
+
+
+def test_a_version_1_index_with_the_summary_twice_is_still_read() -> None:
+    workspace = Workspace("memory://v1")
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    segment, _ = archive.write_segment(history(), start=0, tokens=1)
+    message = {"type": "human", "data": {"content": "s", "type": "human"}}
+    entry = {**segment.to_json(), "summary": "s", "summary_message": message}
+    document = {"format": "ctxfs-transcript-index", "version": 1, "thread_id": "t"}
+    workspace.write_text(archive.index_path, json.dumps({**document, "segments": [entry]}))
+    (read,) = archive.segments()
+    assert read.summary == "s" and read.number == 1
+    assert archive.summary_of(read) == HumanMessage("s")
+    assert archive.read_segment(read) == history()
+
+
+def test_the_index_passed_in_is_not_read_again() -> None:
+    reads: list[str] = []
+
+    class Counting(Workspace):
+        def read_text(self, path: str, *args: Any, **kwargs: Any) -> Any:
+            reads.append(path)
+            return super().read_text(path, *args, **kwargs)
+
+        def read_bytes(self, path: str, *args: Any, **kwargs: Any) -> Any:
+            reads.append(path)
+            return super().read_bytes(path, *args, **kwargs)
+
+    archive = TranscriptArchive(Counting("memory://count"), "t", clock=clock)
+    for start, part in ((0, history()[:2]), (2, history()[2:])):
+        reads.clear()
+        index = archive.segments()
+        segment, _ = archive.write_segment(part, start=start, tokens=1, committed=index)
+        archive.commit(segment, summary=HumanMessage("s"), committed=index)
+        assert reads.count(archive.index_path) == 1
+    assert [s.number for s in archive.segments()] == [1, 2]
 
 
 def test_a_failing_write_raises_and_indexes_nothing() -> None:

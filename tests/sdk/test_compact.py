@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 
 from ctxfs import Workspace
 from ctxfs.archive import TranscriptArchive
+from ctxfs.blocks import KeepWindow, choose_cut, split_blocks
 from ctxfs.engine import ContextEngine
 from ctxfs.events import ArchiveFailed, Summarized
 from ctxfs.policy import ContextPolicy, KeepRecent, Summarization, SummaryTrigger, Threshold
@@ -160,6 +162,42 @@ def test_a_messages_trigger_fires_on_its_own() -> None:
     assert len(result.messages) == 2 + 3
 
 
+def test_a_messages_trigger_with_a_token_keep_summarizes_once_per_half_trigger() -> None:
+    # the review's reproduction: 2,000 tokens of small messages hold more than 40 messages
+    policy = ContextPolicy(
+        max_input_tokens=100_000,
+        summarization={"trigger": {"messages": 40}, "keep": {"tokens": 2_000}},
+    )
+    eng = engine(policy)
+    state: list[BaseMessage] = [SystemMessage("You are a coding agent.", id="sys")]
+    summarized_at: list[int] = []
+    for n in range(60):
+        for message in turn(n, output=f"ok {n}"):
+            if isinstance(message, AIMessage):
+                result = eng.compact(state, thread_id="t")
+                if result.summarized:
+                    summarized_at.append(n)
+                    assert len(result.messages) <= 20  # half of the trigger
+                state = result.messages
+            state = [*state, message]
+    assert len(summarized_at) >= 3
+    assert all(b - a >= 20 // 3 for a, b in itertools.pairwise(summarized_at))  # 3 per turn
+    assert len(TranscriptArchive(eng.workspace, "t").segments()) == len(summarized_at)
+
+
+def test_the_window_is_narrowed_to_half_the_messages_trigger_but_keeps_the_latest_block() -> None:
+    messages: list[BaseMessage] = [SystemMessage("s", id="sys")]
+    for n in range(6):
+        messages += turn(n)
+    blocks = split_blocks(messages)
+    counts = [1] * len(messages)
+    assert choose_cut(blocks, counts, KeepWindow(tokens=1_000)) == 1
+    assert choose_cut(blocks, counts, KeepWindow(tokens=1_000), at_most=4) == 16  # 2 left
+    assert choose_cut(blocks, counts, KeepWindow(tokens=1_000), at_most=1) == 17  # latest
+    assert choose_cut(blocks, counts, KeepWindow(messages=0), at_most=4) == 19  # keeps none
+    assert choose_cut(blocks, counts, KeepWindow(messages=1), at_most=4) == 17  # not wider
+
+
 def _model_policy(model: Any) -> ContextPolicy:
     return ContextPolicy(
         max_input_tokens=2_000,
@@ -231,6 +269,13 @@ def test_a_rerun_reuses_the_recorded_summary_without_asking_the_model() -> None:
         ({"trigger": {"messages": 0}}, "messages must be at least 1"),
         ({"keep": {"messages": 5, "tokens": 10}}, "set exactly one of messages"),
         ({"keep": {"fraction": 0.9}}, "is not smaller than the target"),
+        (
+            {"trigger": {"messages": 40}, "keep": {"messages": 40}},
+            "keep (messages=40) must be smaller than trigger messages=40, or every new "
+            "message would fire the trigger again; a summary keeps at most half of "
+            "trigger.messages (system prompt and summary included), so write e.g. "
+            "keep={'messages': 18}",
+        ),
         ({"trim_tokens_to_summarize": 10}, "at least 100 tokens"),
         ({"prompt": "Summarize."}, "must contain the placeholder {messages}"),
         ({"model": "gpt-4o"}, "must be a langchain chat model"),
@@ -240,7 +285,7 @@ def test_a_rerun_reuses_the_recorded_summary_without_asking_the_model() -> None:
 def test_invalid_summarization_settings_say_what_to_write(
     settings: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(ValidationError, match=message.replace("{", r"\{").replace("(", r"\(")):
+    with pytest.raises(ValidationError, match=re.escape(message)):
         ContextPolicy(max_input_tokens=100_000, summarization=settings)
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from _histories import comparable, snapshot
 from _runs import fresh_engine, reconstruct, replay, runs, summary_policies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxfs import Workspace
 from ctxfs.engine import ContextEngine
@@ -58,3 +59,97 @@ def test_a_failing_archive_drops_nothing(history: list[BaseMessage], policy: Con
         assert result.tokens_after == result.tokens_before
     assert not any(isinstance(e, Summarized) for e in result.events)
     assert not base.exists("/transcripts")
+
+
+# -- no summarization churn -----------------------------------------------------------------
+
+_TRIGGERS = ["messages", "tokens", "fraction"]
+_KEEPS = ["messages", "tokens", "fraction"]
+
+
+def _turn(n: int, lines: int, parallel: bool) -> list[BaseMessage]:
+    ids = [f"c{n}", f"d{n}"] if parallel else [f"c{n}"]
+    calls: list[Any] = [{"name": "bash", "args": {"command": f"run {n}"}, "id": i} for i in ids]
+    out = "\n".join(f"line {k} of step {n}" for k in range(lines))
+    return [
+        HumanMessage(f"step {n}", id=f"h{n}"),
+        AIMessage(f"doing {n}", tool_calls=calls, id=f"a{n}"),
+        *(ToolMessage(out, tool_call_id=i, name="bash", id=f"t{i}") for i in ids),
+    ]
+
+
+@st.composite
+def _churn_case(draw: st.DrawFn) -> tuple[ContextPolicy, list[BaseMessage], str]:
+    trigger_kind = draw(st.sampled_from(_TRIGGERS))
+    keep_kind = draw(st.sampled_from(_KEEPS))
+    window = draw(st.integers(min_value=10_000, max_value=30_000))
+    trigger: dict[str, Any]
+    if trigger_kind == "messages":
+        window = 1_000_000  # only the messages trigger fires
+        limit = draw(st.integers(min_value=12, max_value=60))
+        trigger = {"messages": limit}
+        target = limit
+    elif trigger_kind == "tokens":
+        trigger = {"tokens": draw(st.integers(min_value=int(0.6 * window), max_value=window))}
+        target = trigger["tokens"]
+    else:
+        trigger = {"fraction": draw(st.floats(min_value=0.6, max_value=1.0))}
+        target = max(1, int(trigger["fraction"] * window))
+    keep: dict[str, Any]
+    if keep_kind == "messages":
+        most = target - 1 if trigger_kind == "messages" else 8
+        keep = {"messages": draw(st.integers(min_value=0, max_value=most))}
+    elif keep_kind == "tokens":
+        # with a messages trigger, a token window that holds many more messages than it
+        high = 20_000 if trigger_kind == "messages" else int(0.3 * window)
+        keep = {"tokens": draw(st.integers(min_value=1, max_value=high))}
+    else:
+        high = 0.02 if trigger_kind == "messages" else 0.3
+        keep = {"fraction": draw(st.floats(min_value=0.001, max_value=high))}
+    policy = ContextPolicy(
+        max_input_tokens=window,
+        tool_results={"enabled": False},
+        tool_inputs={"enabled": False},
+        summarization={"trigger": trigger, "keep": keep},
+    )
+    shapes = st.tuples(st.integers(min_value=0, max_value=150), st.booleans())
+    turns = draw(st.lists(shapes, min_size=50, max_size=90))
+    history: list[BaseMessage] = [SystemMessage("You are a coding agent.", id="sys")]
+    for n, (lines, parallel) in enumerate(turns):
+        history += _turn(n, lines, parallel)
+    return policy, history, trigger_kind
+
+
+@_PROPERTY
+@given(case=_churn_case())
+def test_a_summary_leaves_room_so_new_turns_do_not_summarize_again(
+    case: tuple[ContextPolicy, list[BaseMessage], str],
+) -> None:
+    """Each summary buys at least half a trigger of new messages (or a quarter of a token
+    trigger), whatever the trigger and keep kinds: no summary (and no new prompt prefix)
+    per turn."""
+    policy, history, trigger_kind = case
+    engine = fresh_engine(policy, f"churn{next(_fresh)}")
+    counter = engine.token_counter
+    limit = policy.summarization.trigger.messages
+    target = policy.summary_target_tokens
+    state: list[BaseMessage] = []
+    new_messages = new_tokens = summaries = 0
+    for message in history:
+        if isinstance(message, AIMessage) and state:
+            result = engine.compact(state, thread_id="t")
+            if result.summarized:
+                if summaries:  # the first one comes whenever the history first fills up
+                    if trigger_kind == "messages":
+                        assert limit is not None and new_messages >= -(-limit // 2)
+                    else:
+                        assert new_tokens >= target // 4
+                summaries += 1
+                new_messages = new_tokens = 0
+            state = result.messages
+        state = [*state, message]
+        new_messages += 1
+        new_tokens += counter.count_message(message)
+    total = sum(counter.count_message(m) for m in history)
+    if (limit is not None and len(history) >= 2 * limit) or (limit is None and total >= 3 * target):
+        assert summaries >= 2  # the property was exercised
