@@ -23,14 +23,7 @@ from pydantic import ValidationError
 from ctxfs._cli_common import CliError, open_workspace
 from ctxfs.archive import thread_transcript_dir
 from ctxfs.engine import ContextEngine
-from ctxfs.events import (
-    ArchiveFailed,
-    ContextEvent,
-    OffloadFailed,
-    Summarized,
-    ToolInputOffloaded,
-    ToolResultOffloaded,
-)
+from ctxfs.events import ContextEvent, Summarized, describe_event
 from ctxfs.policy import ContextPolicy
 from ctxfs.replay import ModelCall, Recovery, ReplayResult, check_recovery, read_trace, replay
 from ctxfs.tools._format import plural
@@ -219,37 +212,6 @@ def event_record(event: ContextEvent) -> dict[str, Any]:
         key = "event_kind" if name == "kind" else name
         record[key] = list(value) if isinstance(value, tuple) else value
     return record
-
-
-def describe_event(event: ContextEvent) -> str:
-    """One line for a person: what moved, how big, and where it is now."""
-    match event:
-        case ToolResultOffloaded():
-            tool = event.tool_name or "a tool"
-            return f"result of {tool} ({event.tokens:,} tokens) offloaded -> {event.path}"
-        case ToolInputOffloaded():
-            return (
-                f"input {event.tool_name}.{event.arg} ({event.tokens:,} tokens) "
-                f"offloaded -> {event.path}"
-            )
-        case Summarized():
-            where = event.segment_paths[-1] if event.segment_paths else "?"
-            return (
-                f"summarized {event.messages_archived} messages "
-                f"({event.tokens_before:,} -> {event.tokens_after:,} tokens), "
-                f"transcript -> {where}"
-            )
-        case OffloadFailed():
-            return f"offload failed, kept inline: {event.reason}"
-        case ArchiveFailed():
-            return f"archive failed, nothing dropped: {event.reason}"
-    record = event_record(event)
-    kind, path = record.pop("kind"), record.pop("path")
-    record.pop("tool_call_id", None)
-    details = ", ".join(f"{k}={_short(v)}" for k, v in record.items() if v is not None)
-    return f"{kind.replace('_', ' ')}{f' -> {path}' if path else ''}" + (
-        f" ({details})" if details else ""
-    )
 
 
 def _short(value: object) -> str:

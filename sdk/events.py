@@ -31,6 +31,7 @@ __all__ = [
     "ToolResultCleared",
     "ToolResultOffloaded",
     "ToolResultOutcome",
+    "describe_event",
 ]
 
 
@@ -227,3 +228,39 @@ class OffloadResult:
     def changed(self) -> bool:
         """Whether any message was replaced."""
         return any(isinstance(e, ToolInputOffloaded | ToolResultCleared) for e in self.events)
+
+
+def describe_event(event: ContextEvent) -> str:
+    """One line for a person: what moved, how big, and where it is now.
+
+    The demo's live view and ``ctxfs replay`` print events with it.
+    """
+    match event:
+        case ToolResultOffloaded():
+            tool = event.tool_name or "a tool"
+            return f"result of {tool} ({event.tokens:,} tokens) offloaded -> {event.path}"
+        case ToolInputOffloaded():
+            return (
+                f"input {event.tool_name}.{event.arg} ({event.tokens:,} tokens) "
+                f"offloaded -> {event.path}"
+            )
+        case ToolResultCleared():
+            tool = event.tool_name or "a tool"
+            how = {"saved": "saved now", "offloaded": "saved earlier", "reread": "re-read"}
+            return (
+                f"old result of {tool} cleared ({event.tokens:,} -> {event.tokens_after:,} "
+                f"tokens, {how[event.kind]}) -> {event.path}"
+            )
+        case Summarized():
+            where = ", ".join(event.segment_paths) or "?"
+            return (
+                f"summarized {event.messages_archived} messages ({event.source}; "
+                f"{event.tokens_before:,} -> {event.tokens_after:,} tokens), "
+                f"transcript -> {where}"
+            )
+        case OffloadFailed():
+            return f"offload failed, kept inline: {event.reason}"
+        case ArchiveFailed():
+            return f"archive failed, nothing dropped: {event.reason}"
+    path = getattr(event, "path", None)
+    return f"{type(event).__name__}{f' -> {path}' if path else ''}"

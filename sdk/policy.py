@@ -9,13 +9,12 @@ Every threshold is a :class:`Threshold`: either an absolute number of tokens or 
         tool_inputs=ToolInputOffload(trigger=Threshold(fraction=0.85), keep_messages=20),
     )
 
-Summarization (step 4) is on by default: a policy with only ``max_input_tokens`` offloads
-large tool results, offloads old tool inputs at 85 % of the window, and summarizes at 85 %
-(after the input offload, in the same pass) keeping the most recent 30 % of the window.
-Clearing old tool results to pointers (step 3) is off by default; with
-``clearing={"enabled": True}`` it runs at 30 % of the window (and input offload with it),
-keeps the last 8 results and clears in batches of at least 5 % of the window, and a summary
-is made only if those steps did not get the history under the target::
+Every step is on by default: a policy with only ``max_input_tokens`` offloads large tool
+results when they arrive; from 30 % of the window it offloads old tool inputs and clears old
+tool results to pointers (keeping the last 8 results, in batches of at least 5 % of the
+window); and at 85 % it summarizes, keeping the most recent 30 % of the window, only if
+those steps did not get the history under the target. ``clearing={"enabled": False}`` turns
+clearing off (input offload then waits for its own trigger, 85 %)::
 
     ContextPolicy(
         max_input_tokens=200_000,
@@ -451,7 +450,7 @@ class ToolResultClearing(_Settings):
             a pointer naming that path and the call, and never saved a second time.
     """
 
-    enabled: bool = False
+    enabled: bool = True
     trigger: Threshold = Field(default_factory=lambda: Threshold(fraction=0.3))
     keep: KeepToolResults = Field(default_factory=lambda: KeepToolResults(results=8))
     min_tokens: int = 150

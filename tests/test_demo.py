@@ -12,7 +12,7 @@ from ctxfs.cli import main
 from ctxfs.demo import DemoOptions, run_demo
 from ctxfs.demo._data import FIRST_REQUEST_ID, FIXED_LINE, ROUNDING_PATH
 from ctxfs.demo._view import LiveView, Turn
-from ctxfs.events import ToolInputOffloaded, ToolResultOffloaded
+from ctxfs.events import ToolInputOffloaded, ToolResultCleared, ToolResultOffloaded
 
 
 def test_demo_shows_every_step_and_recovers_an_early_detail(tmp_path: Path) -> None:
@@ -21,7 +21,10 @@ def test_demo_shows_every_step_and_recovers_an_early_detail(tmp_path: Path) -> N
     printed = out.getvalue()
     assert report.seconds < 60
     kinds = {type(e).__name__ for e in report.events}
-    assert {"ToolResultOffloaded", "ToolInputOffloaded"} <= kinds
+    assert {"ToolResultOffloaded", "ToolInputOffloaded", "ToolResultCleared", "Summarized"} <= kinds
+    cleared = [e for e in report.events if isinstance(e, ToolResultCleared)]
+    assert all(report.workspace.exists(e.path) for e in cleared)
+    assert f"cleared ({cleared[0].tokens:,} -> {cleared[0].tokens_after:,} tokens" in printed
     results = [e for e in report.events if isinstance(e, ToolResultOffloaded)]
     inputs = [e for e in report.events if isinstance(e, ToolInputOffloaded)]
     assert all(report.workspace.exists(e.path) for e in [*results, *inputs])
@@ -32,9 +35,11 @@ def test_demo_shows_every_step_and_recovers_an_early_detail(tmp_path: Path) -> N
     # The user is told where to look.
     assert f"The workspace is at {tmp_path / 'ws'}" in printed
     assert f"ls -R {tmp_path / 'ws'}" in printed
-    # Summarization (issue 4): the archive exists, the early detail came back from it.
+    # Summarization: the archive exists; the early detail, long out of the context, came
+    # back through grep and read_file from what ctxfs saved (the cleared grep result).
     assert report.workspace.ls("/transcripts"), "no transcript was archived"
-    assert FIRST_REQUEST_ID in report.answer and "/transcripts/" in report.answer
+    assert FIRST_REQUEST_ID in report.answer
+    assert "read it back from /tool_results/" in report.answer
     assert max(t.tokens for t in report.turns) <= report.turns[0].budget
 
 

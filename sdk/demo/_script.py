@@ -76,8 +76,9 @@ def _answer_from_archive(messages: Sequence[BaseMessage]) -> str:
             break
     return (
         f"The first failed settlement was {txn.group(1) if txn else 'a transaction'} with "
-        f"request_id={request.group(1)}. That part of our conversation had been archived, so "
-        f"I found it with grep in /transcripts and read it back from {where}."
+        f"request_id={request.group(1)}. That part of our conversation had left my context, "
+        f"so I found it with grep in what ctxfs saved (/transcripts, /tool_results) and read "
+        f"it back from {where}."
     )
 
 
@@ -207,8 +208,10 @@ def script() -> list[Reply]:
             "grep",
             {
                 "pattern": "rounding mismatch",
-                "path": "/transcripts",
-                "glob": "*.md",
+                "path": "/",
+                # Where ctxfs keeps what left the context: the archived conversation, and
+                # the saved copies of tool results it cleared before archiving them.
+                "glob": "{transcripts/**/*.md,tool_results/**}",
                 "output_mode": "content",
                 "head_limit": 1,
             },

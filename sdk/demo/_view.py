@@ -7,19 +7,12 @@ workspace paths). Both views are fed the same :class:`Turn` records.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
-from ctxfs.events import (
-    ArchiveFailed,
-    ContextEvent,
-    OffloadFailed,
-    Summarized,
-    ToolInputOffloaded,
-    ToolResultOffloaded,
-)
+from ctxfs.events import ContextEvent
+from ctxfs.events import describe_event as describe
 from ctxfs.integrations._core import ContextMeasured
 
 if TYPE_CHECKING:
@@ -67,48 +60,9 @@ class View(Protocol):
 
 def describe_event(event: ContextEvent) -> str | None:
     """One line about what ctxfs did, or ``None`` for events not worth a line."""
-    match event:
-        case ToolResultOffloaded():
-            return (
-                f"result of {event.tool_name or 'a tool'} ({event.tokens:,} tokens) offloaded "
-                f"-> {event.path}"
-            )
-        case ToolInputOffloaded():
-            return (
-                f"input {event.tool_name}.{event.arg} ({event.chars:,} chars) offloaded "
-                f"-> {event.path}"
-            )
-        case OffloadFailed():
-            return f"offload failed, kept inline: {event.reason}"
-        case Summarized():
-            return (
-                f"summarized {event.messages_archived} messages ({event.source}), "
-                f"{event.tokens_before:,} -> {event.tokens_after:,} tokens; transcript -> "
-                f"{', '.join(event.segment_paths)}"
-            )
-        case ArchiveFailed():
-            return f"archive failed, nothing dropped: {event.reason}"
-        case ContextMeasured():
-            return None
-    return _describe_other(event)
-
-
-def _describe_other(event: ContextEvent) -> str:
-    """Events from later engine steps, described from their fields."""
-    fields = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
-    shown = ", ".join(
-        f"{name}={_short(value)}" for name, value in fields.items() if not _is_bulky(value)
-    )
-    return f"{type(event).__name__}: {shown}"
-
-
-def _is_bulky(value: Any) -> bool:
-    return isinstance(value, list | tuple | dict) and len(value) > 3
-
-
-def _short(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    if isinstance(event, ContextMeasured):
+        return None
+    return describe(event)
 
 
 def _bar(tokens: int, budget: int) -> str:

@@ -79,17 +79,17 @@ def engine(pol: ContextPolicy | None = None, ws: Workspace | None = None) -> Con
 # -- defaults and settings ------------------------------------------------------------------
 
 
-def test_clearing_is_off_by_default_with_documented_settings() -> None:
+def test_clearing_is_on_by_default_with_documented_settings() -> None:
     pol = ContextPolicy(max_input_tokens=100_000)
     assert pol.clearing == ToolResultClearing()
-    assert not pol.clearing.enabled
+    assert pol.clearing.enabled
     assert pol.clearing.keep == KeepToolResults(results=8)
     assert pol.clearing.min_tokens == 150
     assert pol.clearing_trigger_tokens == 30_000
     assert pol.clear_at_least_tokens == 5_000
-    assert pol.input_trigger_tokens == 85_000  # unchanged while clearing is off
-    on = ContextPolicy(max_input_tokens=100_000, clearing={"enabled": True})
-    assert on.input_trigger_tokens == 30_000  # input offload is tried before clearing
+    assert pol.input_trigger_tokens == 30_000  # input offload is tried before clearing
+    off = ContextPolicy(max_input_tokens=100_000, clearing={"enabled": False})
+    assert off.input_trigger_tokens == 85_000  # its own trigger while clearing is off
 
 
 def test_clearing_never_triggers_later_than_summarization() -> None:

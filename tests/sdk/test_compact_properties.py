@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from ctxfs import Workspace
 from ctxfs.engine import ContextEngine
 from ctxfs.events import ArchiveFailed, Summarized
-from ctxfs.policy import ContextPolicy
+from ctxfs.policy import ContextPolicy, ToolResultClearing
 
 _fresh = itertools.count()
 _PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -129,6 +129,9 @@ def test_a_summary_leaves_room_so_new_turns_do_not_summarize_again(
     trigger), whatever the trigger and keep kinds: no summary (and no new prompt prefix)
     per turn."""
     policy, history, trigger_kind = case
+    # Summarization alone: clearing (on by default) would make summaries rarer still, and
+    # this property is about what a summary leaves behind.
+    policy = policy.model_copy(update={"clearing": ToolResultClearing(enabled=False)})
     engine = fresh_engine(policy, f"churn{next(_fresh)}")
     counter = engine.token_counter
     limit = policy.summarization.trigger.messages

@@ -31,7 +31,11 @@ def test_defaults() -> None:
         "edit_file": ("old_string", "new_string"),
     }
     assert policy.result_threshold_tokens == 20_000
-    assert policy.input_trigger_tokens == 170_000
+    # Clearing is on by default and starts at 30 %: input offload runs from the same point,
+    # so it is always tried first; its own trigger (85 %) applies when clearing is off.
+    assert policy.input_trigger_tokens == 60_000
+    off = ContextPolicy(max_input_tokens=200_000, clearing={"enabled": False})
+    assert off.input_trigger_tokens == 170_000
 
 
 def test_fraction_and_absolute_thresholds_resolve() -> None:
@@ -42,6 +46,7 @@ def test_fraction_and_absolute_thresholds_resolve() -> None:
         max_input_tokens=100_000,
         tool_results={"threshold": {"fraction": 0.1}},
         tool_inputs=ToolInputOffload(trigger=Threshold(tokens=60_000)),
+        clearing={"enabled": False},
     )
     assert policy.result_threshold_tokens == 10_000
     assert policy.input_trigger_tokens == 60_000
