@@ -7,7 +7,8 @@ Usage::
         --budgets 32000 64000 --compare-clearing
 
 Each trace is replayed as an agent loop would see it, at budgets of 32k, 64k and 128k tokens
-(``ContextPolicy(max_input_tokens=budget)`` with every other setting at its default, and the
+(``ContextPolicy(max_input_tokens=budget)`` with every other setting at its default (all
+four steps, clearing included), and the
 extractive summarizer: no model), by :func:`ctxfs.replay.replay`, the loop behind
 ``ctxfs replay``: each tool result goes through result offload as it arrives, and the
 history is compacted before each assistant turn; :func:`ctxfs.replay.check_recovery` then
@@ -103,7 +104,7 @@ def compare_clearing(traces: list[Path], budgets: list[int], clearing: dict[str,
     for path in traces:
         history = read_trace(path)
         for budget in budgets:
-            off = run(path.stem, history, budget)
+            off = run(path.stem, history, budget, {"enabled": False})
             on = run(path.stem, history, budget, clearing)
             totals[budget].append((off, on))
             change = on.tokens_managed / off.tokens_managed - 1 if off.tokens_managed else 0.0
