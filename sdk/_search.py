@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ctxfs._glob import compile_glob
-from ctxfs._grep import GrepOptions, OutputMode, compile_pattern, search_file
+from ctxfs._grep import GrepOptions, compile_pattern, search_file
 from ctxfs.backends import translate_errors
 from ctxfs.backends.errors import translate_error
 from ctxfs.results import FileInfo, GlobResult, GrepResult
@@ -70,31 +70,8 @@ def _fetch(ws: Workspace, files: Sequence[FileInfo]) -> Iterator[tuple[FileInfo,
                 yield info, bytes(data)
 
 
-def grep_files(
-    ws: Workspace,
-    pattern: str,
-    path: str,
-    *,
-    glob: str | None,
-    fixed_strings: bool,
-    ignore_case: bool,
-    multiline: bool,
-    output_mode: OutputMode,
-    before: int,
-    after: int,
-) -> GrepResult:
+def grep_files(ws: Workspace, options: GrepOptions, path: str, glob: str | None) -> GrepResult:
     """Search every text file under ``path`` (see :meth:`Workspace.grep`)."""
-    options = GrepOptions(
-        pattern=pattern,
-        fixed_strings=fixed_strings,
-        ignore_case=ignore_case,
-        multiline=multiline,
-        output_mode=output_mode,
-        before=before,
-        after=after,
-        max_line_chars=ws.limits.max_line_chars,
-        timeout=ws.limits.regex_timeout,
-    )
     compiled = compile_pattern(options)
     matcher = compile_glob(glob) if glob else None
     base = ws.resolve(path)
@@ -121,7 +98,7 @@ def grep_files(
         elif result.matched:
             matched.append(result)
     return GrepResult(
-        output_mode=output_mode,
+        output_mode=options.output_mode,
         files=tuple(matched),
         searched=len(selected),
         skipped_binary=tuple(binary),

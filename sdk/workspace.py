@@ -9,7 +9,7 @@ from typing import Any
 
 from fsspec import AbstractFileSystem
 
-from ctxfs._grep import OutputMode
+from ctxfs._grep import GrepOptions, OutputMode
 from ctxfs._search import glob_files, grep_files
 from ctxfs._textread import read_page
 from ctxfs.backends import Storage, open_storage, translate_errors
@@ -518,18 +518,18 @@ class Workspace:
             SearchTimeoutError: The pattern ran past the time limit.
             PathNotFoundError: ``path`` does not exist.
         """
-        return grep_files(
-            self,
-            pattern,
-            path,
-            glob=glob,
+        options = GrepOptions(
+            pattern=pattern,
             fixed_strings=fixed_strings,
             ignore_case=ignore_case,
             multiline=multiline,
             output_mode=output_mode,
             before=before,
             after=after,
+            max_line_chars=self._limits.max_line_chars,
+            timeout=self._limits.regex_timeout,
         )
+        return grep_files(self, options, path, glob)
 
     # -- walking (used by glob and grep) -------------------------------------------------
 
