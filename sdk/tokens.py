@@ -258,14 +258,21 @@ class _CachedMessageCounting:
             total += tokens
             reused += 1
         entries = self._cache.entries
+        by_id = self._by_id
         fresh: list[tuple[weakref.ref[BaseMessage], object, int]] = []
         for message in messages[reused:]:
-            fingerprint = _fingerprint(message)
-            entry = entries.get(id(message))
-            if entry is not None and entry[0]() is message and entry[1] == fingerprint:
-                tokens = entry[2]
+            # A history rebuilt from a checkpoint is new objects with known ids: the id cache
+            # answers them first (one comparison with the snapshot, no fingerprint).
+            known = by_id.get(message.id) if message.id is not None else None
+            if known is not None and _snapshot_matches(message, known[0]):
+                tokens = known[1]
             else:
-                tokens = self._count_and_cache(message, fingerprint)
+                fingerprint = _fingerprint(message)
+                entry = entries.get(id(message))
+                if entry is not None and entry[0]() is message and entry[1] == fingerprint:
+                    tokens = entry[2]
+                else:
+                    tokens = self._count_and_cache(message, fingerprint)
             fresh.append((weakref.ref(message), message.content, tokens))
             total += tokens
         self._last = last[:reused] + fresh
