@@ -196,6 +196,9 @@ def search_file(
     """
     if b"\x00" in data:
         return FileResult(path, binary=True)
+    needle = _literal_bytes(options)
+    if needle is not None and needle not in data:
+        return FileResult(path)  # a byte scan rules the file out without decoding it
     text = data.decode("utf-8", errors="replace")
     text = text.removeprefix("\ufeff")
     if not text:
@@ -232,6 +235,16 @@ def search_file(
         out.append(GrepLine(number, _clip(body[start:end], options.max_line_chars), is_match, gap))
         previous = number
     return FileResult(path, match_count=count, lines=tuple(out))
+
+
+def _literal_bytes(options: GrepOptions) -> bytes | None:
+    """The UTF-8 bytes every match must contain, when that is certain: a case-sensitive
+    literal with no line ending in it (a decoded file holds the same text as its bytes)."""
+    if not options.fixed_strings or options.ignore_case or not options.pattern:
+        return None
+    if any(c in options.pattern for c in "\n\r\ufffd\ufeff"):
+        return None  # line endings, decoding replacements and the BOM change under decoding
+    return options.pattern.encode("utf-8")
 
 
 def apply_paging(
