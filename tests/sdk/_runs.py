@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -130,9 +130,13 @@ def replay(
     thread_id: str,
     *,
     check: bool = True,
+    also_check: Callable[[CompactionResult, CompactionResult], None] | None = None,
 ) -> tuple[list[BaseMessage], list[CompactionResult]]:
     """Feeds a run to the engine as an agent loop would: each tool result through result
-    offload as it arrives, compaction before each assistant turn and at the end."""
+    offload as it arrives, compaction before each assistant turn and at the end.
+
+    With ``check``, every compaction is checked (invariants, input untouched, idempotent),
+    and ``also_check(result, result_of_compacting_it_again)`` is called for more."""
     state: list[BaseMessage] = []
     results: list[CompactionResult] = []
 
@@ -145,6 +149,8 @@ def replay(
             assert [m.model_dump() for m in state] == snapshot  # never mutated
             again = engine.compact(result.messages, thread_id=thread_id)
             assert again.messages == result.messages  # compact(compact(x)) == compact(x)
+            if also_check is not None:
+                also_check(result, again)
         results.append(result)
         state = result.messages
 

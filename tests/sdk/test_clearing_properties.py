@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from _histories import comparable, snapshot
-from _runs import check_compaction, fresh_engine, reconstruct, runs, summary_policies
+from _runs import fresh_engine, reconstruct, replay, runs, summary_policies
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -57,35 +57,18 @@ def _replay(
 ) -> tuple[list[BaseMessage], list[CompactionResult]]:
     """The agent loop of the compaction properties, also checking that clearing is sticky:
     a cleared result keeps its exact pointer text until it is archived, and never comes back."""
-    state: list[BaseMessage] = []
-    results: list[CompactionResult] = []
     cleared: dict[str | None, Any] = {}
 
-    def compact() -> None:
-        nonlocal state
-        result = engine.compact(state, thread_id=thread_id)
-        if check:
-            check_compaction(state, result)
-            again = engine.compact(result.messages, thread_id=thread_id)
-            assert again.messages == result.messages  # idempotent
-            assert not any(isinstance(e, ToolResultCleared) for e in again.events)
-            for message in result.messages:
-                text = message.content if isinstance(message.content, str) else None
-                if isinstance(message, ToolMessage) and text and is_cleared(text):
-                    assert cleared.setdefault(message.id, text) == text, "pointer rewritten"
-                elif message.id in cleared:
-                    raise AssertionError(f"{message.id} was restored after clearing")
-        results.append(result)
-        state = result.messages
+    def sticky(result: CompactionResult, again: CompactionResult) -> None:
+        assert not any(isinstance(e, ToolResultCleared) for e in again.events)
+        for message in result.messages:
+            text = message.content if isinstance(message.content, str) else None
+            if isinstance(message, ToolMessage) and text and is_cleared(text):
+                assert cleared.setdefault(message.id, text) == text, "pointer rewritten"
+            elif message.id in cleared:
+                raise AssertionError(f"{message.id} was restored after clearing")
 
-    for message in history:
-        if isinstance(message, AIMessage) and state:
-            compact()
-        if isinstance(message, ToolMessage):
-            message = engine.offload_tool_result(message, thread_id=thread_id)
-        state = [*state, message]
-    compact()
-    return state, results
+    return replay(engine, history, thread_id, check=check, also_check=sticky)
 
 
 @_PROPERTY
