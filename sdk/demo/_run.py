@@ -261,5 +261,11 @@ def _print_where(workspace: Workspace, thread_id: str, out: IO[str]) -> None:
     ]
     if workspace.is_local:
         lines.append(f"Look around:  ls -R {workspace.url}")
-    lines.append("(or with the ctxfs CLI once it has its inspection commands: ctxfs ls ...)")
+    where = workspace.url
+    if not where.startswith("memory://"):  # a memory store lives only in this process
+        lines += [
+            f"or with the ctxfs CLI:  ctxfs ls {where} /tool_results",
+            f"                        ctxfs transcripts {where} --thread {thread_id}",
+            f"                        ctxfs grep {where} 'rounding mismatch' /transcripts",
+        ]
     print("\n".join(lines), file=out)
