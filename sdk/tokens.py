@@ -262,9 +262,21 @@ class _CachedMessageCounting:
         fresh: list[tuple[weakref.ref[BaseMessage], object, int]] = []
         for message in messages[reused:]:
             # A history rebuilt from a checkpoint is new objects with known ids: the id cache
-            # answers them first (one comparison with the snapshot, no fingerprint).
-            known = by_id.get(message.id) if message.id is not None else None
-            if known is not None and _snapshot_matches(message, known[0]):
+            # answers them first (one comparison with the snapshot, no fingerprint). This is
+            # _snapshot_matches inlined: it runs for every message of a reloaded history.
+            content = message.content
+            known = by_id.get(message.id)  # type: ignore[arg-type]  # no None key is stored
+            if known is not None and (
+                type(message) is known[0][0]
+                and content == known[0][1]
+                and (
+                    known[0][2] is None
+                    or (
+                        message.tool_calls == known[0][2]  # type: ignore[attr-defined]
+                        and message.invalid_tool_calls == known[0][3]  # type: ignore[attr-defined]
+                    )
+                )
+            ):
                 tokens = known[1]
             else:
                 fingerprint = _fingerprint(message)
@@ -273,7 +285,7 @@ class _CachedMessageCounting:
                     tokens = entry[2]
                 else:
                     tokens = self._count_and_cache(message, fingerprint)
-            fresh.append((weakref.ref(message), message.content, tokens))
+            fresh.append((weakref.ref(message), content, tokens))
             total += tokens
         self._last = last[:reused] + fresh
         if len(self._by_id) > 2 * len(messages) + 1_024:
