@@ -214,11 +214,6 @@ def event_record(event: ContextEvent) -> dict[str, Any]:
     return record
 
 
-def _short(value: object) -> str:
-    text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
-    return text if len(text) <= 60 else text[:59] + "…"
-
-
 # -- JSON -----------------------------------------------------------------------------------
 
 

@@ -77,7 +77,7 @@ class DemoReport:
 
 
 def demo_policy(max_input_tokens: int) -> ContextPolicy:
-    """The demo's policy: a small window, so all three steps happen within a few turns."""
+    """The demo's policy: a small window, so every step happens within a few turns."""
     return ContextPolicy(
         max_input_tokens=max_input_tokens,
         tool_results=ToolResultOffload(threshold=Threshold(tokens=1_500)),
