@@ -40,11 +40,10 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ctxfs import Workspace
+from ctxfs import Workspace, restore_messages
 from ctxfs.engine import ContextEngine
 from ctxfs.events import Summarized
 from ctxfs.policy import ContextPolicy, Summarization
-from ctxfs.replay import restore_messages
 from ctxfs.tokens import TiktokenCounter
 
 SYSTEMS = ("none", "ctxfs", "deepagents", "langchain")

@@ -34,11 +34,10 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ctxfs import Workspace
+from ctxfs import Workspace, check_recovery, read_trace, replay
 from ctxfs.engine import ContextEngine
 from ctxfs.events import Summarized, ToolResultCleared
 from ctxfs.policy import ContextPolicy
-from ctxfs.replay import check_recovery, read_trace, replay
 from ctxfs.tokens import TiktokenCounter
 
 BUDGETS = (32_000, 64_000, 128_000)

@@ -49,7 +49,7 @@ from typing import Any
 from _peers import FACTORIES, STORAGE, SYSTEMS
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs.replay import read_trace
+from ctxfs import read_trace
 from ctxfs.tokens import TiktokenCounter
 
 BUDGETS = (32_000, 64_000, 128_000)

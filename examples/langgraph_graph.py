@@ -25,10 +25,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from ctxfs import Workspace
+from ctxfs import Workspace, pointer_of
 from ctxfs.engine import ContextEngine
 from ctxfs.integrations.langgraph import compaction_node, offload_tool_node
-from ctxfs.offload import pointer_path
 from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 from ctxfs.tools import workspace_tools
@@ -45,7 +44,8 @@ def fetch_metrics(service: str) -> str:
 
 
 def _find_errors(messages: Sequence[BaseMessage]) -> AIMessage:
-    path = pointer_path(messages[-1].text) or "/tool_results"
+    pointer = pointer_of(messages[-1])
+    path = pointer.path if pointer is not None else "/tool_results"
     return tool_call("grep", {"pattern": "errors=True", "path": path, "output_mode": "count"})
 
 

@@ -25,9 +25,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import Workspace
+from ctxfs import Workspace, pointer_of
 from ctxfs.integrations.langchain import ContextMiddleware
-from ctxfs.offload import pointer_path
 from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 
@@ -43,7 +42,8 @@ def list_orders() -> str:
 
 
 def _grep_the_saved_result(messages: Sequence[BaseMessage]) -> AIMessage:
-    path = pointer_path(messages[-1].text) or "/tool_results"
+    pointer = pointer_of(messages[-1])
+    path = pointer.path if pointer is not None else "/tool_results"
     return tool_call("grep", {"pattern": "REFUNDED", "path": path, "output_mode": "content"})
 
 

@@ -1,10 +1,29 @@
 """ctxfs: keep long-running LLM agents inside their context window without losing anything."""
 
-from __future__ import annotations
-
+from ctxfs._pointers import Pointer
+from ctxfs._recovery import Recovery, check_recovery, restore_messages
+from ctxfs._replay import ModelCall, ReplayResult, replay
+from ctxfs._resolve import pointer_of, resolve_pointers
+from ctxfs._summary import is_summary
+from ctxfs._trace import parse_trace, read_trace
 from ctxfs.archive import ArchiveSegment, TranscriptArchive
 from ctxfs.engine import ContextEngine
-from ctxfs.errors import WorkspaceError
+from ctxfs.errors import (
+    ArchiveError,
+    BackendError,
+    EditError,
+    IsADirectoryPathError,
+    NotADirectoryPathError,
+    NotTextError,
+    PathExistsError,
+    PathNotFoundError,
+    PatternError,
+    ReadOnlyPathError,
+    SearchTimeoutError,
+    TraceError,
+    UnsafePathError,
+    WorkspaceError,
+)
 from ctxfs.events import (
     ArchiveFailed,
     CompactionResult,
@@ -30,33 +49,49 @@ from ctxfs.policy import (
 )
 from ctxfs.results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs.sandbox import Limits
-from ctxfs.summary import is_summary
 from ctxfs.tokens import TiktokenCounter, TokenCounter, as_token_counter
+from ctxfs.tools import ToolFunction, tool_functions, workspace_tools
 from ctxfs.workspace import Workspace
 
 __all__ = [
+    "ArchiveError",
     "ArchiveFailed",
     "ArchiveSegment",
+    "BackendError",
     "CompactionResult",
     "ContextEngine",
     "ContextEvent",
     "ContextPolicy",
+    "EditError",
     "EditResult",
     "FileInfo",
     "GlobResult",
     "GrepResult",
+    "IsADirectoryPathError",
     "KeepRecent",
     "KeepToolResults",
     "Limits",
+    "ModelCall",
+    "NotADirectoryPathError",
+    "NotTextError",
     "OffloadFailed",
     "OffloadResult",
+    "PathExistsError",
+    "PathNotFoundError",
+    "PatternError",
+    "Pointer",
+    "ReadOnlyPathError",
     "ReadResult",
+    "Recovery",
+    "ReplayResult",
+    "SearchTimeoutError",
     "Summarization",
     "Summarized",
     "SummaryTrigger",
     "Threshold",
     "TiktokenCounter",
     "TokenCounter",
+    "ToolFunction",
     "ToolInputOffload",
     "ToolInputOffloaded",
     "ToolResultCleared",
@@ -64,9 +99,20 @@ __all__ = [
     "ToolResultOffload",
     "ToolResultOffloaded",
     "ToolResultOutcome",
+    "TraceError",
     "TranscriptArchive",
+    "UnsafePathError",
     "Workspace",
     "WorkspaceError",
     "as_token_counter",
+    "check_recovery",
     "is_summary",
+    "parse_trace",
+    "pointer_of",
+    "read_trace",
+    "replay",
+    "resolve_pointers",
+    "restore_messages",
+    "tool_functions",
+    "workspace_tools",
 ]

@@ -1,6 +1,6 @@
 """Append-only transcript archive: every message summarization drops, kept byte-exact.
 
-Layout, per thread (``<thread>`` is :func:`ctxfs.offload.safe_name` of the thread id)::
+Layout, per thread (``<thread>`` is :func:`ctxfs._naming.safe_name` of the thread id)::
 
     /transcripts/<thread>/segment-0001.jsonl   lossless: one message per line
     /transcripts/<thread>/segment-0001.md      readable twin, every text verbatim
@@ -48,9 +48,10 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
+from ctxfs._messages import text_blocks
+from ctxfs._naming import safe_name
 from ctxfs.errors import ArchiveError, PathExistsError, PathNotFoundError, WorkspaceError
 from ctxfs.layout import TRANSCRIPTS_DIR
-from ctxfs.offload import safe_name
 from ctxfs.workspace import Workspace
 
 __all__ = [
@@ -110,13 +111,7 @@ class ArchiveSegment:
         if self.summary_message is None:
             return ""
         content = self.summary_message.get("data", {}).get("content", "")
-        if isinstance(content, str):
-            return content
-        return "".join(
-            b if isinstance(b, str) else str(b.get("text", ""))
-            for b in content
-            if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
-        )
+        return "".join(text_blocks(content)) if isinstance(content, str | list) else ""
 
     @property
     def message_count(self) -> int:

@@ -8,7 +8,7 @@ A history is split into consecutive blocks; summarization only ever cuts *betwee
 Rules, in order:
 
 - **Prefix.** The leading system message(s) form one ``"system"`` block that always stays
-  first and untouched. A ctxfs summary right after it (see :func:`ctxfs.summary.is_summary`)
+  first and untouched. A ctxfs summary right after it (see :func:`ctxfs._summary.is_summary`)
   is a ``"summary"`` block: it is folded into the next summary rather than archived again.
 - **Tool exchanges.** An AI message with tool calls and *all* of its tool results form one
   ``"tool_exchange"`` block. A result answers the earliest still-open call with its id, so
@@ -28,14 +28,14 @@ Rules, in order:
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from ctxfs.summary import is_summary
+from ctxfs._messages import pair_results
+from ctxfs._summary import is_summary
 
 __all__ = ["Block", "BlockKind", "KeepWindow", "choose_cut", "prefix_end", "split_blocks"]
 
@@ -96,27 +96,18 @@ def split_blocks(messages: Sequence[BaseMessage]) -> list[Block]:
         blocks.append(Block(0, system_end, "system"))
 
     reach = list(range(system_end + 1, n + 1))  # reach[i - system_end]: end of i's span
-    pending: dict[str, deque[int]] = {}
+    pairing = pair_results(messages, system_end)
+    for result, (owner, _) in pairing.calls.items():
+        reach[owner - system_end] = max(reach[owner - system_end], result + 1)
+    orphans = set(pairing.orphans)
     opened: dict[int, list[str]] = {}
-    orphans: set[int] = set()
     for i in range(system_end, n):
         message = messages[i]
         if isinstance(message, AIMessage) and message.tool_calls:
-            ids = [call.get("id") or "" for call in message.tool_calls]
-            opened[i] = ids
-            for call_id in ids:
-                pending.setdefault(call_id, deque()).append(i)
-        elif isinstance(message, ToolMessage):
-            queue = pending.get(message.tool_call_id)
-            if queue:
-                start = queue.popleft()
-                reach[start - system_end] = max(reach[start - system_end], i + 1)
-            else:
-                orphans.add(i)
+            opened[i] = [call.get("id") or "" for call in message.tool_calls]
     unanswered_at: dict[int, list[str]] = {}
-    for call_id, queue in pending.items():
-        for start in queue:
-            unanswered_at.setdefault(start, []).append(call_id)
+    for owner, call_id in pairing.unanswered:
+        unanswered_at.setdefault(owner, []).append(call_id)
 
     i = system_end
     while i < n:

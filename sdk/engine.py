@@ -1,14 +1,18 @@
 """The context engine: applies a :class:`~ctxfs.policy.ContextPolicy` to messages.
 
-Pure decisions (names, pointer texts, message surgery) live in :mod:`ctxfs.offload`; this
-module orchestrates them and does the workspace I/O. Every write is create-only and read back
-before a message is replaced, so a failed or corrupted write leaves the content inline and
-reports an :class:`~ctxfs.events.OffloadFailed` event: nothing is ever lost.
+The engine owns the escalation and runs every step in one place, :meth:`ContextEngine.compact`
+(one pass before each model call), plus result offload when a tool returns:
 
-Clearing old tool results (step 3) is decided in :mod:`ctxfs.clearing` and done here.
-Summarization (step 4) lives in :mod:`ctxfs.compaction`; :meth:`ContextEngine.compact` and
-:meth:`ContextEngine.acompact` are thin shells around it that differ only in how they call the
-summary model and where they run the engine's own work.
+1. result offload (:meth:`~ContextEngine.offload_tool_result`), when a tool returns;
+2. input offload of old large tool arguments, from its trigger;
+3. clearing of old tool results to pointers, planned by :mod:`ctxfs._clearing`;
+4. summarization, by :mod:`ctxfs._summarize`, only if a summarization trigger still fires.
+
+The lower modules decide from the values they are handed (policy, counter, archive) and
+never call back into the engine. Every write goes through :mod:`ctxfs._saving`: create-only
+and read back before a message is replaced, so a failed or corrupted write leaves the content
+inline and reports an :class:`~ctxfs.events.OffloadFailed` event: nothing is ever lost. What
+a pointer means is structured metadata on the message (:mod:`ctxfs._pointers`).
 
 One engine may be called from several threads (a sync ``ToolNode`` runs parallel tool calls in
 a thread pool, async callers run engine work in worker threads, concurrent runs of one graph
@@ -21,16 +25,32 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import replace
 from datetime import datetime
-from functools import partial
-from typing import cast
+from typing import Literal, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs.clearing import ResultToClear, plan_clearing
-from ctxfs.compaction import ModelAnswer, compaction_steps
-from ctxfs.errors import PathExistsError, WorkspaceError
+from ctxfs._clearing import ResultToClear, plan_clearing, pointer_for
+from ctxfs._messages import offloadable_text, target_path_of
+from ctxfs._naming import input_path, result_path
+from ctxfs._pointers import (
+    Pointer,
+    content_shape,
+    count_lines,
+    input_pointers,
+    point_input,
+    point_result,
+    render_input,
+    render_result,
+    result_pointer,
+)
+from ctxfs._saving import Unsaved, exists, read_saved, save_text
+from ctxfs._summarize import summarize_steps
+from ctxfs._summarizer import ModelAnswer, acall_model, call_model
+from ctxfs.archive import TranscriptArchive
 from ctxfs.events import (
+    ArchiveFailed,
     CompactionResult,
     ContextEvent,
     OffloadFailed,
@@ -40,39 +60,13 @@ from ctxfs.events import (
     ToolResultOffloaded,
     ToolResultOutcome,
 )
-from ctxfs.offload import (
-    candidate_paths,
-    cleared_pointer,
-    count_lines,
-    input_path,
-    input_pointer,
-    is_pointer,
-    offloadable_text,
-    replace_tool_arg,
-    reread_pointer,
-    result_path,
-    result_pointer,
-    result_pointer_stats,
-    target_path_of,
-)
 from ctxfs.policy import ContextPolicy
-from ctxfs.summary import acall_model, call_model
 from ctxfs.tokens import TokenCounter, as_token_counter, count_exceeding
 from ctxfs.workspace import Workspace
 
 __all__ = ["ContextEngine"]
 
-_WRITE_ERRORS = (WorkspaceError, OSError, UnicodeError)
 _Steps = Generator[str, ModelAnswer, CompactionResult]
-
-
-class _Unsaved(Exception):
-    """Internal: the text could not be saved; carries the reason and the path tried."""
-
-    def __init__(self, reason: str, path: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.path = path
 
 
 class ContextEngine:
@@ -168,7 +162,7 @@ class ContextEngine:
             The new history, events, tokens before and after, the target and whether it was
             reached (and if not, why).
         """
-        steps = compaction_steps(self, messages, thread_id)
+        steps = self._steps(messages, thread_id)
         step = self._advance(steps, None)
         while isinstance(step, str):
             step = self._advance(steps, self._summarize(step))
@@ -183,7 +177,7 @@ class ContextEngine:
         about 230 ms) runs in worker threads (:func:`asyncio.to_thread`) under :attr:`lock`;
         the summary model is awaited (``ainvoke``) on the loop, with the lock released.
         """
-        steps = compaction_steps(self, messages, thread_id)
+        steps = self._steps(messages, thread_id)
         step = await asyncio.to_thread(self._advance, steps, None)
         while isinstance(step, str):
             answer = await self._asummarize(step)
@@ -209,13 +203,71 @@ class ContextEngine:
         model = self._policy.summarization.model
         return await acall_model(model, prompt) if model is not None else (None, None)
 
+    def _steps(self, messages: Sequence[BaseMessage], thread_id: str) -> _Steps:
+        """The escalation, in order; yields a prompt whenever the summary model must answer."""
+        policy = self._policy
+        original = list(messages)
+        inputs = self._offload_inputs(original, thread_id)
+        cleared = self._clear_results(inputs.messages, thread_id)
+        current, events = cleared.messages, [*inputs.events, *cleared.events]
+        before, tokens = inputs.tokens_before, cleared.tokens_after
+        if not policy.summary_fires(tokens, len(current)):
+            quiet = (
+                "summarization is off"
+                if not policy.summarization.enabled
+                else "no summarization trigger fired"
+            )
+            return self._result(current, events, before, tokens, quiet)
+        archive = TranscriptArchive(self._workspace, thread_id, clock=self._clock)
+        outcome = yield from summarize_steps(
+            current,
+            policy=policy,
+            counter=self._counter,
+            archive=archive,
+            thread_id=thread_id,
+            tokens=tokens,
+        )
+        if outcome.failed is not None:
+            # Nothing is dropped: the input comes back as it was, with only the failure.
+            event = ArchiveFailed(reason=f"{outcome.failed}; nothing was dropped")
+            why = f"the transcript could not be archived ({outcome.failed}), so nothing was dropped"
+            return self._result(original, [event], before, before, why)
+        if outcome.event is None:
+            return self._result(current, events, before, tokens, outcome.why_not)
+        # The lossless steps once more on the summarized history, so that compacting the
+        # result again changes nothing.
+        again = self._offload_inputs(outcome.messages, thread_id)
+        final = self._clear_results(again.messages, thread_id)
+        events += [outcome.event, *again.events, *final.events]
+        return self._result(final.messages, events, before, final.tokens_after, outcome.why_not)
+
+    def _result(
+        self,
+        messages: list[BaseMessage],
+        events: Sequence[ContextEvent],
+        before: int,
+        after: int,
+        why_not: str | None,
+    ) -> CompactionResult:
+        target = self._policy.summary_target_tokens
+        reached = after <= target
+        return CompactionResult(
+            messages=messages,
+            events=tuple(events),
+            tokens_before=before,
+            tokens_after=after,
+            target=target,
+            reached_target=reached,
+            reason=None if reached else why_not,
+        )
+
     # -- step 1: tool results -------------------------------------------------------------
 
     def offload_tool_result(self, message: ToolMessage, *, thread_id: str) -> ToolMessage:
         """Returns ``message``, or a pointer to its saved content if it is too large.
 
         A result is offloaded when its text is over the policy's threshold, its tool is not
-        exempt (recovery tools page instead), it is not already a ctxfs pointer, and the
+        exempt (recovery tools page instead), it is not already a pointer ctxfs made, and the
         pointer would cost fewer tokens than the result itself (just over a small threshold,
         a result can be no larger than the pointer's preview of it). The returned message
         keeps the id, ``tool_call_id``, ``name``, ``status`` and ``artifact``. On a failed
@@ -245,51 +297,57 @@ class ContextEngine:
         if not settings.enabled or message.name in settings.exempt_tools:
             return ToolResultOutcome(message=message)
         text = offloadable_text(message.content)
-        if text is None:
+        if text is None or result_pointer(message) is not None:
             return ToolResultOutcome(message=message)
-        threshold = self._policy.result_threshold_tokens
-        tokens = count_exceeding(self._counter, text, threshold)
-        if tokens is None or is_pointer(text):
+        tokens = count_exceeding(self._counter, text, self._policy.result_threshold_tokens)
+        if tokens is None:
             return ToolResultOutcome(message=message)
         call_id = message.tool_call_id
 
-        pointer_to = partial(
-            result_pointer,
-            text=text,
-            tokens=tokens,
-            preview_lines=settings.preview_lines,
-            preview_line_chars=settings.preview_line_chars,
-        )
+        def pointer_to(path: str) -> tuple[Pointer, str, int]:
+            pointer = Pointer(
+                kind="result",
+                path=path,
+                lines=count_lines(text),
+                chars=len(text),
+                tokens=tokens,
+                tool_call_id=call_id,
+                shape=content_shape(message.content),
+            )
+            rendered = render_result(
+                pointer,
+                text,
+                preview_lines=settings.preview_lines,
+                preview_line_chars=settings.preview_line_chars,
+            )
+            return pointer, rendered, self._counter.count_text(rendered)
+
         # A pointer never costs more than what it replaces. It is sized before anything is
         # written (the preview is cheap to build), and again if a name collision made its
         # path longer; a file already written then stays, unreferenced but harmless.
         first = result_path(thread_id, call_id, text)
-        pointer = pointer_to(first)
-        pointer_tokens = self._counter.count_text(pointer)
+        pointer, rendered, pointer_tokens = pointer_to(first)
         if pointer_tokens >= tokens:
             return ToolResultOutcome(message=message)
         try:
-            path = self._save(first, text)
-        except _Unsaved as failure:
+            path = save_text(self._workspace, first, text)
+        except Unsaved as failure:
             event = OffloadFailed(tool_call_id=call_id, reason=failure.reason, path=failure.path)
             return ToolResultOutcome(message=message, event=event)
         if path != first:
-            pointer = pointer_to(path)
-            pointer_tokens = self._counter.count_text(pointer)
+            pointer, rendered, pointer_tokens = pointer_to(path)
             if pointer_tokens >= tokens:
                 return ToolResultOutcome(message=message)
         offloaded = ToolResultOffloaded(
             tool_call_id=call_id,
             tool_name=message.name,
             path=path,
-            lines=count_lines(text),
-            chars=len(text),
+            lines=pointer.lines,
+            chars=pointer.chars,
             tokens=tokens,
             tokens_after=pointer_tokens,
         )
-        return ToolResultOutcome(
-            message=message.model_copy(update={"content": pointer}), event=offloaded
-        )
+        return ToolResultOutcome(message=point_result(message, pointer, rendered), event=offloaded)
 
     # -- step 2: tool inputs --------------------------------------------------------------
 
@@ -298,13 +356,14 @@ class ContextEngine:
     ) -> OffloadResult:
         """Saves large arguments of old tool calls to files once the history is too long.
 
-        Nothing happens below the policy's trigger. At or above it, every configured string
-        argument (by default ``write_file.content``, ``edit_file.old_string/new_string``) of
-        at least ``min_chars`` characters, in AI messages older than the ``keep_messages``
-        most recent, is saved byte-exact and replaced by a pointer naming the saved copy and
-        the file the tool wrote, unless that pointer would cost as many tokens as the
-        argument or more. Pointers already in place are left alone, so running this
-        twice changes nothing. Messages are never mutated; replaced ones keep their id.
+        Nothing happens below :attr:`ContextPolicy.input_trigger_tokens`. At or above it,
+        every configured string argument (by default ``write_file.content``,
+        ``edit_file.old_string/new_string``) of at least ``min_chars`` characters, in AI
+        messages older than the ``keep_messages`` most recent, is saved byte-exact and
+        replaced by a pointer naming the saved copy and the file the tool wrote, unless that
+        pointer would cost as many tokens as the argument or more. Pointers already in place
+        are left alone, so running this twice changes nothing. Messages are never mutated;
+        replaced ones keep their id.
 
         Args:
             messages: The conversation history.
@@ -337,42 +396,49 @@ class ContextEngine:
         self, message: AIMessage, thread_id: str, events: list[ContextEvent]
     ) -> AIMessage:
         settings = self._policy.tool_inputs
+        held = input_pointers(message)
         for index, call in enumerate(message.tool_calls):
             for arg in settings.args.get(call["name"], ()):
                 value = call["args"].get(arg)
                 if not isinstance(value, str) or len(value) < settings.min_chars:
                     continue
-                if offloadable_text(value) is None or is_pointer(value):
+                if offloadable_text(value) is None or (index, arg) in held:
                     continue  # NUL-bearing text could not be read back; pointers stay
                 call_id = call["id"] or ""
                 tokens = self._counter.count_text(value)
                 target = target_path_of(call["args"])
 
-                pointer_to = partial(
-                    input_pointer,
-                    tool_name=call["name"],
-                    arg=arg,
+                pointer = Pointer(
+                    kind="input",
+                    path=input_path(thread_id, call_id, arg, value),
+                    lines=count_lines(value),
                     chars=len(value),
                     tokens=tokens,
-                    target_path=target,
+                    tool_call_id=call_id,
+                    arg=arg,
+                    call_index=index,
+                    target=target,
                 )
                 # As for results: a pointer never costs more than the argument it replaces.
-                first = input_path(thread_id, call_id, arg, value)
-                if self._counter.count_text(pointer_to(first)) >= tokens:
+                rendered = render_input(pointer, tool_name=call["name"])
+                if self._counter.count_text(rendered) >= tokens:
                     continue
                 try:
-                    path = self._save(first, value)
-                except _Unsaved as failure:
+                    path = save_text(self._workspace, pointer.path, value)
+                except Unsaved as failure:
                     events.append(
                         OffloadFailed(
                             tool_call_id=call_id, reason=failure.reason, path=failure.path, arg=arg
                         )
                     )
                     continue
-                pointer = pointer_to(path)
-                if path != first and self._counter.count_text(pointer) >= tokens:
-                    continue
-                message = replace_tool_arg(message, index, arg, pointer)
+                if path != pointer.path:
+                    pointer = replace(pointer, path=path)
+                    rendered = render_input(pointer, tool_name=call["name"])
+                    if self._counter.count_text(rendered) >= tokens:
+                        continue
+                message = point_input(message, pointer, rendered)
+                held = input_pointers(message)
                 events.append(
                     ToolInputOffloaded(
                         tool_call_id=call_id,
@@ -400,9 +466,9 @@ class ContextEngine:
         back) before its message is replaced; an offload pointer is cleared to a pointer to
         the same file, and a recovery tool's view of saved content to a pointer to what it
         showed, without a new file. Cleared results are never touched again, so running this
-        twice changes nothing. See :mod:`ctxfs.clearing` for the details and the prompt-cache
-        behaviour. Messages are never mutated; replaced ones keep their id, ``tool_call_id``,
-        ``name``, ``status`` and ``artifact``.
+        twice changes nothing. See :mod:`ctxfs._clearing` for the details and the
+        prompt-cache behaviour. Messages are never mutated; replaced ones keep their id,
+        ``tool_call_id``, ``name``, ``status`` and ``artifact``.
 
         Args:
             messages: The conversation history.
@@ -432,22 +498,22 @@ class ContextEngine:
             message = out[item.index]
             assert isinstance(message, ToolMessage)
             try:
-                pointer, path = self._clear_one(message, item, thread_id)
-            except _Unsaved as failure:
+                pointer, rendered = self._clear_one(message, item, thread_id)
+            except Unsaved as failure:
                 events.append(
                     OffloadFailed(
                         tool_call_id=message.tool_call_id, reason=failure.reason, path=failure.path
                     )
                 )
                 continue
-            cleared = message.model_copy(update={"content": pointer})
+            cleared = point_result(message, pointer, rendered)
             out[item.index] = cleared
             events.append(
                 ToolResultCleared(
                     tool_call_id=message.tool_call_id,
                     tool_name=message.name,
-                    path=path,
-                    kind=item.kind,
+                    path=pointer.path,
+                    kind="reread" if pointer.kind == "reread" else _cleared_kind(item),
                     tokens=item.tokens,
                     tokens_after=counter.count_message(cleared),
                 )
@@ -459,79 +525,43 @@ class ContextEngine:
 
     def _clear_one(
         self, message: ToolMessage, item: ResultToClear, thread_id: str
-    ) -> tuple[str, str]:
-        """Returns the pointer for one result and the path it names, after the I/O it needs."""
-        if item.kind == "reread":
-            try:
-                there = self._workspace.exists(item.path)
-            except _WRITE_ERRORS as exc:
-                raise _Unsaved(f"could not check {item.path}: {exc}", item.path) from exc
-            if there:
-                tokens = self._counter.count_text(item.text)
-                return reread_pointer(
-                    item.path, item.text, tokens=tokens, call=item.call
-                ), item.path
-            # not a view of saved content after all: save it like any other result
+    ) -> tuple[Pointer, str]:
+        """Returns the pointer for one result and its text, after the I/O it needs."""
+        call_id = message.tool_call_id
+        # A re-read whose path is gone was not a view of saved content: it is saved instead.
+        if item.kind == "reread" and exists(self._workspace, item.path):
+            tokens = self._counter.count_text(item.text)
+            shape = content_shape(message.content)
+            return pointer_for(
+                item, item.path, item.text, tokens, tool_call_id=call_id, shape=shape
+            )
         if item.kind == "offloaded":
-            full = self._read_offloaded(item)
+            assert item.offloaded is not None
+            full = self._read_offloaded(item.offloaded)
             tokens = self._counter.count_text(full)
-            return cleared_pointer(item.path, full, tokens=tokens, call=item.call), item.path
-        first = result_path(thread_id, message.tool_call_id, item.text)
-        path = self._save(first, item.text)
+            return pointer_for(
+                item, item.path, full, tokens, tool_call_id=call_id, shape=item.offloaded.shape
+            )
+        first = result_path(thread_id, call_id, item.text)
+        path = save_text(self._workspace, first, item.text)
         tokens = self._counter.count_text(item.text)
-        return cleared_pointer(path, item.text, tokens=tokens, call=item.call), path
+        shape = content_shape(message.content)
+        saved = replace(item, kind="saved")
+        return pointer_for(saved, path, item.text, tokens, tool_call_id=call_id, shape=shape)
 
-    def _read_offloaded(self, item: ResultToClear) -> str:
-        """The full text an offload pointer names, checked against the size the pointer gave."""
-        data = self._read(item.path)
+    def _read_offloaded(self, pointer: Pointer) -> str:
+        """The full text an offload pointer names, checked against the size it gave."""
+        data = read_saved(self._workspace, pointer.path)
         try:
             full = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _Unsaved(f"{item.path} is not UTF-8 text: {exc}", item.path) from exc
-        stats = result_pointer_stats(item.text)
-        if stats is None or stats[:2] != (count_lines(full), len(full)):
-            raise _Unsaved(f"{item.path} does not hold the result its pointer describes", item.path)
+            raise Unsaved(f"{pointer.path} is not UTF-8 text: {exc}", pointer.path) from exc
+        if (pointer.lines, pointer.chars) != (count_lines(full), len(full)):
+            raise Unsaved(
+                f"{pointer.path} does not hold the result its pointer describes", pointer.path
+            )
         return full
 
-    # -- workspace I/O --------------------------------------------------------------------
 
-    def _save(self, first_choice: str, text: str) -> str:
-        """Writes ``text`` create-only at the first free or identical candidate path.
-
-        Returns:
-            The path that now holds exactly ``text`` (written now, or already there).
-
-        Raises:
-            _Unsaved: No candidate could be written and verified; the reason says why.
-        """
-        data = text.encode("utf-8") if text.isascii() else _encode(text, first_choice)
-        for path in candidate_paths(first_choice):
-            try:
-                self._workspace.write_bytes(path, data, create_only=True)
-            except PathExistsError:
-                if self._read(path) == data:
-                    return path  # same content already saved: idempotent
-                continue  # taken by different content: never overwrite, try the next name
-            except _WRITE_ERRORS as exc:
-                raise _Unsaved(f"could not write {path}: {exc}", path) from exc
-            if self._read(path) != data:
-                raise _Unsaved(f"{path} did not read back identical after writing", path)
-            return path
-        raise _Unsaved(
-            f"every candidate name next to {first_choice} holds different content", first_choice
-        )
-
-    def _read(self, path: str) -> bytes:
-        try:
-            return self._workspace.read_bytes(path)
-        except _WRITE_ERRORS as exc:
-            raise _Unsaved(f"could not read back {path}: {exc}", path) from exc
-
-
-def _encode(text: str, path: str) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise _Unsaved(
-            f"the text is not valid Unicode (lone surrogate at {exc.start})", path
-        ) from exc
+def _cleared_kind(item: ResultToClear) -> Literal["saved", "offloaded"]:
+    return "offloaded" if item.kind == "offloaded" else "saved"

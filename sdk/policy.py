@@ -40,8 +40,8 @@ from typing import Any, Self
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ctxfs._summarizer import DEFAULT_SUMMARY_PROMPT
 from ctxfs.blocks import KeepWindow
-from ctxfs.summary import DEFAULT_SUMMARY_PROMPT
 
 __all__ = [
     "DEFAULT_EXEMPT_TOOLS",
@@ -432,7 +432,7 @@ class ToolResultClearing(_Settings):
     Clearing is sticky (a cleared result is never restored or rewritten) and batched: it
     happens only when it frees at least ``clear_at_least`` tokens, or when it saves a
     summary, so the prompt prefix, and a provider's prompt cache, stays stable between
-    batches. See :mod:`ctxfs.clearing`.
+    batches. See :mod:`ctxfs._clearing`.
 
     Attributes:
         enabled: Turn clearing off entirely with ``False``.
@@ -471,9 +471,9 @@ class Summarization(_Settings):
 
     Attributes:
         enabled: Turn summarization off entirely with ``False``.
-        trigger: When to summarize (default: at 85 % of the window, the same point as the
-            tool-input offload and clearing, which run first in the same pass; if what they
-            move brings the history back under the trigger, nothing is summarized).
+        trigger: When to summarize (default: at 85 % of the window). Tool-input offload and
+            clearing run first in the same pass (from their own, lower triggers); if what
+            they move brings the history back under this trigger, nothing is summarized.
         keep: The recent window left as it is (default: 30 % of the window).
         trim_tokens_to_summarize: The most tokens of archived messages the summary model is
             shown (default 8,000): the beginning (where the intent is) and the end. Never
@@ -642,6 +642,31 @@ class ContextPolicy(_Settings):
         """
         limit = self.summarization.trigger.token_limit(self.max_input_tokens)
         return min(limit, self.max_input_tokens) if limit is not None else self.max_input_tokens
+
+    def summary_fires(self, tokens: int, messages: int) -> bool:
+        """Returns whether a summarization trigger fires for a history of this size."""
+        settings = self.summarization
+        if not settings.enabled:
+            return False
+        limit = settings.trigger.token_limit(self.max_input_tokens)
+        if limit is not None and tokens >= limit:
+            return True
+        return settings.trigger.messages is not None and messages >= settings.trigger.messages
+
+    def summary_message_room(self, system_messages: int) -> int | None:
+        """Returns how many messages a summary may keep after it under a ``messages`` trigger.
+
+        The history a summary leaves (system prompt, summary and kept messages) holds at most
+        half of ``trigger.messages``, so at least that many new messages come before the next
+        summary; without the cap a kept window near the trigger would fire it on every turn,
+        rewriting the summary (and the prompt prefix a provider caches) each time. The same
+        margin as for tokens, where the default keep (30 % of the window) is well under the
+        trigger (85 %). ``None`` without a ``messages`` trigger.
+        """
+        limit = self.summarization.trigger.messages
+        if limit is None:
+            return None
+        return max(0, limit // 2 - system_messages - 1)
 
     @property
     def keep_window(self) -> KeepWindow:

@@ -31,6 +31,8 @@ from typing import Protocol, runtime_checkable
 import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ctxfs._messages import text_blocks
+
 __all__ = [
     "ENCODING_NAME",
     "MESSAGE_OVERHEAD_TOKENS",
@@ -76,16 +78,7 @@ def message_text_parts(message: BaseMessage) -> list[str]:
         The text blocks of the content, then ``name`` and compact JSON arguments of every tool
         call (and name and raw arguments of every invalid tool call).
     """
-    content = message.content
-    parts: list[str] = []
-    if isinstance(content, str):
-        parts.append(content)
-    else:
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif block.get("type") == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"])
+    parts = text_blocks(message.content)
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
             parts.append(call["name"])

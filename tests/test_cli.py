@@ -253,9 +253,8 @@ def test_bad_policies_are_one_line(
 def test_rich_table_shows_the_same_rows(trace: Path) -> None:
     import io
 
-    from ctxfs import ContextEngine, Workspace
+    from ctxfs import ContextEngine, Workspace, check_recovery, read_trace, replay
     from ctxfs._cli_replay import load_policy, render_rich
-    from ctxfs.replay import check_recovery, read_trace, replay
 
     workspace = Workspace("memory://rich")
     engine = ContextEngine(workspace, load_policy("policy.json", 4000))

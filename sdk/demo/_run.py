@@ -13,13 +13,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
+from ctxfs._summary import is_summary
 from ctxfs.demo._data import populate, suite_output
 from ctxfs.demo._script import FOLLOW_UP, TASK, script
 from ctxfs.demo._view import LiveView, PlainView, Turn, View, describe_event
 from ctxfs.events import ContextEvent, OffloadFailed, ToolResultOffloaded
 from ctxfs.integrations._core import ContextMeasured
 from ctxfs.policy import ContextPolicy, Threshold, ToolInputOffload, ToolResultOffload
-from ctxfs.summary import is_summary
 from ctxfs.workspace import Workspace
 
 __all__ = ["DemoOptions", "DemoReport", "demo_policy", "run_demo"]

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs._resolve import pointer_of
 from ctxfs.demo._data import BUGGY_LINE, FIXED_LINE, LOG_PATH, ROUNDING_PATH
-from ctxfs.offload import pointer_path
 from ctxfs.testing import Reply, tool_call
 
 __all__ = ["FOLLOW_UP", "TASK", "script"]
@@ -46,7 +46,8 @@ def _last_text(messages: Sequence[BaseMessage]) -> str:
 
 def _grep_offloaded(pattern: str, say: str) -> Reply:
     def reply(messages: Sequence[BaseMessage]) -> AIMessage:
-        path = pointer_path(_last_text(messages)) or "/tool_results"
+        pointer = pointer_of(messages[-1]) if messages else None
+        path = pointer.path if pointer is not None else "/tool_results"
         args = {"pattern": pattern, "path": path, "output_mode": "content", "-C": 1}
         return tool_call("grep", args, content=say)
 

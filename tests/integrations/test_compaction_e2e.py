@@ -11,11 +11,10 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import Workspace
+from ctxfs import Workspace, is_summary
 from ctxfs.events import ContextEvent, Summarized
 from ctxfs.integrations.langchain import ContextMiddleware
 from ctxfs.policy import ContextPolicy
-from ctxfs.summary import is_summary
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 CONFIG = {"configurable": {"thread_id": "c1"}}

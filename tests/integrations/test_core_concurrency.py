@@ -15,10 +15,10 @@ from _agents import report_text
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from ctxfs import Workspace
+from ctxfs._pointers import RESULT_TAG
 from ctxfs.engine import ContextEngine
 from ctxfs.events import ContextEvent, Summarized, ToolResultOffloaded
 from ctxfs.integrations._core import ContextHooks
-from ctxfs.offload import RESULT_TAG
 from ctxfs.policy import ContextPolicy
 
 

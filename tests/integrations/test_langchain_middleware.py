@@ -17,10 +17,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 
-from ctxfs import Workspace
+from ctxfs import Workspace, pointer_of
+from ctxfs._naming import safe_name
+from ctxfs._pointers import RESULT_TAG, input_pointers
 from ctxfs.events import ContextEvent, OffloadFailed, ToolInputOffloaded, ToolResultOffloaded
 from ctxfs.integrations.langchain import ContextMeasured, ContextMiddleware
-from ctxfs.offload import RESULT_TAG, pointer_path, safe_name
 from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 
@@ -31,7 +32,8 @@ def _read_back(messages: Sequence[BaseMessage]) -> AIMessage:
     """A reply that reads the last lines of the file the previous pointer names."""
     last = messages[-1]
     assert isinstance(last, ToolMessage) and isinstance(last.content, str)
-    path = pointer_path(last.content)
+    held = pointer_of(last)
+    path = held.path if held is not None else None
     assert path is not None, last.content
     return tool_call("read_file", {"file_path": path, "offset": 2995, "limit": 10})
 
@@ -60,7 +62,8 @@ def test_large_result_is_offloaded_before_it_reaches_the_checkpoint(
 
     pointer, read = (m for m in out["messages"] if isinstance(m, ToolMessage))
     assert isinstance(pointer.content, str) and pointer.content.startswith(RESULT_TAG)
-    path = pointer_path(pointer.content)
+    held = pointer_of(pointer)
+    path = held.path if held is not None else None
     assert path is not None and path.startswith("/tool_results/t1-")
     assert ws.read_text(path) == report_text()
     # The model was sent the pointer, never the full text.
@@ -233,7 +236,7 @@ def test_old_large_inputs_are_offloaded_in_state_by_id(tmp_path: Any) -> None:
     assert isinstance(write, AIMessage) and write.id == "scripted-0"
     moved = write.tool_calls[0]["args"]["content"]
     assert moved.startswith("[ctxfs: tool input offloaded]")
-    path = pointer_path(moved)
+    path = input_pointers(write)[0, "content"].path
     assert path is not None and ws.read_text(path) == content
     assert ws.read_text("/src/big.py") == content
     assert [type(e) for e, _ in events].count(ToolInputOffloaded) == 1
@@ -268,7 +271,7 @@ def test_engine_crash_and_callback_crash_never_reach_the_graph(
 
     middleware = ContextMiddleware(ws, policy, on_event=boom)
     monkeypatch.setattr(middleware.engine, "offload_tool_result_detailed", boom)
-    monkeypatch.setattr(middleware.engine, "offload_tool_inputs", boom)  # first compaction step
+    monkeypatch.setattr(middleware.engine, "compact", boom)
     model = ScriptedChatModel(responses=[tool_call("big_report"), "still fine"])
     agent = create_agent(model, TOOLS, middleware=[middleware])
     with caplog.at_level(logging.ERROR, logger="ctxfs"):

@@ -16,6 +16,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 
 from ctxfs import Workspace
+from ctxfs._pointers import RESULT_TAG
 from ctxfs.engine import ContextEngine
 from ctxfs.events import ContextEvent, ToolResultOffloaded
 from ctxfs.integrations.langgraph import (
@@ -25,7 +26,6 @@ from ctxfs.integrations.langgraph import (
     state_update,
     thread_id_from_config,
 )
-from ctxfs.offload import RESULT_TAG
 from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 

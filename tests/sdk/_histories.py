@@ -15,9 +15,9 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ctxfs import Workspace
+from ctxfs import Workspace, resolve_pointers
+from ctxfs._messages import offloadable_text
 from ctxfs.engine import ContextEngine
-from ctxfs.offload import offloadable_text, pointer_path
 from ctxfs.policy import ContextPolicy
 
 # -- plain helpers --------------------------------------------------------------------------
@@ -35,29 +35,8 @@ def snapshot(ws: Workspace, path: str = "/") -> dict[str, bytes]:
 
 
 def resolve(messages: Sequence[BaseMessage], ws: Workspace) -> list[BaseMessage]:
-    """Replaces every ctxfs pointer with the text it names, read back from ``ws``."""
-    out: list[BaseMessage] = []
-    for message in messages:
-        if isinstance(message, ToolMessage) and isinstance(message.content, str):
-            path = pointer_path(message.content)
-            if path is not None:
-                message = message.model_copy(update={"content": ws.read_text(path)})
-        if isinstance(message, AIMessage) and message.tool_calls:
-            calls = []
-            for call in message.tool_calls:
-                args = {key: _resolve_value(value, ws) for key, value in call["args"].items()}
-                calls.append({**call, "args": args})
-            message = message.model_copy(update={"tool_calls": calls})
-        out.append(message)
-    return out
-
-
-def _resolve_value(value: Any, ws: Workspace) -> Any:
-    if isinstance(value, str):
-        path = pointer_path(value)
-        if path is not None:
-            return ws.read_text(path)
-    return value
+    """Replaces every ctxfs pointer with the content it stands for, read back from ``ws``."""
+    return resolve_pointers(messages, ws)
 
 
 def comparable(message: BaseMessage) -> dict[str, Any]:

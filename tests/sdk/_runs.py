@@ -17,12 +17,11 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ctxfs import Workspace
+from ctxfs import Workspace, is_summary
 from ctxfs.archive import TranscriptArchive
 from ctxfs.engine import ContextEngine
 from ctxfs.events import CompactionResult
 from ctxfs.policy import ContextPolicy
-from ctxfs.summary import is_summary
 
 
 def fixed_clock() -> datetime:

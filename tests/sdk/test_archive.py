@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs import Workspace
+from ctxfs._naming import safe_name
 from ctxfs.archive import (
     ArchiveError,
     TranscriptArchive,
@@ -17,7 +18,6 @@ from ctxfs.archive import (
     render_markdown,
     thread_transcript_dir,
 )
-from ctxfs.offload import safe_name
 
 TRICKY = 'line with\ttab, "quotes", é and 漢字 and `ticks` ```fence```'
 

@@ -12,19 +12,11 @@ from _runs import fixed_clock
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import ValidationError
 
-from ctxfs import Workspace
+from ctxfs import Workspace, pointer_of, resolve_pointers
+from ctxfs._naming import result_path
+from ctxfs._pointers import CLEARED_TAG, brief_call, count_lines, head_line
 from ctxfs.engine import ContextEngine
 from ctxfs.events import OffloadFailed, Summarized, ToolResultCleared, ToolResultOffloaded
-from ctxfs.offload import (
-    CLEARED_TAG,
-    brief_call,
-    count_lines,
-    head_line,
-    is_pointer,
-    pointer_path,
-    reread_path,
-    result_path,
-)
 from ctxfs.policy import ContextPolicy, KeepToolResults, ToolResultClearing
 from ctxfs.tools import tool_functions
 
@@ -133,7 +125,8 @@ def test_the_cleared_pointer_text_is_pinned() -> None:
         'Call: bash(command="run 0")\n'
         "Head: output 0 line 0: some words here"
     )
-    assert pointer_path(str(out.messages[3].content)) == path
+    held = pointer_of(out.messages[3])
+    assert held is not None and (held.kind, held.path) == ("cleared", path)
     assert eng.workspace.read_text(path) == output(0)
 
 
@@ -237,15 +230,18 @@ def test_an_offloaded_result_is_cleared_to_the_same_file() -> None:
         eng.offload_tool_result(m, thread_id=THREAD) if isinstance(m, ToolMessage) else m
         for m in messages
     ]
-    offloaded = pointer_path(str(messages[3].content))
-    assert offloaded is not None
+    held = pointer_of(messages[3])
+    assert held is not None
+    offloaded = held.path
     files = snapshot(eng.workspace)
     out = eng.clear_tool_results(messages, thread_id=THREAD)
     assert snapshot(eng.workspace) == files  # no new file
     event = out.events[0]
     assert isinstance(event, ToolResultCleared)
     assert event.kind == "offloaded" and event.path == offloaded
-    assert pointer_path(str(out.messages[3].content)) == offloaded
+    cleared = pointer_of(out.messages[3])
+    assert cleared is not None and (cleared.kind, cleared.path) == ("cleared", offloaded)
+    assert resolve_pointers(out.messages, eng.workspace)[3] == history(4)[3]
     assert eng.token_counter.count_message(out.messages[3]) < eng.token_counter.count_message(
         messages[3]
     )
@@ -262,8 +258,9 @@ def test_a_missing_offloaded_file_keeps_the_pointer_and_says_why() -> None:
         eng.offload_tool_result(m, thread_id=THREAD) if isinstance(m, ToolMessage) else m
         for m in history(4)
     ]
-    path = pointer_path(str(messages[3].content))
-    assert path is not None
+    held = pointer_of(messages[3])
+    assert held is not None
+    path = held.path
     eng.workspace.rm(path)
     out = eng.clear_tool_results(messages, thread_id=THREAD)
     assert out.messages[3] is messages[3]
@@ -282,8 +279,9 @@ def test_reading_an_offloaded_file_back_is_cleared_to_a_pointer_to_that_file() -
         eng.offload_tool_result(m, thread_id=THREAD) if isinstance(m, ToolMessage) else m
         for m in history(1)
     ]
-    saved = pointer_path(str(first[3].content))
-    assert saved is not None
+    held = pointer_of(first[3])
+    assert held is not None
+    saved = held.path
     tools = {f.name: f for f in tool_functions(eng.workspace)}
     args: dict[str, Any] = {"file_path": saved, "offset": 0, "limit": 50}
     page = tools["read_file"](**args)
@@ -297,7 +295,10 @@ def test_reading_an_offloaded_file_back_is_cleared_to_a_pointer_to_that_file() -
     (event,) = [e for e in out.events if isinstance(e, ToolResultCleared) and e.kind == "reread"]
     assert event.path == saved and event.tool_call_id == "r1"
     text = str(out.messages[5].content)
-    assert reread_path(text) == saved and is_pointer(text) and pointer_path(text) is None
+    reread = pointer_of(out.messages[5])
+    assert reread is not None and (reread.kind, reread.path) == ("reread", saved)
+    # the pointer stands for the view: resolving it repeats the call
+    assert resolve_pointers(out.messages, eng.workspace)[5].content == page
     assert text == (
         f"{CLEARED_TAG} Showed saved content from {saved} ({count_lines(page)} lines, "
         f"{len(page):,} characters, "

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxfs import pointer_of, resolve_pointers
 from ctxfs.engine import ContextEngine
 from ctxfs.events import CompactionResult, Summarized, ToolResultCleared
-from ctxfs.offload import CLEARED_TAG, is_cleared, pointer_path, reread_path
 from ctxfs.policy import ContextPolicy
 from ctxfs.tools import tool_functions
 
@@ -62,8 +62,9 @@ def _replay(
     def sticky(result: CompactionResult, again: CompactionResult) -> None:
         assert not any(isinstance(e, ToolResultCleared) for e in again.events)
         for message in result.messages:
-            text = message.content if isinstance(message.content, str) else None
-            if isinstance(message, ToolMessage) and text and is_cleared(text):
+            held = pointer_of(message)
+            if held is not None and held.kind in ("cleared", "reread"):
+                text = message.content
                 assert cleared.setdefault(message.id, text) == text, "pointer rewritten"
             elif message.id in cleared:
                 raise AssertionError(f"{message.id} was restored after clearing")
@@ -154,9 +155,9 @@ def test_reading_offloaded_files_back_is_cleared_without_a_new_file(
         messages.append(AIMessage("", tool_calls=[call], id=f"ab{k}"))
         result = ToolMessage(text, tool_call_id=f"b{k}", name="bash", id=f"tb{k}")
         pointer = engine.offload_tool_result(result, thread_id="t")
-        path = pointer_path(str(pointer.content))
-        assert path is not None
-        saved.append(path)
+        held = pointer_of(pointer)
+        assert held is not None
+        saved.append(held.path)
         messages.append(pointer)
     read_file = {f.name: f for f in tool_functions(engine.workspace)}["read_file"]
     reads: dict[str, tuple[dict[str, Any], str]] = {}
@@ -178,10 +179,12 @@ def test_reading_offloaded_files_back_is_cleared_without_a_new_file(
             continue
         args, page = reads[message.tool_call_id]
         text = str(message.content)
-        if text.startswith(CLEARED_TAG):
+        held = pointer_of(message)
+        if held is not None:
             event("a re-read was cleared")
-            assert reread_path(text) == args["file_path"]
+            assert (held.kind, held.path) == ("reread", args["file_path"])
             assert read_file(**args) == page  # repeating the call shows it byte-exact
+            assert resolve_pointers([message], engine.workspace)[0].content == page
         else:
             assert text == page  # kept (window, or too small to be worth a pointer)
     kinds = {e.kind for e in out.events if isinstance(e, ToolResultCleared)}
@@ -225,7 +228,7 @@ def _long_run(seed: int, turns: int) -> list[BaseMessage]:
 def test_clearing_makes_fewer_summaries_and_keeps_the_window_intact(seed: int, turns: int) -> None:
     history = _long_run(seed, turns)
     window, keep = 6_000, 4
-    plain = ContextPolicy(max_input_tokens=window)
+    plain = ContextPolicy(max_input_tokens=window, clearing={"enabled": False})
     clearing = ContextPolicy(
         max_input_tokens=window, clearing={"enabled": True, "keep": {"results": keep}}
     )

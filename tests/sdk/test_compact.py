@@ -15,12 +15,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import ValidationError
 
 from ctxfs import Workspace
+from ctxfs._summary import SUMMARY_TAG, is_summary, summary_state
 from ctxfs.archive import TranscriptArchive
 from ctxfs.blocks import KeepWindow, choose_cut, split_blocks
 from ctxfs.engine import ContextEngine
 from ctxfs.events import ArchiveFailed, Summarized
 from ctxfs.policy import ContextPolicy, KeepRecent, Summarization, SummaryTrigger, Threshold
-from ctxfs.summary import SUMMARY_TAG, is_summary, summary_state
 from ctxfs.testing import ScriptedChatModel
 from ctxfs.tools import tool_functions
 

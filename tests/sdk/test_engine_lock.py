@@ -129,8 +129,20 @@ def test_every_public_step_holds_the_lock() -> None:
 def test_the_lock_is_per_engine_and_reentrant() -> None:
     first, _ = _engine(_Probe(), "lock-a")
     second, _ = _engine(_Probe(), "lock-a")
-    assert first.lock is first.lock
-    assert first.lock is not second.lock
+    seen: list[tuple[bool, bool]] = []
+
+    def other_thread() -> None:
+        got_first, got_second = first.lock.acquire(blocking=False), second.lock.acquire(False)
+        for lock, got in ((first.lock, got_first), (second.lock, got_second)):
+            if got:
+                lock.release()
+        seen.append((got_first, got_second))
+
+    with first.lock:  # held here: another thread cannot take it, but may take second's
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+    assert seen == [(False, True)]
     with first.lock:  # a caller holding it may still call the engine
         out = first.compact(_history(), thread_id=THREAD)
     assert out.messages

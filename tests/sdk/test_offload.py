@@ -9,25 +9,21 @@ import pytest
 from _histories import snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ctxfs import Workspace
+from ctxfs import Workspace, pointer_of, resolve_pointers
+from ctxfs._messages import offloadable_text
+from ctxfs._naming import candidate_paths, input_path, is_json_text, result_path, safe_name
+from ctxfs._pointers import RESULT_TAG, Pointer, input_pointers, render_result
 from ctxfs.engine import ContextEngine
 from ctxfs.errors import BackendError
 from ctxfs.events import OffloadFailed, ToolInputOffloaded, ToolResultOffloaded
-from ctxfs.offload import (
-    RESULT_TAG,
-    candidate_paths,
-    input_path,
-    is_json_text,
-    offloadable_text,
-    pointer_path,
-    result_path,
-    result_pointer,
-    safe_name,
-)
 from ctxfs.policy import ContextPolicy
 
 THREAD = "thread-1"
 BIG = "".join(f"line {i}: " + "data " * 10 + "\n" for i in range(400))
+
+
+def _stats(path: str, text: str, tokens: int) -> Pointer:
+    return Pointer(kind="result", path=path, lines=text.count("\n"), chars=len(text), tokens=tokens)
 
 
 def _policy(**results: Any) -> ContextPolicy:
@@ -72,7 +68,8 @@ def test_result_pointer_text_is_pinned() -> None:
     )
     assert isinstance(out.content, str)
     assert out.content.startswith(RESULT_TAG + "\n")
-    assert pointer_path(out.content) == path
+    held = pointer_of(out)
+    assert held is not None and held.path == path
     assert engine.workspace.read_text(path) == text
 
 
@@ -214,9 +211,11 @@ def test_all_text_blocks_are_offloaded_as_their_text() -> None:
     blocks = [{"type": "text", "text": BIG}, "tail\n"]
     assert offloadable_text(blocks) == BIG + "tail\n"
     out = engine.offload_tool_result(_result(blocks), thread_id=THREAD)
-    path = pointer_path(str(out.content))
-    assert path is not None
-    assert engine.workspace.read_text(path) == BIG + "tail\n"
+    held = pointer_of(out)
+    assert held is not None
+    assert engine.workspace.read_text(held.path) == BIG + "tail\n"
+    # the blocks come back laid out as they were
+    assert resolve_pointers([out], engine.workspace)[0].content == blocks
 
 
 # A result just over the threshold, made of a few long lines: its preview alone (10 lines of
@@ -232,7 +231,9 @@ def test_a_pointer_never_costs_more_than_the_result() -> None:
     assert counter.count_text(JUST_OVER) == 210
     message = _result(JUST_OVER)
     first = result_path(THREAD, "call_abc", JUST_OVER)
-    pointer = result_pointer(first, JUST_OVER, tokens=210, preview_lines=10, preview_line_chars=200)
+    pointer = render_result(
+        _stats(first, JUST_OVER, 210), JUST_OVER, preview_lines=10, preview_line_chars=200
+    )
     assert counter.count_text(pointer) == 371  # what offloading would have put in its place
     for _ in range(2):  # and again: the same decision, still nothing written
         outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD)
@@ -261,8 +262,8 @@ def test_a_pointer_grown_by_a_name_collision_keeps_the_result_inline() -> None:
     second = first.replace(".txt", ".2.txt")
 
     def cost(path: str) -> int:
-        pointer = result_pointer(
-            path, JUST_OVER, tokens=210, preview_lines=2, preview_line_chars=267
+        pointer = render_result(
+            _stats(path, JUST_OVER, 210), JUST_OVER, preview_lines=2, preview_line_chars=267
         )
         return counter.count_text(pointer)
 
@@ -414,7 +415,7 @@ def test_provider_copies_of_the_arguments_stay_consistent() -> None:
     out = engine.offload_tool_inputs(history, thread_id=THREAD).messages[0]
     assert isinstance(out, AIMessage)
     pointer = out.tool_calls[0]["args"]["content"]
-    assert pointer_path(pointer) is not None
+    assert input_pointers(out)[0, "content"].path.startswith("/tool_inputs/")
     assert out.content[1]["input"]["content"] == pointer  # type: ignore[index]
     raw = out.additional_kwargs["tool_calls"][0]["function"]["arguments"]
     assert json.loads(raw) == {"file_path": "/b.py", "content": pointer}

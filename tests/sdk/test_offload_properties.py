@@ -19,9 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs import Workspace
+from ctxfs import Workspace, pointer_of, resolve_pointers
 from ctxfs.engine import ContextEngine
-from ctxfs.offload import pointer_path
 from ctxfs.policy import ContextPolicy
 from ctxfs.tokens import ENCODING_NAME, TiktokenCounter
 
@@ -98,9 +97,10 @@ def test_reading_an_offloaded_file_back_is_never_offloaded_again(
     for message in out:
         if not isinstance(message, ToolMessage) or not isinstance(message.content, str):
             continue
-        path = pointer_path(message.content)
-        if path is None:
+        held = pointer_of(message)
+        if held is None:
             continue
+        path = held.path
         # the recovery tool pages through the file: never offloaded
         page = engine.workspace.read_lines(path, offset=0, limit=50)
         read_back = ToolMessage(content=str(page), tool_call_id="r", name="read_file")
@@ -109,10 +109,34 @@ def test_reading_an_offloaded_file_back_is_never_offloaded_again(
             content=engine.workspace.read_text(path), tool_call_id="r", name="read_file"
         )
         assert engine.offload_tool_result(whole, thread_id=thread_id) is whole
-        # a pointer handed back through any tool is recognised and left alone
-        echoed = ToolMessage(content=message.content, tool_call_id="e", name="bash")
-        assert engine.offload_tool_result(echoed, thread_id=thread_id) is echoed
     assert snapshot(engine.workspace) == files_before
+
+
+@settings(max_examples=60, deadline=None)
+@given(history=histories(), policy=policies(), thread_id=st.text(max_size=8), tail=outputs)
+def test_a_pointer_quoted_by_another_tool_is_content(
+    history: list[BaseMessage], policy: ContextPolicy, thread_id: str, tail: str
+) -> None:
+    """Only ctxfs's own pointers are pointers: a quoted one (with or without more text after
+    it, with or without ctxfs's metadata copied along) is offloaded like any content."""
+    engine = _engine(policy)
+    out = run_pipeline(engine, history, thread_id)
+    for message in out:
+        if pointer_of(message) is None:
+            continue
+        assert isinstance(message, ToolMessage) and isinstance(message.content, str)
+        for text, kwargs in (
+            (message.content, {}),
+            (message.content + tail, {}),
+            (message.content + tail, message.additional_kwargs),
+        ):
+            quoted = ToolMessage(text, tool_call_id="quote", name="bash", additional_kwargs=kwargs)
+            if pointer_of(quoted) is not None:
+                # a perfect copy, metadata included, is the pointer itself
+                assert text == message.content and kwargs
+                continue
+            kept = engine.offload_tool_result(quoted, thread_id=thread_id)
+            assert resolve_pointers([kept], engine.workspace)[0].content == text
 
 
 @settings(max_examples=150, deadline=None)

@@ -1,17 +1,23 @@
-"""ctxfs.replay: traces in, one record per model call out, and nothing lost."""
+"""Replay: traces in, one record per model call out, and nothing lost."""
 
 from __future__ import annotations
 
-import doctest
 import json
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-import ctxfs.replay
-from ctxfs import ContextEngine, ContextPolicy, Summarized, ToolResultOffloaded, Workspace
+from ctxfs import (
+    ContextEngine,
+    ContextPolicy,
+    Summarized,
+    ToolResultOffloaded,
+    Workspace,
+    check_recovery,
+    parse_trace,
+    replay,
+)
 from ctxfs.errors import TraceError
-from ctxfs.replay import check_recovery, parse_trace, replay
 
 
 def _trace(turns: int, result_lines: int = 30) -> list[str]:
@@ -24,11 +30,6 @@ def _trace(turns: int, result_lines: int = 30) -> list[str]:
         lines.append(json.dumps({"role": "tool", "tool_call_id": f"c{n}", "content": body}))
     lines.append(json.dumps({"role": "assistant", "content": "Done."}))
     return lines
-
-
-def test_the_docstring_example_runs() -> None:
-    result = doctest.testmod(ctxfs.replay)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_messages_keep_their_line_as_id_and_their_calls() -> None:

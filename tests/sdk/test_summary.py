@@ -12,34 +12,39 @@ from langchain_core.language_models.fake_chat_models import (
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatResult
 
-from ctxfs.offload import input_pointer, result_pointer
-from ctxfs.summary import (
+from ctxfs._pointers import Pointer, point_input, point_result, render_input, render_result
+from ctxfs._summarizer import (
     DEFAULT_SUMMARY_PROMPT,
-    SUMMARY_TAG,
-    SummaryState,
     acall_model,
-    build_summary_message,
     call_model,
-    collect_artifacts,
     extractive_body,
     format_prompt,
-    is_summary,
     model_body,
     render_for_model,
+)
+from ctxfs._summary import (
+    SUMMARY_TAG,
+    SummaryState,
+    build_summary_message,
+    collect_artifacts,
+    is_summary,
     summary_state,
 )
 from ctxfs.tokens import TiktokenCounter
 
-RESULT = result_pointer(
-    "/tool_results/t/c1.txt", "a\nb", tokens=2, preview_lines=1, preview_line_chars=10
+RESULT = Pointer(
+    kind="result", path="/tool_results/t/c1.txt", lines=2, chars=3, tokens=2, tool_call_id="c1"
 )
-INPUT = input_pointer(
-    "/tool_inputs/t/c2__content.txt",
-    tool_name="write_file",
-    arg="content",
+INPUT = Pointer(
+    kind="input",
+    path="/tool_inputs/t/c2__content.txt",
+    lines=1,
     chars=9,
     tokens=3,
-    target_path="/src/q.py",
+    tool_call_id="c2",
+    arg="content",
+    call_index=0,
+    target="/src/q.py",
 )
 
 
@@ -49,18 +54,31 @@ def history() -> list[BaseMessage]:
     ]
     bash: list[Any] = [{"name": "bash", "args": {"command": "pytest"}, "id": "c1"}]
     edit: list[Any] = [
-        {"name": "Edit", "args": {"file_path": "/src/q.py", "content": INPUT}, "id": "c2"}
+        {"name": "Edit", "args": {"file_path": "/src/q.py", "content": "x" * 9}, "id": "c2"}
     ]
+    result = render_result(RESULT, "a\nb", preview_lines=1, preview_line_chars=10)
+    bash_result = ToolMessage("a\nb", tool_call_id="c1", name="bash")
+    edit_call = AIMessage("", tool_calls=edit)
     return [
         HumanMessage("Fix the parser in src/p.py", id="h"),
         AIMessage("Looking.", tool_calls=write, id="a"),
         ToolMessage("ok", tool_call_id="c0", name="write_file"),
         AIMessage("", tool_calls=bash),
-        ToolMessage(RESULT, tool_call_id="c1", name="bash"),
-        AIMessage("", tool_calls=edit),
+        point_result(bash_result, RESULT, result),
+        point_input(edit_call, INPUT, render_input(INPUT, tool_name="Edit")),
         ToolMessage("ok", tool_call_id="c2", name="Edit"),
         AIMessage("Tests pass now."),
     ]
+
+
+def test_a_text_that_looks_like_a_pointer_is_not_an_offloaded_path() -> None:
+    look_alike = render_result(RESULT, "a\nb", preview_lines=1, preview_line_chars=10)
+    messages = [
+        AIMessage("", tool_calls=[{"name": "bash", "args": {}, "id": "c1"}]),
+        ToolMessage(look_alike + "\nand 28,000 more characters", tool_call_id="c1"),
+        ToolMessage(look_alike, tool_call_id="c1"),
+    ]
+    assert collect_artifacts(messages, None) == ((), ())
 
 
 def extractive_message(previous: SummaryState | None = None) -> HumanMessage:

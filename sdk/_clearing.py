@@ -11,7 +11,7 @@ recent window is replaced by a pointer of four lines::
     Read it with read_file (offset, limit) or search it with grep.
 
 (the first two lines are one line). Nothing is lost: the full text is written first, with the
-result-offload machinery and names (:func:`ctxfs.offload.result_path`, create-only, read back
+result-offload machinery and names (:func:`ctxfs._naming.result_path`, create-only, read back
 and compared) and the message is replaced only after that succeeded. Three kinds of result:
 
 - **saved** -- an ordinary result: its text is saved now, then cleared.
@@ -41,7 +41,7 @@ that rare:
   clearings the history only grows at the end, so every request is a cache hit up to the new
   messages.
 - *Batched.* A pass clears every eligible result at once, and only when that frees at least
-  ``clear_at_least`` tokens (default 10 % of the window) -- or when it is what keeps a summary
+  ``clear_at_least`` tokens (default 5 % of the window) -- or when it is what keeps a summary
   away, since a summary rewrites far more. A smaller batch waits while the window slides and
   more results become old. So the prefix changes once per ``clear_at_least`` tokens of old
   output, not on every turn as with per-request context editing (which re-derives the
@@ -51,7 +51,8 @@ The costs are a cache write of the suffix after the first cleared result once pe
 against reading ``clear_at_least`` fewer tokens on every later request.
 
 This module decides (pure functions, no I/O); :meth:`ContextEngine.clear_tool_results` saves,
-verifies and replaces.
+verifies and replaces. Which results are pointers already is read from their structured
+metadata (:func:`ctxfs._pointers.result_pointer`), never from their text.
 
 **Cost.** The planner runs before every model call once the trigger is reached, and most of
 those passes end in "not yet". It first bounds the batch without building a pointer: a
@@ -64,30 +65,27 @@ per-message cache, and only for the messages the decision looks at.
 from __future__ import annotations
 
 import posixpath
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs._messages import offloadable_text, pair_results, target_path_of
+from ctxfs._naming import result_path
+from ctxfs._pointers import (
+    Pointer,
+    PointerKind,
+    brief_call,
+    count_lines,
+    render_cleared,
+    render_reread,
+)
+from ctxfs._pointers import result_pointer as held_pointer
 from ctxfs.archive import INDEX_NAME
 from ctxfs.blocks import KeepWindow
-from ctxfs.compaction import trigger_fires
 from ctxfs.errors import UnsafePathError
 from ctxfs.layout import SDK_AREAS, TRANSCRIPTS_DIR
-from ctxfs.offload import (
-    RESULT_TAG,
-    brief_call,
-    cleared_pointer,
-    is_cleared,
-    offloadable_text,
-    pointer_path,
-    reread_pointer,
-    result_path,
-    result_pointer_stats,
-    target_path_of,
-)
 from ctxfs.policy import ContextPolicy
 from ctxfs.sandbox import is_within, normalize_path
 from ctxfs.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
@@ -96,9 +94,9 @@ __all__ = [
     "ClearingKind",
     "ClearingPlan",
     "ResultToClear",
-    "answered_calls",
     "kept_results",
     "plan_clearing",
+    "pointer_for",
 ]
 
 _REREAD_WIDTH = 400
@@ -120,6 +118,8 @@ class ResultToClear:
         call: The call that produced it, in brief.
         tokens: The message's tokens now.
         estimate: Tokens of the message once cleared (exact unless a path is taken).
+        offloaded: For ``"offloaded"``: the offload pointer the result holds now.
+        repeat: For ``"reread"``: the call to repeat (``name`` and ``args``).
     """
 
     index: int
@@ -129,6 +129,8 @@ class ResultToClear:
     call: str
     tokens: int
     estimate: int
+    offloaded: Pointer | None = None
+    repeat: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,21 +148,6 @@ class ClearingPlan:
     results: tuple[ResultToClear, ...]
     frees: int
     go: bool
-
-
-def answered_calls(messages: Sequence[BaseMessage]) -> dict[int, Mapping[str, Any]]:
-    """Maps the index of each tool result to the call it answers (the earliest open one)."""
-    pending: dict[str, deque[Mapping[str, Any]]] = {}
-    calls: dict[int, Mapping[str, Any]] = {}
-    for i, message in enumerate(messages):
-        if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                pending.setdefault(call.get("id") or "", deque()).append(call)
-        elif isinstance(message, ToolMessage):
-            queue = pending.get(message.tool_call_id)
-            if queue:
-                calls[i] = queue.popleft()
-    return calls
 
 
 def kept_results(
@@ -221,20 +208,6 @@ def _saved_view(call: Mapping[str, Any] | None) -> str | None:
     return path
 
 
-def _kind(
-    text: str, call: Mapping[str, Any] | None, name: str | None, policy: ContextPolicy
-) -> tuple[ClearingKind, str | None]:
-    if text.startswith(RESULT_TAG):
-        path = pointer_path(text)
-        if path is not None and result_pointer_stats(text) is not None:
-            return "offloaded", path
-    if name in policy.clearing.recovery_tools:
-        view = _saved_view(call)
-        if view is not None:
-            return "reread", view
-    return "saved", None
-
-
 def plan_clearing(
     messages: Sequence[BaseMessage],
     counts: Sequence[int] | None = None,
@@ -274,7 +247,7 @@ def plan_clearing(
     eligible = _eligible(messages, size, policy)
     # A pointer costs at least the message overhead, so this bounds what the batch frees
     # without writing a pointer out. Between two batches most passes stop here.
-    most = sum(max(0, size(i) - MESSAGE_OVERHEAD_TOKENS) for i, _ in eligible)
+    most = sum(max(0, size(i) - MESSAGE_OVERHEAD_TOKENS) for i, _, _ in eligible)
     if not _goes(policy, tokens, len(messages), most):
         return ClearingPlan((), 0, False)
     chosen = _estimate(messages, eligible, size, policy, counter, thread_id)
@@ -286,56 +259,119 @@ def plan_clearing(
 
 def _eligible(
     messages: Sequence[BaseMessage], size: Callable[[int], int], policy: ContextPolicy
-) -> list[tuple[int, str]]:
-    """The old results clearing may take, with their text: cheap checks first, size last."""
+) -> list[tuple[int, str, Pointer | None]]:
+    """The old results clearing may take, with their text and the pointer they hold."""
     settings = policy.clearing
     kept = kept_results(messages, size, policy.clearing_keep)
-    eligible: list[tuple[int, str]] = []
+    eligible: list[tuple[int, str, Pointer | None]] = []
     for i, message in enumerate(messages):
         if not isinstance(message, ToolMessage) or i in kept:
             continue
         if message.name in settings.exempt_tools:
             continue
         text = offloadable_text(message.content)
-        if text is None or is_cleared(text) or size(i) < settings.min_tokens:
+        if text is None:
             continue
-        eligible.append((i, text))
+        held = held_pointer(message)
+        if (held is not None and held.kind != "result") or size(i) < settings.min_tokens:
+            continue  # cleared results are never cleared again
+        eligible.append((i, text, held))
     return eligible
+
+
+def pointer_for(
+    item: ResultToClear,
+    path: str,
+    full: str,
+    tokens: int,
+    *,
+    tool_call_id: str = "",
+    shape: tuple[tuple[str, int], ...] = (),
+) -> tuple[Pointer, str]:
+    """Returns the pointer clearing leaves for ``item`` and its text.
+
+    Args:
+        item: The result.
+        path: The path it names (where the full text is saved, or what a re-read showed).
+        full: The full text (for a re-read: the view itself).
+        tokens: Tokens of ``full``.
+        tool_call_id: The call the result answers.
+        shape: How the original content was laid out (see :attr:`Pointer.shape`).
+    """
+    kind: PointerKind = "reread" if item.kind == "reread" else "cleared"
+    pointer = Pointer(
+        kind=kind,
+        path=path,
+        lines=count_lines(full),
+        chars=len(full),
+        tokens=tokens,
+        tool_call_id=tool_call_id,
+        call=item.repeat,
+        shape=shape,
+    )
+    if kind == "reread":
+        return pointer, render_reread(pointer, call=item.call)
+    return pointer, render_cleared(pointer, full, call=item.call)
 
 
 def _estimate(
     messages: Sequence[BaseMessage],
-    eligible: Sequence[tuple[int, str]],
+    eligible: Sequence[tuple[int, str, Pointer | None]],
     size: Callable[[int], int],
     policy: ContextPolicy,
     counter: TokenCounter,
     thread_id: str,
 ) -> list[ResultToClear]:
     """Writes out and counts the pointer of each eligible result; keeps those it shrinks."""
-    calls = answered_calls(messages)
+    calls = pair_results(messages).calls
     chosen: list[ResultToClear] = []
-    for i, text in eligible:
+    for i, text, held in eligible:
         message = messages[i]
         assert isinstance(message, ToolMessage)
         tokens = size(i)
-        call = calls.get(i)
-        kind, path = _kind(text, call, message.name, policy)
+        call = calls[i][1] if i in calls else None
         name = message.name or (call["name"] if call is not None else None)
         args = call["args"] if call is not None else None
-        if kind == "reread":
-            assert path is not None
+        view = (
+            _saved_view(call) if held is None and name in policy.clearing.recovery_tools else None
+        )
+        if held is not None:
+            brief = brief_call(name, args)
+            item = ResultToClear(i, "offloaded", text, held.path, brief, tokens, 0, held)
+        elif view is not None:
             # the pointer tells the model to repeat the call: show it whole where it can be
             brief = brief_call(name, args, width=_REREAD_WIDTH, value_width=_REREAD_WIDTH)
-            pointer = reread_pointer(path, text, tokens=tokens, call=brief)
+            repeat = {"name": name, "args": dict(args or {})}
+            item = ResultToClear(i, "reread", text, view, brief, tokens, 0, repeat=repeat)
         else:
             brief = brief_call(name, args)
-            path = path or result_path(thread_id, message.tool_call_id, text)
-            pointer = cleared_pointer(path, text, tokens=tokens, call=brief)
-        estimate = MESSAGE_OVERHEAD_TOKENS + counter.count_text(pointer)
+            path = result_path(thread_id, message.tool_call_id, text)
+            item = ResultToClear(i, "saved", text, path, brief, tokens, 0)
+        estimate = MESSAGE_OVERHEAD_TOKENS + counter.count_text(_estimated_text(item))
         if estimate >= tokens:
             continue  # the pointer would not be smaller
-        chosen.append(ResultToClear(i, kind, text, path, brief, tokens, estimate))
+        chosen.append(_with_estimate(item, estimate))
     return chosen
+
+
+def _estimated_text(item: ResultToClear) -> str:
+    # Exact for saved results and re-reads; for an offloaded result the sizes and head line
+    # of its file are not read until it is cleared, and the pointer's own stand in.
+    return pointer_for(item, item.path, item.text, item.tokens)[1]
+
+
+def _with_estimate(item: ResultToClear, estimate: int) -> ResultToClear:
+    return ResultToClear(
+        item.index,
+        item.kind,
+        item.text,
+        item.path,
+        item.call,
+        item.tokens,
+        estimate,
+        item.offloaded,
+        item.repeat,
+    )
 
 
 def _goes(policy: ContextPolicy, tokens: int, messages: int, frees: int) -> bool:
@@ -346,7 +382,7 @@ def _goes(policy: ContextPolicy, tokens: int, messages: int, frees: int) -> bool
     return frees > 0 and (
         frees >= policy.clear_at_least_tokens
         or (
-            trigger_fires(policy, tokens, messages)
-            and not trigger_fires(policy, tokens - frees, messages)
+            policy.summary_fires(tokens, messages)
+            and not policy.summary_fires(tokens - frees, messages)
         )
     )

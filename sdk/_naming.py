@@ -1,0 +1,86 @@
+"""Where ctxfs files what it moves out of the context: deterministic, collision-free names.
+
+::
+
+    /tool_results/<thread>/<call>.<ext>
+    /tool_inputs/<thread>/<call>__<arg>.<ext>
+
+``<thread>`` and ``<call>`` are :func:`safe_name` of the raw ids (a sanitized, truncated
+prefix plus 16 hex digits of the SHA-256 of the raw id, so empty ids, ids equal after
+sanitizing and very long ids never share a name) and ``<ext>`` is ``json`` when the text
+parses as a JSON object or array, ``txt`` otherwise. If a name is taken by different content,
+:func:`candidate_paths` yields the next names (``<call>.2.<ext>``, ...), in a fixed order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+
+from ctxfs.layout import INPUTS_DIR, RESULTS_DIR
+
+__all__ = ["candidate_paths", "input_path", "is_json_text", "result_path", "safe_name"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_PLAIN_ARG = re.compile(r"[A-Za-z0-9_]{1,64}")
+_HASH_HEX = 16
+
+
+def safe_name(raw: str, *, max_len: int = 40) -> str:
+    """Returns a file-name-safe, collision-free rendering of an id.
+
+    Characters outside ``[A-Za-z0-9._-]`` become ``_``, leading dots are removed, the result
+    is cut to ``max_len`` characters, and ``-`` plus 16 hex digits of the SHA-256 of the raw id
+    is appended (the digest alone when nothing of the id is left).
+
+    Example:
+        >>> safe_name("call/1")
+        'call_1-c5fb05e4d7a4906f'
+    """
+    clean = _UNSAFE.sub("_", raw).lstrip(".")[:max_len]
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
+    return f"{clean}-{digest}" if clean else digest
+
+
+def _arg_name(arg: str) -> str:
+    return arg if _PLAIN_ARG.fullmatch(arg) else safe_name(arg, max_len=24)
+
+
+def is_json_text(text: str) -> bool:
+    """Returns whether ``text`` is a JSON object or array (surrounding whitespace allowed)."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return False
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return False
+    return isinstance(value, dict | list)
+
+
+def _extension(text: str) -> str:
+    return "json" if is_json_text(text) else "txt"
+
+
+def result_path(thread_id: str, tool_call_id: str, text: str) -> str:
+    """Returns the first-choice path for the full text of a tool result."""
+    return f"{RESULTS_DIR}/{safe_name(thread_id)}/{safe_name(tool_call_id)}.{_extension(text)}"
+
+
+def input_path(thread_id: str, tool_call_id: str, arg: str, text: str) -> str:
+    """Returns the first-choice path for one argument of a tool call."""
+    stem = f"{safe_name(tool_call_id)}__{_arg_name(arg)}"
+    return f"{INPUTS_DIR}/{safe_name(thread_id)}/{stem}.{_extension(text)}"
+
+
+def candidate_paths(path: str, *, limit: int = 64) -> Iterator[str]:
+    """Yields ``path`` and then its deterministic alternatives: ``a.2.txt``, ``a.3.txt``, ...
+
+    Used when a name is taken by different content: ctxfs never overwrites.
+    """
+    yield path
+    stem, dot, ext = path.rpartition(".")
+    for n in range(2, limit + 1):
+        yield f"{stem}.{n}.{ext}" if dot else f"{path}.{n}"

@@ -1,0 +1,424 @@
+"""Pointers: what ctxfs leaves in the context in place of content it moved to the workspace.
+
+A pointer's meaning is structured data (:class:`Pointer`) carried on the message, in
+``additional_kwargs["ctxfs"]`` as summaries carry theirs; the text the model sees is rendered
+from it (:func:`render_result`, :func:`render_input`, :func:`render_cleared`,
+:func:`render_reread`). ctxfs never parses its own prose back: a message is a pointer when
+its metadata says so *and* the text it holds is the text rendered with that metadata
+(compared by digest), so a tool result that merely looks like a pointer, or a message whose
+content was replaced while its metadata was copied along, is content.
+
+Four kinds:
+
+- ``result`` -- a large tool result offloaded when it arrived: path, size and a preview.
+- ``cleared`` -- an old tool result cleared to a short pointer to its saved full text.
+- ``reread`` -- an old result of a recovery tool that showed content ctxfs had saved; nothing
+  was saved again, and the call that showed it is recorded so that it can be repeated.
+- ``input`` -- a large argument of an old tool call, saved byte-exact. Its metadata lives on
+  the AI message, one entry per (call, argument).
+
+Messages written before pointers carried metadata are read by :mod:`ctxfs._legacy_pointers`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ctxfs._legacy_pointers import LegacyPointer, legacy_input_pointer, legacy_result_pointer
+from ctxfs._messages import Content, replace_tool_arg
+
+__all__ = [
+    "METADATA_KEY",
+    "Pointer",
+    "PointerKind",
+    "brief_call",
+    "content_shape",
+    "count_lines",
+    "head_line",
+    "input_pointers",
+    "point_input",
+    "point_result",
+    "render_cleared",
+    "render_input",
+    "render_reread",
+    "render_result",
+    "result_pointer",
+]
+
+METADATA_KEY = "ctxfs"
+"""The ``additional_kwargs`` key under which ctxfs keeps a message's metadata."""
+
+_VERSION = 1
+
+PointerKind = Literal["result", "cleared", "reread", "input"]
+
+RESULT_TAG = "[ctxfs: tool result offloaded]"
+INPUT_TAG = "[ctxfs: tool input offloaded]"
+CLEARED_TAG = "[ctxfs: tool result cleared]"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pointer:
+    """What a pointer stands for.
+
+    Attributes:
+        kind: ``"result"``, ``"cleared"``, ``"reread"`` or ``"input"``.
+        path: The byte-exact copy in the workspace; for ``reread``, the saved file or folder
+            the result showed.
+        lines: Lines of the content it replaced.
+        chars: Characters of that content.
+        tokens: Tokens of that content.
+        tool_call_id: The call whose result (or argument) it replaced.
+        arg: For ``input``: the argument's name.
+        call_index: For ``input``: the call's position in the AI message's ``tool_calls``.
+        target: For ``input``: the file the tool acted on, if known.
+        call: For ``reread``: the call that showed the content (``name`` and ``args``), to
+            repeat it.
+        shape: How the replaced content was laid out when it was a list of text blocks:
+            ``("str" | "text", characters)`` per block; empty for a plain string.
+        digest: SHA-256 (16 hex digits) of the text rendered for the model.
+        legacy: Read from the text of an older version's pointer (no metadata): what it
+            says about the file must be checked against the file before it is relied on.
+    """
+
+    kind: PointerKind
+    path: str
+    lines: int
+    chars: int
+    tokens: int
+    tool_call_id: str = ""
+    arg: str | None = None
+    call_index: int | None = None
+    target: str | None = None
+    call: Mapping[str, Any] | None = None
+    shape: tuple[tuple[str, int], ...] = ()
+    digest: str = field(default="", compare=False)
+    legacy: bool = field(default=False, compare=False)
+
+    def to_metadata(self) -> dict[str, Any]:
+        """Returns the JSON-ready form stored on the message."""
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "path": self.path,
+            "lines": self.lines,
+            "chars": self.chars,
+            "tokens": self.tokens,
+            "tool_call_id": self.tool_call_id,
+            "digest": self.digest,
+        }
+        optional = {
+            "arg": self.arg,
+            "call_index": self.call_index,
+            "target": self.target,
+            "call": dict(self.call) if self.call is not None else None,
+            "shape": [list(block) for block in self.shape] or None,
+        }
+        data.update({k: v for k, v in optional.items() if v is not None})
+        return data
+
+    @classmethod
+    def from_metadata(cls, data: object) -> Pointer | None:
+        """Parses :meth:`to_metadata` output; ``None`` for anything malformed."""
+        if not isinstance(data, Mapping) or data.get("kind") not in (
+            "result",
+            "cleared",
+            "reread",
+            "input",
+        ):
+            return None
+        ints = [data.get(k) for k in ("lines", "chars", "tokens")]
+        texts = [data.get(k) for k in ("path", "tool_call_id", "digest")]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints):
+            return None
+        if not all(isinstance(v, str) for v in texts):
+            return None
+        shape = _shape(data.get("shape"))
+        call = data.get("call")
+        arg, index, target = data.get("arg"), data.get("call_index"), data.get("target")
+        if shape is None or (call is not None and not isinstance(call, Mapping)):
+            return None
+        if arg is not None and not isinstance(arg, str):
+            return None
+        if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+            return None
+        return cls(
+            kind=data["kind"],
+            path=data["path"],
+            lines=data["lines"],
+            chars=data["chars"],
+            tokens=data["tokens"],
+            tool_call_id=data["tool_call_id"],
+            arg=arg,
+            call_index=index,
+            target=target if isinstance(target, str) else None,
+            call=call,
+            shape=shape,
+            digest=data["digest"],
+        )
+
+
+def _shape(raw: object) -> tuple[tuple[str, int], ...] | None:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        return None
+    out: list[tuple[str, int]] = []
+    for item in raw:
+        if (
+            not isinstance(item, list | tuple)
+            or len(item) != 2
+            or item[0] not in ("str", "text")
+            or not isinstance(item[1], int)
+        ):
+            return None
+        out.append((item[0], item[1]))
+    return tuple(out)
+
+
+def digest(text: str) -> str:
+    """Returns the digest a pointer records of the text it renders (16 hex digits)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def content_shape(content: Content) -> tuple[tuple[str, int], ...]:
+    """Returns how a content of text blocks is laid out (see :attr:`Pointer.shape`)."""
+    if isinstance(content, str):
+        return ()
+    return tuple(
+        ("str", len(b)) if isinstance(b, str) else ("text", len(b["text"])) for b in content
+    )
+
+
+def restore_content(text: str, shape: tuple[tuple[str, int], ...]) -> Content:
+    """Returns the content a pointer replaced, from its full text and :attr:`Pointer.shape`."""
+    if not shape:
+        return text
+    blocks: list[str | dict[Any, Any]] = []
+    at = 0
+    for kind, size in shape:
+        piece = text[at : at + size]
+        at += size
+        blocks.append(piece if kind == "str" else {"type": "text", "text": piece})
+    return blocks
+
+
+# -- reading pointers off messages ----------------------------------------------------------
+
+
+def result_pointer(message: BaseMessage) -> Pointer | None:
+    """Returns the pointer a tool result holds, or ``None`` if it holds content.
+
+    Only a pointer ctxfs wrote counts: the message's metadata describes one and its content
+    is exactly the text rendered from it. A message from before pointers carried metadata is
+    recognised by :func:`ctxfs._legacy_pointers.legacy_result_pointer`.
+    """
+    if not isinstance(message, ToolMessage) or not isinstance(message.content, str):
+        return None
+    data = message.additional_kwargs.get(METADATA_KEY)
+    if data is None:
+        old = legacy_result_pointer(message.content, message.tool_call_id)
+        return _adopt(old, message.tool_call_id) if old is not None else None
+    pointer = Pointer.from_metadata(data)
+    if pointer is None or pointer.kind == "input" or pointer.digest != digest(message.content):
+        return None
+    return pointer
+
+
+def input_pointers(message: BaseMessage) -> dict[tuple[int, str], Pointer]:
+    """Returns the input pointers of an AI message, by (call index, argument name)."""
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return {}
+    data = message.additional_kwargs.get(METADATA_KEY)
+    found: dict[tuple[int, str], Pointer] = {}
+    if isinstance(data, Mapping) and data.get("kind") == "inputs":
+        entries = data.get("inputs")
+        for entry in entries if isinstance(entries, list) else ():
+            pointer = Pointer.from_metadata(entry)
+            if pointer is None or pointer.kind != "input" or pointer.arg is None:
+                continue
+            index = pointer.call_index
+            if index is None or not 0 <= index < len(message.tool_calls):
+                continue
+            value = message.tool_calls[index]["args"].get(pointer.arg)
+            if isinstance(value, str) and digest(value) == pointer.digest:
+                found[(index, pointer.arg)] = pointer
+        return found
+    for index, call in enumerate(message.tool_calls):
+        for arg, value in call["args"].items():
+            if isinstance(value, str):
+                call_id = call.get("id") or ""
+                old = legacy_input_pointer(value, call_id, arg)
+                if old is not None:
+                    found[(index, arg)] = replace(
+                        _adopt(old, call_id), arg=arg, call_index=index, digest=digest(value)
+                    )
+    return found
+
+
+def _adopt(old: LegacyPointer, tool_call_id: str) -> Pointer:
+    return Pointer(
+        kind=old.kind,
+        path=old.path,
+        lines=old.lines,
+        chars=old.chars,
+        tokens=old.tokens,
+        tool_call_id=tool_call_id,
+        legacy=True,
+    )
+
+
+# -- putting pointers on messages -----------------------------------------------------------
+
+
+def point_result(message: ToolMessage, pointer: Pointer, text: str) -> ToolMessage:
+    """Returns a copy of ``message`` holding ``text``, the rendering of ``pointer``.
+
+    Keeps the id, ``tool_call_id``, ``name``, ``status`` and ``artifact``.
+    """
+    stamped = replace(pointer, digest=digest(text))
+    kwargs = {**message.additional_kwargs, METADATA_KEY: stamped.to_metadata()}
+    return message.model_copy(update={"content": text, "additional_kwargs": kwargs})
+
+
+def point_input(message: AIMessage, pointer: Pointer, text: str) -> AIMessage:
+    """Returns a copy of ``message`` whose argument ``pointer.arg`` of call
+    ``pointer.call_index`` holds ``text``, the rendering of ``pointer``."""
+    assert pointer.call_index is not None and pointer.arg is not None
+    stamped = replace(pointer, digest=digest(text))
+    held = input_pointers(message)
+    held[(pointer.call_index, pointer.arg)] = stamped
+    entries = [p.to_metadata() for _, p in sorted(held.items())]
+    kwargs = {**message.additional_kwargs, METADATA_KEY: {"kind": "inputs", "inputs": entries}}
+    return replace_tool_arg(message, pointer.call_index, pointer.arg, text, kwargs=kwargs)
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def count_lines(text: str) -> int:
+    """Returns the number of lines, counting a last line without a newline; 0 for ``""``."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def _clip(line: str, width: int) -> str:
+    if len(line) <= width:
+        return line
+    return f"{line[:width]}… [{len(line) - width:,} more characters]"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else f"{text[:width]}…"
+
+
+def _one_line(text: str, width: int) -> str:
+    # Flattening keeps the length, so only what can be shown is looked at.
+    head = text[: width + 1]
+    return _cut("".join(" " if ch.isspace() else ch for ch in head), width)
+
+
+def head_line(text: str, *, width: int = 80) -> str:
+    """Returns the first non-blank line of ``text``, on one line and clipped to ``width``."""
+    for line in text.splitlines():
+        if line.strip():
+            return _one_line(line.strip(), width)
+    return "(empty)"
+
+
+def brief_call(
+    name: str | None,
+    args: Mapping[str, Any] | None,
+    *,
+    width: int = 100,
+    value_width: int = 50,
+) -> str:
+    """Returns a tool call in brief, on one line: ``bash(command="ls -la")``.
+
+    Each argument value is shown as JSON clipped to ``value_width`` characters, the whole to
+    ``width``. ``args=None`` (the call is not in the history) gives ``name(?)``.
+
+    Example:
+        >>> brief_call("bash", {"command": "ls -la"})
+        'bash(command="ls -la")'
+    """
+    if args is None:
+        return f"{name or 'tool'}(?)"
+    shown = []
+    for key, value in args.items():
+        rendered = json.dumps(value, ensure_ascii=False, default=str)
+        shown.append(f"{key}={_cut(rendered, value_width)}")
+    return _one_line(f"{name or 'tool'}({', '.join(shown)})", width)
+
+
+def _size(pointer: Pointer) -> str:
+    return f"{pointer.lines:,} lines, {pointer.chars:,} characters, {pointer.tokens:,} tokens"
+
+
+def render_result(
+    pointer: Pointer, text: str, *, preview_lines: int, preview_line_chars: int
+) -> str:
+    """Returns what the model sees in place of a large tool result.
+
+    Args:
+        pointer: The ``result`` pointer.
+        text: The full text (for the preview).
+        preview_lines: How many first lines to show.
+        preview_line_chars: Where to clip each preview line.
+    """
+    path = pointer.path
+    out = [
+        RESULT_TAG,
+        f"The full result was saved to {path} ({_size(pointer)}). It was too large to keep "
+        "in the conversation.",
+    ]
+    shown = min(preview_lines, pointer.lines)
+    if shown:
+        head = text.split("\n", shown)[:shown]
+        out.append(f"Preview, lines 1-{shown} of {pointer.lines:,} (long lines clipped):")
+        out.extend(_clip(line, preview_line_chars) for line in head)
+        out.append("[end of preview]")
+    out.append(
+        f"To see more, call read_file on {path} with offset and limit (offset={shown} continues "
+        "after the preview), or search it with grep."
+    )
+    return "\n".join(out)
+
+
+def render_input(pointer: Pointer, *, tool_name: str) -> str:
+    """Returns what the model sees in place of a large tool-call argument."""
+    target = f" The tool applied it to {pointer.target}." if pointer.target else ""
+    return (
+        f"{INPUT_TAG} The {pointer.arg} argument of this {tool_name} call was saved byte-exact "
+        f"to {pointer.path} ({pointer.chars:,} characters, {pointer.tokens:,} tokens).{target} "
+        f"Use read_file on {pointer.path} to see it."
+    )
+
+
+def render_cleared(pointer: Pointer, text: str, *, call: str) -> str:
+    """Returns the short pointer that replaces an old tool result whose full text is saved.
+
+    Args:
+        pointer: The ``cleared`` pointer.
+        text: The full text (for its first line).
+        call: The call in brief (:func:`brief_call`).
+    """
+    return (
+        f"{CLEARED_TAG} Saved to {pointer.path} ({_size(pointer)}); read_file or grep it.\n"
+        f"Call: {call}\n"
+        f"Head: {head_line(text)}"
+    )
+
+
+def render_reread(pointer: Pointer, *, call: str) -> str:
+    """Returns the pointer that replaces a recovery tool's view of content ctxfs saved."""
+    return (
+        f"{CLEARED_TAG} Showed saved content from {pointer.path} ({_size(pointer)}); repeat "
+        f"the call to see it again.\nCall: {call}"
+    )

@@ -1,0 +1,183 @@
+"""Recorded agent runs (traces): read a JSONL file into langchain messages, checking each line.
+
+A *trace* is a JSONL file, one message per line, in conversation order::
+
+    {"role": "system" | "user" | "assistant" | "tool", "content": "...",
+     "tool_calls": [{"id": "...", "name": "...", "args": {...}}],   # assistant only
+     "tool_call_id": "...", "name": "..."}                          # tool only
+
+A malformed line raises :class:`~ctxfs.errors.TraceError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from ctxfs.errors import TraceError
+
+__all__ = ["ROLES", "parse_trace", "read_trace"]
+
+ROLES = ("system", "user", "assistant", "tool")
+"""The roles a trace line may have."""
+
+
+def read_trace(path: str | os.PathLike[str]) -> list[BaseMessage]:
+    """Reads a trace file into langchain messages (see :func:`parse_trace`).
+
+    Raises:
+        TraceError: The file cannot be read, is not UTF-8, or a line is malformed; the
+            message names the file and the line.
+    """
+    source = os.fspath(path)
+    try:
+        data = Path(source).read_bytes()
+    except FileNotFoundError:
+        raise TraceError("no such file", source=source) from None
+    except IsADirectoryError:
+        raise TraceError("is a folder, not a trace file", source=source) from None
+    except OSError as exc:
+        raise TraceError(f"cannot read it ({exc.strerror or exc})", source=source) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise TraceError(
+            f"not valid UTF-8 (byte {exc.start}); traces are UTF-8 JSON lines",
+            source=source,
+            line=line,
+        ) from None
+    # Lines end at "\n" only: a JSON string may hold other line separators (U+2028...).
+    return parse_trace(text.split("\n"), source=source)
+
+
+def parse_trace(lines: Iterable[str], *, source: str = "<trace>") -> list[BaseMessage]:
+    """Turns trace lines into langchain messages, checking each one.
+
+    Blank lines are skipped. Message ids are ``m<n>``, ``n`` the 0-based line index, so a
+    replay names the same files every time. Checked: each line is a JSON object with a known
+    role and string content; tool calls have an id, a name and an object of arguments; ids
+    are unique; every tool result answers an earlier tool call, once. A trace may end with
+    calls that have no result (a final ``submit``, or a run cut off).
+
+    Args:
+        lines: The lines, without or with their ``\\n``.
+        source: The name used in error messages (the file path).
+
+    Raises:
+        TraceError: A line is malformed, or there are no messages; names the line.
+    """
+    parser = _TraceParser(source)
+    for index, line in enumerate(lines):
+        if line.strip():
+            parser.add(index, line)
+    if not parser.messages:
+        raise TraceError("the trace holds no messages (one JSON object per line)", source=source)
+    return parser.messages
+
+
+class _TraceParser:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.messages: list[BaseMessage] = []
+        self.calls: dict[str, int] = {}  # tool call id -> line of its assistant message
+        self.answered: dict[str, int] = {}  # tool call id -> line of its result
+
+    def fail(self, line: int, message: str) -> TraceError:
+        return TraceError(message, source=self.source, line=line)
+
+    def add(self, index: int, raw: str) -> None:
+        line = index + 1
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise self.fail(line, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(record, dict):
+            raise self.fail(
+                line, f"expected a JSON object (one message per line), got {_kind(record)}"
+            )
+        role = record.get("role")
+        if role not in ROLES:
+            raise self.fail(line, f"unknown role {role!r}; expected one of: {', '.join(ROLES)}")
+        content = record.get("content")
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise self.fail(line, f"content must be a string, got {_kind(content)}")
+        if role != "assistant" and record.get("tool_calls"):
+            raise self.fail(line, f"only assistant messages have tool_calls, not {role}")
+        mid = f"m{index}"
+        if role == "system":
+            self.messages.append(SystemMessage(content, id=mid))
+        elif role == "user":
+            self.messages.append(HumanMessage(content, id=mid))
+        elif role == "assistant":
+            calls = self._tool_calls(line, record.get("tool_calls"))
+            self.messages.append(AIMessage(content, tool_calls=calls, id=mid))
+        else:
+            self.messages.append(self._tool_result(line, record, content, mid))
+
+    def _tool_calls(self, line: int, raw: object) -> list[dict[str, Any]]:
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            raise self.fail(line, f"tool_calls must be a list, got {_kind(raw)}")
+        calls = []
+        for n, call in enumerate(raw):
+            where = f"tool_calls[{n}]"
+            if not isinstance(call, dict):
+                raise self.fail(line, f"{where} must be an object, got {_kind(call)}")
+            call_id, name, args = call.get("id"), call.get("name"), call.get("args")
+            if not isinstance(call_id, str) or not call_id:
+                raise self.fail(line, f"{where} needs an id (a non-empty string)")
+            if not isinstance(name, str) or not name:
+                raise self.fail(line, f"{where} needs a name (a non-empty string)")
+            if args is None:
+                args = {}
+            if not isinstance(args, dict):
+                raise self.fail(line, f"{where}.args must be a JSON object, got {_kind(args)}")
+            if call_id in self.calls:
+                raise self.fail(
+                    line, f"tool call id {call_id!r} was already used on line {self.calls[call_id]}"
+                )
+            self.calls[call_id] = line
+            calls.append({"name": name, "args": args, "id": call_id})
+        return calls
+
+    def _tool_result(
+        self, line: int, record: Mapping[str, Any], content: str, mid: str
+    ) -> ToolMessage:
+        call_id, name = record.get("tool_call_id"), record.get("name")
+        if not isinstance(call_id, str) or not call_id:
+            raise self.fail(line, "a tool result needs tool_call_id (the id of its tool call)")
+        if call_id not in self.calls:
+            raise self.fail(
+                line,
+                f"tool result for call {call_id!r} has no earlier assistant tool call with that id",
+            )
+        if call_id in self.answered:
+            raise self.fail(
+                line, f"call {call_id!r} was already answered on line {self.answered[call_id]}"
+            )
+        if name is not None and not isinstance(name, str):
+            raise self.fail(line, f"name must be a string, got {_kind(name)}")
+        self.answered[call_id] = line
+        return ToolMessage(content, tool_call_id=call_id, name=name, id=mid)
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true/false"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number" if isinstance(value, int | float) else "a value")
