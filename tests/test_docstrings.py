@@ -10,13 +10,18 @@ from types import ModuleType
 import pytest
 
 import ctxfs
+import ctxfs.backends
+import ctxfs.sandbox
 
 
 def _modules() -> list[str]:
-    names = ["ctxfs"]
-    for info in pkgutil.walk_packages(ctxfs.__path__, prefix="ctxfs."):
-        names.append(info.name)
-    return sorted(names)
+    # backends/ and sandbox/ are mapped into the package from folders of their own
+    names: list[str] = []
+    for package in (ctxfs, ctxfs.backends, ctxfs.sandbox):
+        names.append(package.__name__)
+        prefix = package.__name__ + "."
+        names += [info.name for info in pkgutil.walk_packages(package.__path__, prefix=prefix)]
+    return sorted(set(names))
 
 
 def _examples(module: ModuleType) -> list[doctest.DocTest]:
