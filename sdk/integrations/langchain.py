@@ -61,8 +61,9 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
       Tools returning a ``Command`` keep its ``goto``/``graph``/``resume``; the tool messages
       in its ``update`` are offloaded.
     - **Compaction** (``before_model``): before every model call the history is compacted
-      (old large tool inputs offloaded; then, if still too long, the oldest part archived to
-      ``/transcripts/`` and summarized).
+      (old large tool inputs offloaded and old tool results cleared to pointers, from their
+      triggers; then, only if still over the summarization trigger, the oldest part archived
+      to ``/transcripts/`` and summarized).
 
     Persistence and prompt caching: compaction is *written to the graph state*, not applied
     to each request on the fly. Messages that were replaced (same id) are swapped in place
