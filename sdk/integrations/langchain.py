@@ -21,7 +21,7 @@ Needs the ``langchain`` extra: ``pip install 'ctxfs[langchain]'``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -88,8 +88,12 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     (workspace I/O, tokenizing) in a worker thread, so the event loop is never held up. Calls
     into one engine never overlap: parallel tool calls and concurrent runs take turns.
 
+    It takes its parts like the LangGraph blocks (:mod:`ctxfs.integrations.langgraph`): an
+    engine, ``ContextMiddleware(engine)``, or the workspace and policy to build one from.
+
     Args:
-        workspace: Where offloaded content, transcripts and the agent's files live.
+        workspace: Where offloaded content, transcripts and the agent's files live; or a
+            :class:`~ctxfs.ContextEngine` (then give no policy or token counter).
         policy: When to offload, summarize, and how much to keep.
         token_counter: A :class:`~ctxfs.tokens.TokenCounter` or ``str -> int`` callable;
             exact cl100k_base counts by default.
@@ -99,6 +103,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             the thread id. Exceptions it raises are logged and ignored.
     """
 
+    @overload
     def __init__(
         self,
         workspace: Workspace,
@@ -107,16 +112,49 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         token_counter: TokenCounter | Callable[[str], int] | None = None,
         tools: bool | Sequence[BaseTool] = True,
         on_event: EventHandler | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        workspace: ContextEngine,
+        policy: None = None,
+        *,
+        tools: bool | Sequence[BaseTool] = True,
+        on_event: EventHandler | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        workspace: Workspace | ContextEngine,
+        policy: ContextPolicy | None = None,
+        *,
+        token_counter: TokenCounter | Callable[[str], int] | None = None,
+        tools: bool | Sequence[BaseTool] = True,
+        on_event: EventHandler | None = None,
     ) -> None:
         super().__init__()
-        # The counter also caches by message id, so counts survive the checkpoint reload at
-        # each invoke (see ctxfs.tokens).
-        counter = as_token_counter(token_counter)
-        self._hooks = ContextHooks(ContextEngine(workspace, policy, counter), on_event)
+        if isinstance(workspace, ContextEngine):
+            if policy is not None or token_counter is not None:
+                raise TypeError(
+                    "give either an engine, ContextMiddleware(engine), or a workspace and a "
+                    "policy, ContextMiddleware(workspace, policy, token_counter=...), not both"
+                )
+            engine = workspace
+        elif policy is None:
+            raise TypeError(
+                "ContextMiddleware needs a policy with the workspace, e.g. "
+                "ContextMiddleware(workspace, ContextPolicy(max_input_tokens=128_000))"
+            )
+        else:
+            # The counter also caches by message id, so counts survive the checkpoint reload
+            # at each invoke (see ctxfs.tokens).
+            engine = ContextEngine(workspace, policy, as_token_counter(token_counter))
+        self._hooks = ContextHooks(engine, on_event)
         if tools is True:
             from ctxfs.tools import workspace_tools
 
-            self.tools = workspace_tools(workspace)
+            self.tools = workspace_tools(engine.workspace)
         else:
             self.tools = list(tools) if tools else []
 

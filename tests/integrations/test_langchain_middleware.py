@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 
-from ctxfs import Workspace, pointer_of
+from ctxfs import ContextEngine, Workspace, pointer_of
 from ctxfs._naming import safe_name
 from ctxfs._pointers import RESULT_TAG, input_pointers
 from ctxfs.events import ContextEvent, OffloadFailed, ToolInputOffloaded, ToolResultOffloaded
@@ -85,6 +85,17 @@ def test_middleware_contributes_the_workspace_tools(policy: ContextPolicy) -> No
     assert names == ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]
     assert ContextMiddleware(ws, policy, tools=False).tools == []
     assert list(ContextMiddleware(ws, policy, tools=[TOOLS[1]]).tools) == [TOOLS[1]]
+
+
+def test_middleware_takes_an_engine_like_the_langgraph_blocks(policy: ContextPolicy) -> None:
+    engine = ContextEngine(Workspace("memory://mw-engine"), policy)
+    middleware = ContextMiddleware(engine)
+    assert middleware.engine is engine
+    assert [t.name for t in middleware.tools][:2] == ["ls", "read_file"]
+    with pytest.raises(TypeError, match="either an engine"):
+        ContextMiddleware(engine, policy)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="needs a policy"):
+        ContextMiddleware(engine.workspace)  # type: ignore[call-overload]
 
 
 def test_agent_writes_through_the_workspace_tools_but_not_into_sdk_areas(
