@@ -1,13 +1,26 @@
-"""Storage backends: open a workspace URL as an fsspec filesystem, translate its errors.
+"""Storage backends: the :class:`Store` seam, its two implementations, and error translation.
 
-ctxfs stores everything through fsspec, so any filesystem fsspec reaches works. This package
-knows the few things that differ between them: how to open a URL without sharing state
-between workspaces, and how to turn each backend's exceptions into ctxfs's error tree.
+A workspace reaches its bytes through a :class:`Store`: a small protocol (info, ls, walk,
+ranged read, batched fetch, atomic / create-only write, remove, and the link check that
+confinement needs). :func:`open_storage` picks the implementation once, when a workspace is
+opened: :class:`LocalStore` for a folder on this machine, :class:`FsspecStore` for any fsspec
+filesystem (memory, S3, ...). Backend differences and the translation of backend exceptions
+into ctxfs's error tree (:mod:`ctxfs.backends.errors`) live here and nowhere else.
 """
 
 from __future__ import annotations
 
-from ctxfs.backends.errors import translate_errors
-from ctxfs.backends.factory import Storage, open_storage
+from ctxfs.backends._fsspec import FsspecStore
+from ctxfs.backends._local import LocalStore
+from ctxfs.backends._store import Store
+from ctxfs.backends.errors import translate_error, translate_errors
+from ctxfs.backends.factory import open_storage
 
-__all__ = ["Storage", "open_storage", "translate_errors"]
+__all__ = [
+    "FsspecStore",
+    "LocalStore",
+    "Store",
+    "open_storage",
+    "translate_error",
+    "translate_errors",
+]

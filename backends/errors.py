@@ -1,9 +1,12 @@
 """Translate every backend's exceptions into ctxfs's error tree, in one place.
 
-fsspec filesystems raise builtin ``OSError`` subclasses (s3fs maps S3 error codes onto them),
-botocore raises its own, and some backends raise anything at all. The rule that matters: only
-a real "not found" becomes :class:`~ctxfs.errors.PathNotFoundError`; a permission, network or
-server failure becomes :class:`~ctxfs.errors.BackendError`, so it never reads as "missing".
+The stores (:mod:`ctxfs.backends`) wrap every call to their backend in
+:func:`translate_errors`; nothing above them sees a backend exception. The local disk raises
+builtin ``OSError`` subclasses, fsspec filesystems mostly do too (s3fs maps S3 error codes
+onto them), botocore raises its own, and some backends raise anything at all. The rule that
+matters: only a real "not found" becomes :class:`~ctxfs.errors.PathNotFoundError`; a
+permission, network or server failure becomes :class:`~ctxfs.errors.BackendError`, so it
+never reads as "missing".
 """
 
 from __future__ import annotations

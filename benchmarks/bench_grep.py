@@ -147,8 +147,8 @@ def bench_s3(objects: int) -> None:
 
         def serial() -> set[str]:
             hits = set()
-            for info in ws._walk_files("/"):
-                if b"NEEDLE_4242" in ws.fs.cat_file(ws._host(info.path)):
+            for info in ws.store.walk("/"):
+                if b"NEEDLE_4242" in ws.store.read_bytes(info.path):
                     hits.add(info.path)
             return hits
 

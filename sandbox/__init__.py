@@ -8,7 +8,7 @@ can be (:func:`normalize_path`), and touch the disk only for what only the disk 
 from __future__ import annotations
 
 from ctxfs.sandbox.limits import Limits
-from ctxfs.sandbox.local import check_host_path, host_path
+from ctxfs.sandbox.local import check_host_path, host_path, real_virtual_path
 from ctxfs.sandbox.paths import (
     MAX_NAME_BYTES,
     MAX_PATH_BYTES,
@@ -25,5 +25,6 @@ __all__ = [
     "host_path",
     "is_within",
     "normalize_path",
+    "real_virtual_path",
     "relative_to",
 ]

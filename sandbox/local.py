@@ -12,7 +12,7 @@ import os
 
 from ctxfs.errors import UnsafePathError
 
-__all__ = ["check_host_path", "host_path"]
+__all__ = ["check_host_path", "host_path", "real_virtual_path"]
 
 
 def host_path(root: str, virtual: str) -> str:
@@ -20,8 +20,8 @@ def host_path(root: str, virtual: str) -> str:
     return root if virtual == "/" else os.path.join(root, virtual[1:])
 
 
-def check_host_path(real_root: str, host: str, virtual: str) -> None:
-    """Refuse ``host`` if, with symlinks followed, it resolves outside ``real_root``.
+def real_virtual_path(real_root: str, host: str, virtual: str) -> str:
+    """The virtual path ``host`` really leads to, with symlinks followed.
 
     Args:
         real_root: The workspace root, already resolved with ``os.path.realpath``.
@@ -32,9 +32,21 @@ def check_host_path(real_root: str, host: str, virtual: str) -> None:
         UnsafePathError: A symlink on the way leads outside the workspace.
     """
     resolved = os.path.realpath(host)
-    if resolved != real_root and not resolved.startswith(real_root.rstrip(os.sep) + os.sep):
+    if resolved == real_root:
+        return "/"
+    if not resolved.startswith(real_root.rstrip(os.sep) + os.sep):
         raise UnsafePathError(
             f"path {virtual!r} goes through a symbolic link that leads outside the workspace; "
             "it cannot be read or written",
             path=virtual,
         )
+    return "/" + os.path.relpath(resolved, real_root).replace(os.sep, "/")
+
+
+def check_host_path(real_root: str, host: str, virtual: str) -> None:
+    """Refuse ``host`` if, with symlinks followed, it resolves outside ``real_root``.
+
+    Raises:
+        UnsafePathError: A symlink on the way leads outside the workspace.
+    """
+    real_virtual_path(real_root, host, virtual)

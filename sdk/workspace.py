@@ -1,20 +1,24 @@
-"""The Workspace: virtual, confined file access on any fsspec storage."""
+"""The Workspace: virtual, confined file access on any storage.
+
+The Workspace holds what is the same on every backend: the sandbox rules for paths, read-only
+areas, typed results, and glob and grep (pure matchers in :mod:`ctxfs._glob` and
+:mod:`ctxfs._grep` over the store's ``walk`` and ``fetch``). Everything that differs between
+backends is behind the :class:`~ctxfs.backends.Store` it was opened with.
+"""
 
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fsspec import AbstractFileSystem
 
-from ctxfs._grep import GrepOptions, OutputMode
-from ctxfs._search import glob_files, grep_files
+from ctxfs._glob import compile_glob
+from ctxfs._grep import GrepOptions, OutputMode, compile_pattern, search_file
 from ctxfs._textread import read_page
-from ctxfs.backends import Storage, open_storage, translate_errors
+from ctxfs.backends import Store, open_storage
 from ctxfs.errors import (
-    BackendError,
     EditError,
     IsADirectoryPathError,
     NotADirectoryPathError,
@@ -22,15 +26,15 @@ from ctxfs.errors import (
     PathExistsError,
     PathNotFoundError,
     ReadOnlyPathError,
-    UnsafePathError,
 )
 from ctxfs.results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
-from ctxfs.sandbox import Limits, check_host_path, host_path, is_within, normalize_path
+from ctxfs.sandbox import Limits, is_within, normalize_path, relative_to
 
 __all__ = ["Workspace"]
 
-READ_BLOCK_BYTES = 4 * 2**20
-"""Read-ahead block for paged reads from remote storage (bounds a page read's memory)."""
+
+def _hidden(relpath: str) -> bool:
+    return any(part.startswith(".") for part in relpath.split("/"))
 
 
 class Workspace:
@@ -49,7 +53,8 @@ class Workspace:
 
     Args:
         target: A local folder (created if missing), a URL (``memory://name``,
-            ``s3://bucket/prefix``, any fsspec URL) or an fsspec filesystem object.
+            ``s3://bucket/prefix``, any fsspec URL), an fsspec filesystem object, or a
+            :class:`~ctxfs.backends.Store` (yours, or another workspace's ``store``).
         root: With a filesystem object, the folder inside it that becomes ``/``.
         storage_options: Options for the filesystem opened from a URL (for S3:
             ``endpoint_url``, ``key``, ``secret``, ``client_kwargs``...).
@@ -57,24 +62,24 @@ class Workspace:
         limits: Size caps and time limits (see :class:`ctxfs.sandbox.Limits`).
 
     A ``memory://`` workspace has a private store: two Workspace objects never see each
-    other's files, even with the same URL. To share one, pass the same filesystem object.
+    other's files, even with the same URL. To share one, pass the same filesystem object
+    or store.
     """
 
     def __init__(
         self,
-        target: str | os.PathLike[str] | AbstractFileSystem,
+        target: str | os.PathLike[str] | AbstractFileSystem | Store,
         *,
         root: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
         read_only: Iterable[str] = (),
         limits: Limits | None = None,
     ) -> None:
-        storage = open_storage(target, root=root, storage_options=storage_options)
-        self._init(storage, read_only, limits or Limits())
+        store = open_storage(target, root=root, storage_options=storage_options)
+        self._init(store, read_only, limits or Limits())
 
-    def _init(self, storage: Storage, read_only: Iterable[str], limits: Limits) -> None:
-        self._storage = storage
-        self._real_root = os.path.realpath(storage.root) if storage.is_local else ""
+    def _init(self, store: Store, read_only: Iterable[str], limits: Limits) -> None:
+        self._store = store
         self._read_only = tuple(sorted({normalize_path(p) for p in read_only}))
         self._limits = limits
 
@@ -85,7 +90,7 @@ class Workspace:
         a view in which those areas are read-only.
         """
         clone = object.__new__(Workspace)
-        clone._init(self._storage, (*self._read_only, *read_only), self._limits)
+        clone._init(self._store, (*self._read_only, *read_only), self._limits)
         return clone
 
     # -- properties ---------------------------------------------------------------------
@@ -93,17 +98,15 @@ class Workspace:
     @property
     def url(self) -> str:
         """Where the workspace lives, for display (``s3://bucket/prefix``, a local path...)."""
-        return self._storage.url
+        return self._store.url
 
     @property
-    def fs(self) -> AbstractFileSystem:
-        """The underlying fsspec filesystem."""
-        return self._storage.fs
+    def store(self) -> Store:
+        """The :class:`~ctxfs.backends.Store` the files live in (views share it).
 
-    @property
-    def is_local(self) -> bool:
-        """Whether the workspace is on the local disk."""
-        return self._storage.is_local
+        ``Workspace(ws.store, limits=...)`` sees the same files with other settings.
+        """
+        return self._store
 
     @property
     def read_only(self) -> tuple[str, ...]:
@@ -121,45 +124,25 @@ class Workspace:
     # -- paths --------------------------------------------------------------------------
 
     def resolve(self, path: str) -> str:
-        """Normalise an agent-supplied path, or raise :class:`~ctxfs.errors.UnsafePathError`."""
+        """Normalise an agent-supplied path, or raise :class:`~ctxfs.errors.UnsafePathError`.
+
+        Besides the sandbox's rules, the store refuses a path whose symbolic links lead
+        outside the root (local disk).
+        """
         virtual = normalize_path(path)
-        if self._storage.is_local:
-            check_host_path(self._real_root, self._host(virtual), virtual)
+        self._store.real_path(virtual)
         return virtual
 
     def is_read_only(self, path: str) -> bool:
         """Whether the (normalised) virtual path lies in a read-only area."""
         return any(is_within(path, prefix) for prefix in self._read_only)
 
-    def _host(self, virtual: str) -> str:
-        if self._storage.is_local:
-            return host_path(self._storage.root, virtual)
-        root = self._storage.root
-        return root if virtual == "/" else f"{root}{virtual}"
-
-    def _virtual(self, host: str) -> str:
-        root = self._storage.root.rstrip("/")
-        host = host.rstrip("/")
-        if self._storage.is_local:
-            host = host.replace(os.sep, "/")
-            root = root.replace(os.sep, "/")
-        elif not host.startswith("/") and root.startswith("/"):
-            host = "/" + host
-        rest = host[len(root) :] if host.startswith(root) else host
-        return "/" + rest.strip("/")
-
-    def _real_virtual(self, virtual: str) -> str:
-        """On local disk, the virtual path the target really is once symlinks are followed."""
-        real = os.path.realpath(self._host(virtual))
-        rest = os.path.relpath(real, self._real_root).replace(os.sep, "/")
-        return "/" if rest == "." else "/" + rest
-
     def _writable(self, path: str) -> str:
-        virtual = self.resolve(path)
-        # Checked on the path as given and, on local disk, on where it really leads: a symlink
-        # made inside the root must not open a way to write into a read-only area.
-        real = self._real_virtual(virtual) if self._storage.is_local and self._read_only else None
-        target = virtual if self.is_read_only(virtual) or real is None else real
+        virtual = normalize_path(path)
+        # Checked on the path as given and on where it really leads: a symlink made inside
+        # the root must not open a way to write into a read-only area.
+        real = self._store.real_path(virtual)
+        target = virtual if self.is_read_only(virtual) else real
         if self.is_read_only(target):
             area = next(p for p in self._read_only if is_within(target, p))
             where = virtual if target == virtual else f"{virtual} (a link to {target})"
@@ -185,18 +168,9 @@ class Workspace:
         return self._info(virtual)
 
     def _info(self, virtual: str) -> FileInfo:
-        if virtual == "/":
+        if virtual == "/":  # the root exists even before an object store holds anything
             return FileInfo("/", "directory")
-        with translate_errors(virtual):
-            raw = self.fs.info(self._host(virtual))
-        return self._to_info(raw, virtual)
-
-    def _to_info(self, raw: Mapping[str, Any], virtual: str | None = None) -> FileInfo:
-        path = virtual if virtual is not None else self._virtual(str(raw["name"]))
-        if raw.get("type") == "directory":
-            return FileInfo(path, "directory")
-        size = raw.get("size")
-        return FileInfo(path, "file", int(size) if size is not None else None)
+        return self._store.info(virtual)
 
     def exists(self, path: str) -> bool:
         """Whether anything is at ``path``.
@@ -218,34 +192,19 @@ class Workspace:
             NotADirectoryPathError: ``path`` is a file.
         """
         virtual = self.resolve(path)
-        host = self._host(virtual)
         try:
-            with translate_errors(virtual):
-                entries = self.fs.ls(host, detail=True)
+            entries = self._store.ls(virtual)
         except PathNotFoundError:
             if virtual == "/":
                 return []
             raise
-        result: list[FileInfo] = []
-        for raw in entries:
-            info = self._to_info(raw)
-            if info.path == virtual:
-                if info.type == "file":
-                    raise NotADirectoryPathError(
-                        f"{virtual} is a file, not a directory; read it with read_file",
-                        path=virtual,
-                    )
-                continue
-            if self._storage.is_local and os.path.islink(str(raw["name"])):
-                try:
-                    check_host_path(self._real_root, str(raw["name"]), info.path)
-                except UnsafePathError:
-                    continue  # a link leading outside is not part of the workspace
-                if os.path.isdir(str(raw["name"])):
-                    # fsspec types a link by the link itself; info() follows it, so must ls.
-                    info = FileInfo(info.path, "directory")
-            result.append(info)
-        return sorted(result, key=lambda i: i.path)
+        except NotADirectoryPathError:
+            if self._info(virtual).is_dir:
+                raise
+            raise NotADirectoryPathError(
+                f"{virtual} is a file, not a directory; read it with read_file", path=virtual
+            ) from None
+        return sorted(entries, key=lambda i: i.path)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -263,9 +222,7 @@ class Workspace:
         return self._read_bytes(self._file(path))
 
     def _read_bytes(self, virtual: str) -> bytes:
-        with translate_errors(virtual):
-            data = self.fs.cat_file(self._host(virtual))
-        return bytes(data)
+        return self._store.read_bytes(virtual)
 
     def read_text(self, path: str) -> str:
         """The whole content of a UTF-8 text file.
@@ -309,11 +266,7 @@ class Workspace:
         if column < 0:
             raise ValueError("column must be >= 0 (it is the 0-based first character)")
         virtual = self._file(path)
-        # s3fs reads ahead in 50 MiB blocks by default: a page read would hold one in memory.
-        with (
-            translate_errors(virtual),
-            self.fs.open(self._host(virtual), "rb", block_size=READ_BLOCK_BYTES) as stream,
-        ):
+        with self._store.open_read(virtual) as stream:
             return read_page(
                 stream,
                 virtual,
@@ -361,14 +314,7 @@ class Workspace:
                 raise PathExistsError(f"{virtual} already exists and is write-once", path=virtual)
         else:
             self._check_no_file_above(virtual)
-        host = self._host(virtual)
-        with translate_errors(virtual):
-            if self._storage.is_local:
-                self._write_local(host, data, create_only)
-            elif create_only and self._storage.url.startswith(("s3://", "s3a://")):
-                self.fs.pipe_file(host, data, mode="create")
-            else:
-                self.fs.pipe_file(host, data)
+        self._store.write(virtual, data, create_only=create_only)
         return FileInfo(virtual, "file", len(data))
 
     def _check_no_file_above(self, virtual: str) -> None:
@@ -388,24 +334,6 @@ class Workspace:
                     path=virtual,
                 )
             return
-
-    def _write_local(self, host: str, data: bytes, create_only: bool) -> None:
-        folder = os.path.dirname(host)
-        os.makedirs(folder, exist_ok=True)
-        # A fixed-length name: the target's own name may already be at the 255-byte limit.
-        temp = os.path.join(folder, f".ctxfs-{uuid.uuid4().hex}.tmp")
-        try:
-            with open(temp, "xb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            if create_only:
-                os.link(temp, host)  # atomic, and fails if host exists
-            else:
-                os.replace(temp, host)
-        finally:
-            if os.path.lexists(temp):
-                os.unlink(temp)
 
     def edit(self, path: str, old: str, new: str, *, replace_all: bool = False) -> EditResult:
         """Replace exact text in a file.
@@ -464,8 +392,7 @@ class Workspace:
             raise ReadOnlyPathError(
                 f"{virtual} contains a read-only area; it cannot be deleted", path=virtual
             )
-        with translate_errors(virtual):
-            self.fs.rm(self._host(virtual), recursive=recursive)
+        self._store.remove(virtual, recursive=recursive)
 
     # -- searching ----------------------------------------------------------------------
 
@@ -480,8 +407,17 @@ class Workspace:
         Raises:
             PatternError: The pattern is malformed.
             PathNotFoundError: ``path`` does not exist.
+            BackendError: A folder could not be listed (no file silently goes missing).
         """
-        return glob_files(self, pattern, path, limit)
+        matcher = compile_glob(pattern)
+        base = self.resolve(path)
+        cap = limit if limit is not None else self._limits.max_glob_results
+        found = [
+            info.path
+            for info in self._files(base)
+            if matcher.matches(relative_to(info.path, base) or info.name)
+        ]
+        return GlobResult(tuple(found[:cap]), len(found) > cap)
 
     def grep(
         self,
@@ -517,6 +453,7 @@ class Workspace:
             PatternError: The pattern or glob is invalid.
             SearchTimeoutError: The pattern ran past the time limit.
             PathNotFoundError: ``path`` does not exist.
+            BackendError: A folder could not be listed or a file could not be read.
         """
         options = GrepOptions(
             pattern=pattern,
@@ -529,44 +466,41 @@ class Workspace:
             max_line_chars=self._limits.max_line_chars,
             timeout=self._limits.regex_timeout,
         )
-        return grep_files(self, options, path, glob)
+        compiled = compile_pattern(options)
+        matcher = compile_glob(glob) if glob else None
+        base = self.resolve(path)
+        selected: list[FileInfo] = []
+        too_large: list[str] = []
+        for info in self._files(base):
+            rel = relative_to(info.path, base) or info.name
+            if matcher is not None:
+                if not matcher.matches(rel):
+                    continue
+            elif _hidden(rel) and info.path != base:
+                continue
+            if info.size is not None and info.size > self._limits.max_grep_file_bytes:
+                too_large.append(info.path)
+                continue
+            selected.append(info)
+        matched = []
+        binary: list[str] = []
+        for info, data in self._store.fetch(selected):
+            result = search_file(info.path, data, compiled, options)
+            if result.binary:
+                binary.append(info.path)
+            elif result.matched:
+                matched.append(result)
+        return GrepResult(
+            output_mode=options.output_mode,
+            files=tuple(matched),
+            searched=len(selected),
+            skipped_binary=tuple(binary),
+            skipped_large=tuple(too_large),
+        )
 
-    # -- walking (used by glob and grep) -------------------------------------------------
-
-    def _walk_files(self, base: str) -> list[FileInfo]:
-        """Every file under virtual ``base`` (a directory or a single file), sorted."""
+    def _files(self, base: str) -> list[FileInfo]:
+        """Every file under virtual ``base`` (a folder or a single file), sorted."""
         info = self._info(base)
         if not info.is_dir:
             return [info]
-        if self._storage.is_local:
-            return self._walk_local(base)
-        host = self._host(base)
-        try:
-            with translate_errors(base):
-                found = self.fs.find(host, withdirs=False, detail=True)
-        except PathNotFoundError:
-            return []
-        files = [self._to_info(raw) for raw in found.values()]
-        return sorted((f for f in files if f.type == "file"), key=lambda f: f.path)
-
-    def _walk_local(self, base: str) -> list[FileInfo]:
-        top = self._host(base)
-        out: list[FileInfo] = []
-
-        def fail(exc: OSError) -> None:
-            raise BackendError(f"{base}: could not list ({exc})", path=base) from exc
-
-        for folder, _dirs, names in os.walk(top, onerror=fail):
-            for name in names:
-                full = os.path.join(folder, name)
-                virtual = self._virtual(full)
-                try:
-                    if os.path.islink(full):
-                        check_host_path(self._real_root, full, virtual)
-                        if not os.path.isfile(full):
-                            continue
-                    size = os.path.getsize(full)
-                except (OSError, ValueError):
-                    continue
-                out.append(FileInfo(virtual, "file", size))
-        return sorted(out, key=lambda f: f.path)
+        return sorted(self._store.walk(base), key=lambda f: f.path)

@@ -259,8 +259,9 @@ def _print_where(workspace: Workspace, thread_id: str, out: IO[str]) -> None:
         "  /transcripts   archived conversation segments (JSONL + Markdown) and their index",
         f"Folders now: {', '.join(areas)}",
     ]
-    if workspace.is_local:
-        lines.append(f"Look around:  ls -R {workspace.url}")
+    folder = workspace.store.local_path("/")
+    if folder is not None:
+        lines.append(f"Look around:  ls -R {folder}")
     where = workspace.url
     if not where.startswith("memory://"):  # a memory store lives only in this process
         lines += [

@@ -1,4 +1,4 @@
-"""Test doubles shipped with ctxfs, so you can test your own agents the way ctxfs tests its own.
+"""A scripted chat model and history builders, to test agents offline and deterministically.
 
 - :class:`ScriptedChatModel`: a chat model that plays a script of replies (tool calls
   included), works with ``create_agent``, langgraph and ``bind_tools``, and finds its place in

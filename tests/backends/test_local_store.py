@@ -1,0 +1,109 @@
+"""The local store on a real disk: depth, links, special files, and where paths really lead."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ctxfs import FileInfo, Workspace
+from ctxfs.backends import LocalStore
+from ctxfs.errors import PathNotFoundError, UnsafePathError
+
+DEPTH = 1_000
+
+
+def test_a_tree_a_thousand_folders_deep_works_end_to_end(tmp_path: Path) -> None:
+    # Deeper than Python's recursion limit: every walk, mkdir and delete must be a loop.
+    workspace = Workspace(tmp_path / "ws")
+    deep = "/" + "/".join("d" for _ in range(DEPTH))
+    workspace.write_text(f"{deep}/bottom.txt", "needle at the bottom\n")
+    workspace.write_text("/top.txt", "needle at the top\n")
+
+    assert workspace.info(f"{deep}/bottom.txt").size == len("needle at the bottom\n")
+    assert workspace.ls(deep) == [FileInfo(f"{deep}/bottom.txt", "file", 21)]
+    assert workspace.glob("*.txt").paths == (f"{deep}/bottom.txt", "/top.txt")
+    found = workspace.grep("needle", output_mode="content")
+    assert [f.path for f in found.files] == [f"{deep}/bottom.txt", "/top.txt"]
+    assert workspace.read_lines(f"{deep}/bottom.txt").lines == ("needle at the bottom",)
+
+    workspace.rm("/d", recursive=True)
+    assert [e.path for e in workspace.ls("/")] == ["/top.txt"]
+    assert os.listdir(tmp_path / "ws") == ["top.txt"]
+
+
+@pytest.fixture
+def linked(tmp_path: Path) -> Workspace:
+    """A workspace whose root holds links of every kind, next to an outside folder."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("needle outside\n")
+    workspace = Workspace(root)
+    workspace.write_text("/docs/a.txt", "needle in a\n")
+    (root / "file_link.txt").symlink_to(root / "docs" / "a.txt")
+    (root / "folder_link").symlink_to(root / "docs")
+    (root / "loop").symlink_to(root)
+    (root / "out_file.txt").symlink_to(outside / "secret.txt")
+    (root / "out_folder").symlink_to(outside)
+    (root / "dangling.txt").symlink_to(root / "not-there.txt")
+    os.mkfifo(root / "pipe.txt")
+    return workspace
+
+
+def test_ls_types_links_by_their_target_and_hides_what_is_not_a_workspace_file(
+    linked: Workspace,
+) -> None:
+    assert linked.ls("/") == [
+        FileInfo("/docs", "directory"),
+        FileInfo("/file_link.txt", "file", len("needle in a\n")),
+        FileInfo("/folder_link", "directory"),
+        FileInfo("/loop", "directory"),
+    ]
+
+
+def test_walk_follows_file_links_inside_but_never_folder_links_or_special_files(
+    linked: Workspace,
+) -> None:
+    # A FIFO read by grep would block the agent; a link loop would never end.
+    assert linked.glob("*.txt").paths == ("/docs/a.txt", "/file_link.txt")
+    found = linked.grep("needle")
+    assert [f.path for f in found.files] == ["/docs/a.txt", "/file_link.txt"]
+    assert linked.glob("*.txt", "/folder_link").paths == ("/folder_link/a.txt",)
+
+
+def test_a_fifo_is_refused_at_once_instead_of_blocking_a_read(linked: Workspace) -> None:
+    for read in [linked.read_text, linked.read_lines, linked.read_bytes]:
+        with pytest.raises(PathNotFoundError, match=r"^/pipe.txt: not a regular file or folder"):
+            read("/pipe.txt")
+    assert not linked.exists("/pipe.txt")
+    with pytest.raises(PathNotFoundError):
+        linked.grep("needle", "/pipe.txt")
+
+
+def test_real_path_follows_links_and_refuses_the_ones_that_leave(linked: Workspace) -> None:
+    store = linked.store
+    assert store.real_path("/file_link.txt") == "/docs/a.txt"
+    assert store.real_path("/loop/loop/docs") == "/docs"
+    assert store.real_path("/folder_link/new.txt") == "/docs/new.txt"
+    for path in ["/out_file.txt", "/out_folder/secret.txt"]:
+        with pytest.raises(UnsafePathError, match=r"symbolic link that leads outside"):
+            store.real_path(path)
+
+
+def test_rm_of_a_link_removes_the_link_not_what_it_points_to(
+    linked: Workspace, tmp_path: Path
+) -> None:
+    linked.rm("/folder_link", recursive=True)
+    linked.rm("/file_link.txt")
+    assert linked.read_text("/docs/a.txt") == "needle in a\n"
+    assert not (tmp_path / "root" / "folder_link").is_symlink()
+    assert not (tmp_path / "root" / "file_link.txt").is_symlink()
+
+
+def test_the_store_names_its_folder_for_display(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "ws")
+    assert store.url == str(tmp_path / "ws")
+    assert store.local_path("/") == str(tmp_path / "ws")
+    assert store.local_path("/a/b.txt") == str(tmp_path / "ws" / "a" / "b.txt")
+    assert repr(store) == f"LocalStore({str(tmp_path / 'ws')!r})"
