@@ -5,22 +5,24 @@ ranged read, batched fetch, atomic / create-only write, remove, and the link che
 confinement needs). :func:`open_storage` picks the implementation once, when a workspace is
 opened: :class:`LocalStore` for a folder on this machine, :class:`FsspecStore` for any fsspec
 filesystem (memory, S3, ...). Backend differences and the translation of backend exceptions
-into ctxfs's error tree (:mod:`ctxfs.backends.errors`) live here and nowhere else.
+into ctxfs's error tree (:mod:`ctxfs.backends._errors`) live here and nowhere else.
 """
 
 from __future__ import annotations
 
+from ctxfs.backends._errors import translate_error, translate_errors
+from ctxfs.backends._factory import local_folder_of, open_storage, protocol_of
 from ctxfs.backends._fsspec import FsspecStore
 from ctxfs.backends._local import LocalStore
 from ctxfs.backends._store import Store
-from ctxfs.backends.errors import translate_error, translate_errors
-from ctxfs.backends.factory import open_storage
 
 __all__ = [
     "FsspecStore",
     "LocalStore",
     "Store",
+    "local_folder_of",
     "open_storage",
+    "protocol_of",
     "translate_error",
     "translate_errors",
 ]

@@ -20,14 +20,14 @@ from typing import Any, BinaryIO
 
 from fsspec import AbstractFileSystem
 
-from ctxfs.backends.errors import translate_error, translate_errors
-from ctxfs.errors import (
+from ctxfs._errors import (
     IsADirectoryPathError,
     NotADirectoryPathError,
     PathExistsError,
     PathNotFoundError,
 )
-from ctxfs.results import FileInfo
+from ctxfs._results import FileInfo
+from ctxfs.backends._errors import translate_error, translate_errors
 
 __all__ = ["FETCH_BATCH_BYTES", "FETCH_BATCH_FILES", "READ_BLOCK_BYTES", "FsspecStore"]
 

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from ctxfs.backends.errors import translate_error, translate_errors
-from ctxfs.errors import IsADirectoryPathError, PathNotFoundError, UnsafePathError
-from ctxfs.results import FileInfo
-from ctxfs.sandbox.local import host_path, real_virtual_path
+from ctxfs._errors import IsADirectoryPathError, PathNotFoundError, UnsafePathError
+from ctxfs._results import FileInfo
+from ctxfs.backends._errors import translate_error, translate_errors
+from ctxfs.sandbox._local import host_path, real_virtual_path
 
 __all__ = ["LocalStore"]
 

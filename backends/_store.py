@@ -11,13 +11,13 @@ The contract, which :mod:`ctxfs.testing.conformance` checks through a Workspace:
 - **Paths** are virtual POSIX paths, already normalised by the sandbox: rooted at ``/``, no
   ``.``/``..`` segments, no trailing ``/``. The store maps them onto its own root.
 - **Confinement.** :meth:`Store.real_path` says where a path really leads once links are
-  followed, and raises :class:`~ctxfs.errors.UnsafePathError` if that is outside the root.
+  followed, and raises :class:`~ctxfs._errors.UnsafePathError` if that is outside the root.
   The Workspace asks it for every path it is given, before any other method; the other
   methods trust their path. :meth:`Store.ls` and :meth:`Store.walk` never list an entry that
   leads outside, nor one that is neither a regular file nor a folder.
-- **Errors** are ctxfs errors, translated inside the store (:mod:`ctxfs.backends.errors`):
-  :class:`~ctxfs.errors.PathNotFoundError` only when the storage answered "not there",
-  :class:`~ctxfs.errors.BackendError` when it could not be asked (network, permission,
+- **Errors** are ctxfs errors, translated inside the store (:mod:`ctxfs.backends._errors`):
+  :class:`~ctxfs._errors.PathNotFoundError` only when the storage answered "not there",
+  :class:`~ctxfs._errors.BackendError` when it could not be asked (network, permission,
   server). "Not found" and "could not ask" are never confused.
 - **The root** may not exist yet on object stores; the Workspace treats ``/`` as an existing,
   possibly empty folder itself, so a store need not special-case it.
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import BinaryIO, Protocol, runtime_checkable
 
-from ctxfs.results import FileInfo
+from ctxfs._results import FileInfo
 
 __all__ = ["Store"]
 
@@ -70,7 +70,7 @@ class Store(Protocol):
         Raises:
             PathNotFoundError: Nothing is there.
             NotADirectoryPathError: A file stands where a folder on the way should be
-                (stores may also answer :class:`~ctxfs.errors.PathNotFoundError`).
+                (stores may also answer :class:`~ctxfs._errors.PathNotFoundError`).
         """
         ...
 
@@ -89,7 +89,7 @@ class Store(Protocol):
         Links to folders are not followed (they could form cycles); links to files that
         stay inside the root are listed under their own path. A folder that does not exist
         yields nothing; one that cannot be listed raises
-        :class:`~ctxfs.errors.BackendError`, so no file silently goes missing.
+        :class:`~ctxfs._errors.BackendError`, so no file silently goes missing.
         """
         ...
 
@@ -122,7 +122,7 @@ class Store(Protocol):
         Args:
             path: The file.
             data: Its content.
-            create_only: Raise :class:`~ctxfs.errors.PathExistsError` if the file exists:
+            create_only: Raise :class:`~ctxfs._errors.PathExistsError` if the file exists:
                 atomically where the backend can (a hard link on local disk, a conditional
                 PUT on S3), otherwise by a check just before the write.
         """

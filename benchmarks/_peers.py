@@ -40,11 +40,15 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ctxfs import Workspace, restore_messages
-from ctxfs.engine import ContextEngine
-from ctxfs.events import Summarized
-from ctxfs.policy import ContextPolicy, Summarization
-from ctxfs.tokens import TiktokenCounter
+from ctxfs import (
+    ContextEngine,
+    ContextPolicy,
+    Summarization,
+    Summarized,
+    TiktokenCounter,
+    Workspace,
+    restore_messages,
+)
 
 SYSTEMS = ("none", "ctxfs", "deepagents", "langchain")
 

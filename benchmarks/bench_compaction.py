@@ -34,11 +34,17 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ctxfs import Workspace, check_recovery, read_trace, replay
-from ctxfs.engine import ContextEngine
-from ctxfs.events import Summarized, ToolResultCleared
-from ctxfs.policy import ContextPolicy
-from ctxfs.tokens import TiktokenCounter
+from ctxfs import (
+    ContextEngine,
+    ContextPolicy,
+    Summarized,
+    TiktokenCounter,
+    ToolResultCleared,
+    Workspace,
+    check_recovery,
+    read_trace,
+    replay,
+)
 
 BUDGETS = (32_000, 64_000, 128_000)
 

@@ -28,9 +28,8 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import Workspace
+from ctxfs import ContextPolicy, Workspace
 from ctxfs.integrations.langchain import ContextMiddleware
-from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, long_history, tool_call
 
 

@@ -49,8 +49,7 @@ from typing import Any
 from _peers import FACTORIES, STORAGE, SYSTEMS
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs import read_trace
-from ctxfs.tokens import TiktokenCounter
+from ctxfs import TiktokenCounter, read_trace
 
 BUDGETS = (32_000, 64_000, 128_000)
 CLAUDE_CODE_FILE_TOOLS = {"Write": "write_file", "Edit": "edit_file"}

@@ -29,10 +29,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ctxfs import Workspace
-from ctxfs.engine import ContextEngine
-from ctxfs.policy import ContextPolicy
-from ctxfs.tokens import TiktokenCounter
+from ctxfs import ContextEngine, ContextPolicy, TiktokenCounter, Workspace
 
 
 def _best_of(fn: Callable[[], object], *, repeat: int, number: int) -> float:

@@ -25,10 +25,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from ctxfs import Workspace, pointer_of
-from ctxfs.engine import ContextEngine
+from ctxfs import ContextEngine, ContextPolicy, Workspace, pointer_of
 from ctxfs.integrations.langgraph import compaction_node, offload_tool_node
-from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 from ctxfs.tools import workspace_tools
 

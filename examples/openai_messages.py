@@ -35,9 +35,7 @@ from langchain_core.messages import (
     convert_to_openai_messages,
 )
 
-from ctxfs import Workspace
-from ctxfs.engine import ContextEngine
-from ctxfs.policy import ContextPolicy
+from ctxfs import ContextEngine, ContextPolicy, Workspace
 from ctxfs.tools import tool_functions
 
 Message = dict[str, Any]

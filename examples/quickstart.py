@@ -25,9 +25,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import Workspace, pointer_of
+from ctxfs import ContextPolicy, Workspace, pointer_of
 from ctxfs.integrations.langchain import ContextMiddleware
-from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 

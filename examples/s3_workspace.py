@@ -22,9 +22,8 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 
-from ctxfs import Workspace
+from ctxfs import ContextPolicy, Workspace
 from ctxfs.integrations.langchain import ContextMiddleware
-from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 

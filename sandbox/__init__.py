@@ -7,9 +7,9 @@ can be (:func:`normalize_path`), and touch the disk only for what only the disk 
 
 from __future__ import annotations
 
-from ctxfs.sandbox.limits import Limits
-from ctxfs.sandbox.local import check_host_path, host_path, real_virtual_path
-from ctxfs.sandbox.paths import (
+from ctxfs.sandbox._limits import Limits
+from ctxfs.sandbox._local import check_host_path, host_path, real_virtual_path
+from ctxfs.sandbox._paths import (
     MAX_NAME_BYTES,
     MAX_PATH_BYTES,
     is_within,

@@ -1,14 +1,8 @@
 """ctxfs: keep long-running LLM agents inside their context window without losing anything."""
 
-from ctxfs._pointers import Pointer
-from ctxfs._recovery import Recovery, check_recovery, restore_messages
-from ctxfs._replay import ModelCall, ReplayResult, replay
-from ctxfs._resolve import pointer_of, resolve_pointers
-from ctxfs._summary import is_summary
-from ctxfs._trace import parse_trace, read_trace
-from ctxfs.archive import ArchiveSegment, TranscriptArchive
-from ctxfs.engine import ContextEngine
-from ctxfs.errors import (
+from ctxfs._archive import ArchiveSegment, TranscriptArchive
+from ctxfs._engine import ContextEngine
+from ctxfs._errors import (
     ArchiveError,
     BackendError,
     EditError,
@@ -24,7 +18,7 @@ from ctxfs.errors import (
     UnsafePathError,
     WorkspaceError,
 )
-from ctxfs.events import (
+from ctxfs._events import (
     ArchiveFailed,
     CompactionResult,
     ContextEvent,
@@ -36,7 +30,8 @@ from ctxfs.events import (
     ToolResultOffloaded,
     ToolResultOutcome,
 )
-from ctxfs.policy import (
+from ctxfs._pointers import Pointer
+from ctxfs._policy import (
     ContextPolicy,
     KeepRecent,
     KeepToolResults,
@@ -47,11 +42,16 @@ from ctxfs.policy import (
     ToolResultClearing,
     ToolResultOffload,
 )
-from ctxfs.results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._recovery import Recovery, check_recovery, restore_messages
+from ctxfs._replay import ModelCall, ReplayResult, replay
+from ctxfs._resolve import pointer_of, resolve_pointers
+from ctxfs._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._summary import is_summary
+from ctxfs._tokens import TiktokenCounter, TokenCounter, as_token_counter
+from ctxfs._trace import parse_trace, read_trace
+from ctxfs._workspace import Workspace
 from ctxfs.sandbox import Limits
-from ctxfs.tokens import TiktokenCounter, TokenCounter, as_token_counter
 from ctxfs.tools import ToolFunction, tool_functions, workspace_tools
-from ctxfs.workspace import Workspace
 
 __all__ = [
     "ArchiveError",

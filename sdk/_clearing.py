@@ -25,7 +25,7 @@ and compared) and the message is replaced only after that succeeded. Three kinds
   Repeating the call shows the same text again (for a folder, files saved since may add
   matches; every line it showed is still in those files).
 
-Which results: tool messages outside the kept window (:class:`~ctxfs.policy.KeepToolResults`:
+Which results: tool messages outside the kept window (:class:`~ctxfs._policy.KeepToolResults`:
 the last N results, or those in the last N tokens; results after the last AI message, which
 the model has not seen yet, are always kept), from tools not in ``exempt_tools``, holding at
 least ``min_tokens`` tokens, whose content is text (image or other non-text blocks stay).
@@ -56,7 +56,7 @@ metadata (:func:`ctxfs._pointers.result_pointer`), never from their text.
 
 **Cost.** The planner runs before every model call once the trigger is reached, and most of
 those passes end in "not yet". It first bounds the batch without building a pointer: a
-pointer costs at least :data:`~ctxfs.tokens.MESSAGE_OVERHEAD_TOKENS`, so the eligible
+pointer costs at least :data:`~ctxfs._tokens.MESSAGE_OVERHEAD_TOKENS`, so the eligible
 results free at most their tokens minus that. Only when that bound could reach the goal are
 the pointers written out and counted exactly. Message sizes come from the token counter's
 per-message cache, and only for the messages the decision looks at.
@@ -71,6 +71,10 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs._archive import INDEX_NAME
+from ctxfs._blocks import KeepWindow
+from ctxfs._errors import UnsafePathError
+from ctxfs._layout import SDK_AREAS, TRANSCRIPTS_DIR
 from ctxfs._messages import offloadable_text, pair_results, target_path_of
 from ctxfs._naming import result_path
 from ctxfs._pointers import (
@@ -82,13 +86,9 @@ from ctxfs._pointers import (
     render_reread,
 )
 from ctxfs._pointers import result_pointer as held_pointer
-from ctxfs.archive import INDEX_NAME
-from ctxfs.blocks import KeepWindow
-from ctxfs.errors import UnsafePathError
-from ctxfs.layout import SDK_AREAS, TRANSCRIPTS_DIR
-from ctxfs.policy import ContextPolicy
+from ctxfs._policy import ContextPolicy
+from ctxfs._tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 from ctxfs.sandbox import is_within, normalize_path
-from ctxfs.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 
 __all__ = [
     "ClearingKind",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 
-from ctxfs.workspace import Workspace
+from ctxfs._workspace import Workspace
+from ctxfs.backends import local_folder_of, protocol_of
 
-__all__ = ["ENDPOINT_ENV", "CliError", "is_local_url", "open_workspace"]
+__all__ = ["ENDPOINT_ENV", "CliError", "open_workspace"]
 
 ENDPOINT_ENV = "CTXFS_S3_ENDPOINT_URL"
 """Environment variable read for ``--endpoint-url`` when the flag is not given."""
@@ -14,11 +15,6 @@ ENDPOINT_ENV = "CTXFS_S3_ENDPOINT_URL"
 
 class CliError(Exception):
     """A problem the command line reports in one line on stderr, with a non-zero exit."""
-
-
-def is_local_url(url: str) -> bool:
-    """Whether ``url`` names a local folder (a path, ``file://`` or ``local://``)."""
-    return "://" not in url or url.startswith(("file://", "local://"))
 
 
 def open_workspace(url: str, endpoint_url: str | None, *, must_exist: bool = False) -> Workspace:
@@ -33,13 +29,11 @@ def open_workspace(url: str, endpoint_url: str | None, *, must_exist: bool = Fal
     Raises:
         CliError: The folder is missing, or the URL cannot be opened.
     """
-    local = is_local_url(url)
-    s3 = url.startswith(("s3://", "s3a://"))
+    s3 = protocol_of(url) == "s3"
     endpoint = endpoint_url or (os.environ.get(ENDPOINT_ENV) if s3 else None)
-    if must_exist and local:
-        folder = url.split("://", 1)[1] if "://" in url else url
-        if not os.path.isdir(os.path.expanduser(folder)):
-            raise CliError(f"no workspace at {url}: no such folder")
+    folder = local_folder_of(url)
+    if must_exist and folder is not None and not os.path.isdir(os.path.expanduser(folder)):
+        raise CliError(f"no workspace at {url}: no such folder")
     options = {"endpoint_url": endpoint} if endpoint else None
     try:
         return Workspace(url, storage_options=options)

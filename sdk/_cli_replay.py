@@ -20,16 +20,16 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from ctxfs._archive import thread_transcript_dir
 from ctxfs._cli_common import CliError, open_workspace
+from ctxfs._engine import ContextEngine
+from ctxfs._events import ContextEvent, Summarized, describe_event
+from ctxfs._policy import ContextPolicy
 from ctxfs._recovery import Recovery, check_recovery
 from ctxfs._replay import ModelCall, ReplayResult, replay
 from ctxfs._trace import read_trace
-from ctxfs.archive import thread_transcript_dir
-from ctxfs.engine import ContextEngine
-from ctxfs.events import ContextEvent, Summarized, describe_event
-from ctxfs.policy import ContextPolicy
+from ctxfs._workspace import Workspace
 from ctxfs.tools._format import plural
-from ctxfs.workspace import Workspace
 
 __all__ = [
     "add_replay_parser",

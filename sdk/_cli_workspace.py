@@ -11,14 +11,14 @@ import argparse
 import json
 from typing import IO, Any
 
+from ctxfs._archive import INDEX_NAME, ArchiveSegment, TranscriptArchive
 from ctxfs._cli_common import CliError, open_workspace
-from ctxfs.archive import INDEX_NAME, ArchiveSegment, TranscriptArchive
-from ctxfs.errors import ArchiveError, PathNotFoundError, WorkspaceError
-from ctxfs.layout import TRANSCRIPTS_DIR
+from ctxfs._errors import ArchiveError, PathNotFoundError, WorkspaceError
+from ctxfs._layout import TRANSCRIPTS_DIR
+from ctxfs._workspace import Workspace
 from ctxfs.tools import ToolFunction, tool_functions
 from ctxfs.tools._format import format_grep
 from ctxfs.tools._function import error_text
-from ctxfs.workspace import Workspace
 
 __all__ = ["EXIT_ERROR", "EXIT_NO_MATCH", "add_workspace_parsers", "parse_grep"]
 

@@ -26,7 +26,7 @@ Syntax (bash ``globstar`` / gitignore flavour):
 
 Errors: an empty pattern, an unclosed ``[`` or ``{``, a reversed range such as ``[z-a]``, or
 braces expanding to more than :data:`MAX_ALTERNATIVES` patterns raise
-:class:`~ctxfs.errors.PatternError`.
+:class:`~ctxfs._errors.PatternError`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from ctxfs.errors import PatternError
+from ctxfs._errors import PatternError
 
 __all__ = ["MAX_ALTERNATIVES", "GlobMatcher", "compile_glob", "escape_glob"]
 

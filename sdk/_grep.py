@@ -25,7 +25,7 @@ With ``multiline=True`` the pattern runs over the whole text with ``.`` matching
 (like ``rg -U --multiline-dotall``); every line a match touches is a matching line.
 
 Every call into the regex engine gets the time limit ``GrepOptions.timeout``; exceeding it
-raises :class:`~ctxfs.errors.SearchTimeoutError`. The fast path makes one call per chunk of
+raises :class:`~ctxfs._errors.SearchTimeoutError`. The fast path makes one call per chunk of
 about a million characters (or one longer line), so the limit does not shrink as files grow.
 """
 
@@ -37,7 +37,7 @@ from typing import Final, Literal, TypeVar
 
 import regex
 
-from ctxfs.errors import PatternError, SearchTimeoutError
+from ctxfs._errors import PatternError, SearchTimeoutError
 
 __all__ = [
     "FileResult",

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ctxfs._layout import INPUTS_DIR, RESULTS_DIR
 from ctxfs._naming import safe_name
-from ctxfs.layout import INPUTS_DIR, RESULTS_DIR
 
 __all__ = ["LegacyPointer", "legacy_input_pointer", "legacy_result_pointer"]
 

@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Iterator
 
-from ctxfs.layout import INPUTS_DIR, RESULTS_DIR
+from ctxfs._layout import INPUTS_DIR, RESULTS_DIR
 
 __all__ = ["candidate_paths", "input_path", "is_json_text", "result_path", "safe_name"]
 

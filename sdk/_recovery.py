@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ctxfs._archive import TranscriptArchive
 from ctxfs._replay import ReplayResult
 from ctxfs._resolve import resolve_pointers
 from ctxfs._summary import is_summary
-from ctxfs.archive import TranscriptArchive
-from ctxfs.workspace import Workspace
+from ctxfs._workspace import Workspace
 
 __all__ = ["Recovery", "check_recovery", "restore_messages"]
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs.engine import ContextEngine
-from ctxfs.events import ContextEvent
+from ctxfs._engine import ContextEngine
+from ctxfs._events import ContextEvent
 
 __all__ = ["ModelCall", "ReplayResult", "replay"]
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs._errors import WorkspaceError
 from ctxfs._messages import replace_tool_arg
 from ctxfs._pointers import METADATA_KEY, Pointer, input_pointers, restore_content
 from ctxfs._pointers import result_pointer as pointer_of
-from ctxfs.errors import WorkspaceError
+from ctxfs._workspace import Workspace
 from ctxfs.tools import ToolFunction, tool_functions
-from ctxfs.workspace import Workspace
 
 __all__ = ["pointer_of", "resolve_pointers"]
 

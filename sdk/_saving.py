@@ -7,9 +7,9 @@ caller keeps the content inline and reports why. Nothing is ever lost.
 
 from __future__ import annotations
 
+from ctxfs._errors import PathExistsError, WorkspaceError
 from ctxfs._naming import candidate_paths
-from ctxfs.errors import PathExistsError, WorkspaceError
-from ctxfs.workspace import Workspace
+from ctxfs._workspace import Workspace
 
 __all__ = ["Unsaved", "exists", "read_saved", "save_text"]
 

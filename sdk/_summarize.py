@@ -6,13 +6,13 @@ the summary model, with the prompt, and receives ``(answer, error)``; the engine
 :func:`ctxfs._summarizer.acall_model`. Nothing else differs between the two. It takes the
 values it needs (policy, token counter, archive), never the engine.
 
-1. Choose the cut on block boundaries (see :mod:`ctxfs.blocks`) so that the protected
+1. Choose the cut on block boundaries (see :mod:`ctxfs._blocks`) so that the protected
    recent window stays, and drop the messages between the prefix (system prompt and previous
    summary) and the cut. With a ``messages`` trigger the window is narrowed so that the
    result holds at most half of ``trigger.messages``
-   (:meth:`~ctxfs.policy.ContextPolicy.summary_message_room`): each summary then buys at
+   (:meth:`~ctxfs._policy.ContextPolicy.summary_message_room`): each summary then buys at
    least that many new messages, instead of firing again on every turn.
-2. Archive them (:class:`ctxfs.archive.TranscriptArchive`): written and read back before
+2. Archive them (:class:`ctxfs._archive.TranscriptArchive`): written and read back before
    anything is dropped. On any archive failure nothing is dropped and the outcome says why.
 3. Summarize (model or extractive), record the summary in the index, and return
    ``[system..., summary, kept...]``.
@@ -25,14 +25,14 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from ctxfs._archive import ArchiveError, TranscriptArchive
+from ctxfs._blocks import choose_cut, prefix_end, split_blocks
+from ctxfs._events import Summarized
 from ctxfs._naming import safe_name
+from ctxfs._policy import ContextPolicy
 from ctxfs._summarizer import ModelAnswer, extractive_body, format_prompt, render_for_model
 from ctxfs._summary import SummaryState, build_summary_message, collect_artifacts, summary_state
-from ctxfs.archive import ArchiveError, TranscriptArchive
-from ctxfs.blocks import choose_cut, prefix_end, split_blocks
-from ctxfs.events import Summarized
-from ctxfs.policy import ContextPolicy
-from ctxfs.tokens import TokenCounter
+from ctxfs._tokens import TokenCounter
 
 __all__ = ["SummaryOutcome", "summarize_steps", "summary_message_id"]
 

@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxfs._messages import message_text
 from ctxfs._summary import SECTION_INTENT, SECTION_SUMMARY, SUMMARY_TAG, SummaryState
-from ctxfs.tokens import TokenCounter
+from ctxfs._tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ctxfs.errors import NotTextError
-from ctxfs.results import ReadResult
+from ctxfs._errors import NotTextError
+from ctxfs._results import ReadResult
 
 __all__ = ["CHUNK_BYTES", "read_page"]
 

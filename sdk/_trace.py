@@ -6,7 +6,7 @@ A *trace* is a JSONL file, one message per line, in conversation order::
      "tool_calls": [{"id": "...", "name": "...", "args": {...}}],   # assistant only
      "tool_call_id": "...", "name": "..."}                          # tool only
 
-A malformed line raises :class:`~ctxfs.errors.TraceError` naming the file and the line.
+A malformed line raises :class:`~ctxfs._errors.TraceError` naming the file and the line.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ctxfs.errors import TraceError
+from ctxfs._errors import TraceError
 
 __all__ = ["ROLES", "parse_trace", "read_trace"]
 

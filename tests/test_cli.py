@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ctxfs.cli import main
+from ctxfs._cli import main
 
 LOG = "\n".join(f"12:{n:02d} job {n} ok" for n in range(60)) + "\n12:60 job 60 FAILED: disk full"
 TRACE = [

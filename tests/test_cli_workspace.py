@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ctxfs import Workspace
-from ctxfs.cli import main
+from ctxfs._cli import main
 from tests.conftest import BUCKET, s3_options
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ctxfs.cli import main
+from ctxfs import ToolInputOffloaded, ToolResultCleared, ToolResultOffloaded
+from ctxfs._cli import main
 from ctxfs.demo import DemoOptions, run_demo
 from ctxfs.demo._data import FIRST_REQUEST_ID, FIXED_LINE, ROUNDING_PATH
 from ctxfs.demo._view import LiveView, Turn
-from ctxfs.events import ToolInputOffloaded, ToolResultCleared, ToolResultOffloaded
 
 
 def test_demo_shows_every_step_and_recovers_an_early_detail(tmp_path: Path) -> None:

@@ -8,8 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from ctxfs import Workspace
-from ctxfs.archive import TranscriptArchive
+from ctxfs import TranscriptArchive, Workspace
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -69,9 +69,33 @@ PUBLIC = [
 ]
 
 
+PUBLIC_PACKAGES = {"backends", "sandbox", "tools"}
+"""Subpackages a user may import (besides integrations, testing and demo, loaded on demand)."""
+
+
 def test_all_is_pinned_and_sorted() -> None:
     assert ctxfs.__all__ == PUBLIC
     assert sorted(ctxfs.__all__, key=lambda n: (n[0].islower(), n)) == ctxfs.__all__
+
+
+def test_nothing_else_is_public_at_the_top_level() -> None:
+    # Implementation modules are private (_name.py): importing the package leaves no
+    # public module name behind, only what __all__ lists and the public subpackages.
+    public = {name for name in vars(ctxfs) if not name.startswith("_")}
+    on_demand = {"demo", "integrations", "testing"}  # present once something imported them
+    assert set(PUBLIC) | PUBLIC_PACKAGES <= public <= set(PUBLIC) | PUBLIC_PACKAGES | on_demand
+
+
+def test_implementation_modules_are_private() -> None:
+    import pkgutil
+
+    for package in (ctxfs, ctxfs.backends, ctxfs.sandbox, ctxfs.tools):
+        for info in pkgutil.iter_modules(package.__path__):
+            if package is ctxfs:
+                allowed = {"demo", "integrations", "testing", *PUBLIC_PACKAGES}
+                assert info.name.startswith("_") or info.name in allowed, info.name
+            else:
+                assert info.name.startswith("_"), f"{package.__name__}.{info.name}"
 
 
 def test_every_public_name_resolves_and_is_documented() -> None:
@@ -81,7 +105,7 @@ def test_every_public_name_resolves_and_is_documented() -> None:
 
 
 def test_error_tree_inherits_builtins() -> None:
-    from ctxfs import errors
+    from ctxfs import _errors as errors
 
     assert issubclass(errors.PathNotFoundError, FileNotFoundError)
     assert issubclass(errors.ReadOnlyPathError, PermissionError)

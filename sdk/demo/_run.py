@@ -13,14 +13,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
+from ctxfs._events import ContextEvent, OffloadFailed, ToolResultOffloaded
+from ctxfs._policy import ContextPolicy, Threshold, ToolInputOffload, ToolResultOffload
 from ctxfs._summary import is_summary
+from ctxfs._workspace import Workspace
+from ctxfs.backends import protocol_of
 from ctxfs.demo._data import populate, suite_output
 from ctxfs.demo._script import FOLLOW_UP, TASK, script
 from ctxfs.demo._view import LiveView, PlainView, Turn, View, describe_event
-from ctxfs.events import ContextEvent, OffloadFailed, ToolResultOffloaded
 from ctxfs.integrations._core import ContextMeasured
-from ctxfs.policy import ContextPolicy, Threshold, ToolInputOffload, ToolResultOffload
-from ctxfs.workspace import Workspace
 
 __all__ = ["DemoOptions", "DemoReport", "demo_policy", "run_demo"]
 
@@ -263,7 +264,7 @@ def _print_where(workspace: Workspace, thread_id: str, out: IO[str]) -> None:
     if folder is not None:
         lines.append(f"Look around:  ls -R {folder}")
     where = workspace.url
-    if not where.startswith("memory://"):  # a memory store lives only in this process
+    if protocol_of(where) != "memory":  # a memory store lives only in this process
         lines += [
             f"or with the ctxfs CLI:  ctxfs ls {where} /tool_results",
             f"                        ctxfs transcripts {where} --thread {thread_id}",

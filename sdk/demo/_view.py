@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Protocol
 
-from ctxfs.events import ContextEvent
-from ctxfs.events import describe_event as describe
+from ctxfs._events import ContextEvent
+from ctxfs._events import describe_event as describe
 from ctxfs.integrations._core import ContextMeasured
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ Example:
     >>> from langchain.agents import create_agent
     >>> from langgraph.checkpoint.memory import InMemorySaver
     >>> from ctxfs import Workspace
-    >>> from ctxfs.policy import ContextPolicy
+    >>> from ctxfs._policy import ContextPolicy
     >>> from ctxfs.integrations.langchain import ContextMiddleware
     >>> from ctxfs.testing import ScriptedChatModel
     >>> middleware = ContextMiddleware(
@@ -26,11 +26,11 @@ from typing import Any, overload
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from ctxfs.engine import ContextEngine
+from ctxfs._engine import ContextEngine
+from ctxfs._policy import ContextPolicy
+from ctxfs._tokens import TokenCounter, as_token_counter
+from ctxfs._workspace import Workspace
 from ctxfs.integrations._core import ContextHooks, ContextMeasured, EventHandler
-from ctxfs.policy import ContextPolicy
-from ctxfs.tokens import TokenCounter, as_token_counter
-from ctxfs.workspace import Workspace
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -95,10 +95,10 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         workspace: Where offloaded content, transcripts and the agent's files live; or a
             :class:`~ctxfs.ContextEngine` (then give no policy or token counter).
         policy: When to offload, summarize, and how much to keep.
-        token_counter: A :class:`~ctxfs.tokens.TokenCounter` or ``str -> int`` callable;
+        token_counter: A :class:`~ctxfs._tokens.TokenCounter` or ``str -> int`` callable;
             exact cl100k_base counts by default.
         tools: ``True`` for the workspace tools, ``False`` for none, or the tools to add.
-        on_event: Called with every :class:`~ctxfs.events.ContextEvent` (offloads,
+        on_event: Called with every :class:`~ctxfs._events.ContextEvent` (offloads,
             summaries, failures, and a :class:`ContextMeasured` before each model call) and
             the thread id. Exceptions it raises are logged and ignored.
     """
@@ -148,7 +148,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         else:
             # The counter also caches by message id, so counts survive the checkpoint reload
-            # at each invoke (see ctxfs.tokens).
+            # at each invoke (see ctxfs._tokens).
             engine = ContextEngine(workspace, policy, as_token_counter(token_counter))
         self._hooks = ContextHooks(engine, on_event)
         if tools is True:

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import BinaryIO, NamedTuple
 
+from ctxfs._results import FileInfo
 from ctxfs.backends import Store
-from ctxfs.results import FileInfo
 
 __all__ = ["RecordingStore", "StoreCall"]
 

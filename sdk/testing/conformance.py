@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from ctxfs.errors import (
+from ctxfs._errors import (
     EditError,
     IsADirectoryPathError,
     NotADirectoryPathError,
@@ -48,9 +48,9 @@ from ctxfs.errors import (
     UnsafePathError,
     WorkspaceError,
 )
-from ctxfs.results import FileInfo
+from ctxfs._results import FileInfo
+from ctxfs._workspace import Workspace
 from ctxfs.sandbox import Limits
-from ctxfs.workspace import Workspace
 
 __all__ = ["WorkspaceConformance", "WorkspaceFactory"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxfs._grep import GrepLine, apply_paging
-from ctxfs.results import FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._results import FileInfo, GlobResult, GrepResult, ReadResult
 
 __all__ = [
     "format_glob",

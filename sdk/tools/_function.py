@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 
-from ctxfs.errors import (
+from ctxfs._errors import (
     BackendError,
     IsADirectoryPathError,
     NotADirectoryPathError,

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ctxfs._grep import OutputMode
-from ctxfs.layout import INPUTS_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
+from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
+from ctxfs._workspace import Workspace
 from ctxfs.sandbox import Limits
 from ctxfs.tools._args import (
     EditFileArgs,
@@ -22,7 +23,6 @@ from ctxfs.tools._args import (
 )
 from ctxfs.tools._format import format_glob, format_grep, format_ls, format_read, plural
 from ctxfs.tools._function import ToolFunction
-from ctxfs.workspace import Workspace
 
 __all__ = ["tool_functions"]
 

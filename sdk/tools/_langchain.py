@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ctxfs.layout import SDK_AREAS
+from ctxfs._layout import SDK_AREAS
+from ctxfs._workspace import Workspace
 from ctxfs.tools._function import ToolFunction
 from ctxfs.tools._functions import tool_functions
-from ctxfs.workspace import Workspace
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool

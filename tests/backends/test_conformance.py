@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
-from ctxfs import Workspace
-from ctxfs.errors import BackendError, PathExistsError, PathNotFoundError, ReadOnlyPathError
+from ctxfs import BackendError, PathExistsError, PathNotFoundError, ReadOnlyPathError, Workspace
 from ctxfs.testing.conformance import WorkspaceConformance, WorkspaceFactory
 
 

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxfs import FileInfo, Workspace
+from ctxfs import FileInfo, PathNotFoundError, UnsafePathError, Workspace
 from ctxfs.backends import LocalStore
-from ctxfs.errors import PathNotFoundError, UnsafePathError
 
 DEPTH = 1_000
 

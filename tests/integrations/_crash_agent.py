@@ -23,9 +23,8 @@ from langchain_core.messages import messages_to_dict
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from ctxfs import Workspace
+from ctxfs import ContextPolicy, Workspace
 from ctxfs.integrations.langchain import ContextMiddleware
-from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 CONFIG: Any = {"configurable": {"thread_id": "crash"}, "recursion_limit": 200}

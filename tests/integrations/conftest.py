@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxfs.policy import ContextPolicy
+from ctxfs import ContextPolicy
 
 
 @pytest.fixture

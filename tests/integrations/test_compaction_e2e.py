@@ -11,10 +11,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import Workspace, is_summary
-from ctxfs.events import ContextEvent, Summarized
+from ctxfs import ContextEvent, ContextPolicy, Summarized, Workspace, is_summary
 from ctxfs.integrations.langchain import ContextMiddleware
-from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 CONFIG = {"configurable": {"thread_id": "c1"}}

@@ -14,12 +14,16 @@ from typing import Any
 from _agents import report_text
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from ctxfs import Workspace
+from ctxfs import (
+    ContextEngine,
+    ContextEvent,
+    ContextPolicy,
+    Summarized,
+    ToolResultOffloaded,
+    Workspace,
+)
 from ctxfs._pointers import RESULT_TAG
-from ctxfs.engine import ContextEngine
-from ctxfs.events import ContextEvent, Summarized, ToolResultOffloaded
 from ctxfs.integrations._core import ContextHooks
-from ctxfs.policy import ContextPolicy
 
 
 def _words(threads: set[int]) -> Any:

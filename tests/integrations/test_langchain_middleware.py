@@ -17,12 +17,19 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 
-from ctxfs import ContextEngine, Workspace, pointer_of
+from ctxfs import (
+    ContextEngine,
+    ContextEvent,
+    ContextPolicy,
+    OffloadFailed,
+    ToolInputOffloaded,
+    ToolResultOffloaded,
+    Workspace,
+    pointer_of,
+)
 from ctxfs._naming import safe_name
 from ctxfs._pointers import RESULT_TAG, input_pointers
-from ctxfs.events import ContextEvent, OffloadFailed, ToolInputOffloaded, ToolResultOffloaded
 from ctxfs.integrations.langchain import ContextMeasured, ContextMiddleware
-from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 CONFIG = {"configurable": {"thread_id": "t1"}}

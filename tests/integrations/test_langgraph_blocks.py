@@ -15,10 +15,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 
-from ctxfs import Workspace
+from ctxfs import ContextEngine, ContextEvent, ContextPolicy, ToolResultOffloaded, Workspace
 from ctxfs._pointers import RESULT_TAG
-from ctxfs.engine import ContextEngine
-from ctxfs.events import ContextEvent, ToolResultOffloaded
 from ctxfs.integrations.langgraph import (
     ToolResultOffloader,
     compaction_node,
@@ -26,7 +24,6 @@ from ctxfs.integrations.langgraph import (
     state_update,
     thread_id_from_config,
 )
-from ctxfs.policy import ContextPolicy
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 CONFIG = {"configurable": {"thread_id": "g1"}}

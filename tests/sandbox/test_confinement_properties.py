@@ -22,8 +22,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ctxfs import FileInfo, Workspace, WorkspaceError
-from ctxfs.errors import UnsafePathError
+from ctxfs import FileInfo, UnsafePathError, Workspace, WorkspaceError
 from ctxfs.sandbox import host_path, normalize_path
 
 SECRET = "SECRET-canary-content"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxfs.errors import UnsafePathError
+from ctxfs import UnsafePathError
 from ctxfs.sandbox import MAX_NAME_BYTES, MAX_PATH_BYTES, is_within, normalize_path, relative_to
 
 

@@ -18,10 +18,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxfs import Workspace
-from ctxfs.archive import TranscriptArchive
-from ctxfs.engine import ContextEngine
-from ctxfs.policy import ContextPolicy
+from ctxfs import ContextEngine, ContextPolicy, TranscriptArchive, Workspace
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _runs import fixed_clock

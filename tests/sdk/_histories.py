@@ -15,10 +15,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ctxfs import Workspace, resolve_pointers
+from ctxfs import ContextEngine, ContextPolicy, Workspace, resolve_pointers
 from ctxfs._messages import offloadable_text
-from ctxfs.engine import ContextEngine
-from ctxfs.policy import ContextPolicy
 
 # -- plain helpers --------------------------------------------------------------------------
 

@@ -17,11 +17,14 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ctxfs import Workspace, is_summary
-from ctxfs.archive import TranscriptArchive
-from ctxfs.engine import ContextEngine
-from ctxfs.events import CompactionResult
-from ctxfs.policy import ContextPolicy
+from ctxfs import (
+    CompactionResult,
+    ContextEngine,
+    ContextPolicy,
+    TranscriptArchive,
+    Workspace,
+    is_summary,
+)
 
 
 def fixed_clock() -> datetime:

@@ -10,14 +10,14 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs import Workspace
-from ctxfs._naming import safe_name
-from ctxfs.archive import (
+from ctxfs._archive import (
     ArchiveError,
     TranscriptArchive,
     encode_jsonl,
     render_markdown,
     thread_transcript_dir,
 )
+from ctxfs._naming import safe_name
 
 TRICKY = 'line with\ttab, "quotes", é and 漢字 and `ticks` ```fence```'
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxfs._blocks import Block, KeepWindow, choose_cut, prefix_end, split_blocks
 from ctxfs._summary import SummaryState, build_summary_message
-from ctxfs.blocks import Block, KeepWindow, choose_cut, prefix_end, split_blocks
 
 
 def call(*ids: str) -> AIMessage:

@@ -12,12 +12,21 @@ from _runs import fixed_clock
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import ValidationError
 
-from ctxfs import Workspace, pointer_of, resolve_pointers
+from ctxfs import (
+    ContextEngine,
+    ContextPolicy,
+    KeepToolResults,
+    OffloadFailed,
+    Summarized,
+    ToolResultCleared,
+    ToolResultClearing,
+    ToolResultOffloaded,
+    Workspace,
+    pointer_of,
+    resolve_pointers,
+)
 from ctxfs._naming import result_path
 from ctxfs._pointers import CLEARED_TAG, brief_call, count_lines, head_line
-from ctxfs.engine import ContextEngine
-from ctxfs.events import OffloadFailed, Summarized, ToolResultCleared, ToolResultOffloaded
-from ctxfs.policy import ContextPolicy, KeepToolResults, ToolResultClearing
 from ctxfs.tools import tool_functions
 
 _fresh = itertools.count()

@@ -14,10 +14,15 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxfs import pointer_of, resolve_pointers
-from ctxfs.engine import ContextEngine
-from ctxfs.events import CompactionResult, Summarized, ToolResultCleared
-from ctxfs.policy import ContextPolicy
+from ctxfs import (
+    CompactionResult,
+    ContextEngine,
+    ContextPolicy,
+    Summarized,
+    ToolResultCleared,
+    pointer_of,
+    resolve_pointers,
+)
 from ctxfs.tools import tool_functions
 
 _fresh = itertools.count()

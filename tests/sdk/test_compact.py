@@ -14,13 +14,20 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import ValidationError
 
-from ctxfs import Workspace
+from ctxfs import (
+    ArchiveFailed,
+    ContextEngine,
+    ContextPolicy,
+    KeepRecent,
+    Summarization,
+    Summarized,
+    SummaryTrigger,
+    Threshold,
+    TranscriptArchive,
+    Workspace,
+)
+from ctxfs._blocks import KeepWindow, choose_cut, split_blocks
 from ctxfs._summary import SUMMARY_TAG, is_summary, summary_state
-from ctxfs.archive import TranscriptArchive
-from ctxfs.blocks import KeepWindow, choose_cut, split_blocks
-from ctxfs.engine import ContextEngine
-from ctxfs.events import ArchiveFailed, Summarized
-from ctxfs.policy import ContextPolicy, KeepRecent, Summarization, SummaryTrigger, Threshold
 from ctxfs.testing import ScriptedChatModel
 from ctxfs.tools import tool_functions
 

@@ -11,10 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxfs import Workspace
-from ctxfs.engine import ContextEngine
-from ctxfs.events import ArchiveFailed, Summarized
-from ctxfs.policy import ContextPolicy, ToolResultClearing
+from ctxfs import (
+    ArchiveFailed,
+    ContextEngine,
+    ContextPolicy,
+    Summarized,
+    ToolResultClearing,
+    Workspace,
+)
 
 _fresh = itertools.count()
 _PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

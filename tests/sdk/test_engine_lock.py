@@ -8,10 +8,7 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ctxfs import Workspace
-from ctxfs.engine import ContextEngine
-from ctxfs.events import Summarized
-from ctxfs.policy import ContextPolicy
+from ctxfs import ContextEngine, ContextPolicy, Summarized, Workspace
 from ctxfs.testing import ScriptedChatModel
 
 THREAD = "t"

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxfs import PatternError
 from ctxfs._glob import MAX_ALTERNATIVES, compile_glob, escape_glob
-from ctxfs.errors import PatternError
 
 
 def _check(pattern: str, matching: list[str], not_matching: list[str]) -> None:

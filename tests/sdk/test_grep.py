@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxfs import PatternError, SearchTimeoutError
 from ctxfs._grep import (
     FileResult,
     GrepLine,
@@ -17,7 +18,6 @@ from ctxfs._grep import (
     compile_pattern,
     search_file,
 )
-from ctxfs.errors import PatternError, SearchTimeoutError
 
 
 def _search(data: bytes | str, pattern: str, **kwargs: object) -> FileResult:

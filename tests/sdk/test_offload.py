@@ -9,14 +9,20 @@ import pytest
 from _histories import snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ctxfs import Workspace, pointer_of, resolve_pointers
+from ctxfs import (
+    BackendError,
+    ContextEngine,
+    ContextPolicy,
+    OffloadFailed,
+    ToolInputOffloaded,
+    ToolResultOffloaded,
+    Workspace,
+    pointer_of,
+    resolve_pointers,
+)
 from ctxfs._messages import offloadable_text
 from ctxfs._naming import candidate_paths, input_path, is_json_text, result_path, safe_name
 from ctxfs._pointers import RESULT_TAG, Pointer, input_pointers, render_result
-from ctxfs.engine import ContextEngine
-from ctxfs.errors import BackendError
-from ctxfs.events import OffloadFailed, ToolInputOffloaded, ToolResultOffloaded
-from ctxfs.policy import ContextPolicy
 
 THREAD = "thread-1"
 BIG = "".join(f"line {i}: " + "data " * 10 + "\n" for i in range(400))

@@ -19,10 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs import Workspace, pointer_of, resolve_pointers
-from ctxfs.engine import ContextEngine
-from ctxfs.policy import ContextPolicy
-from ctxfs.tokens import ENCODING_NAME, TiktokenCounter
+from ctxfs import ContextEngine, ContextPolicy, Workspace, pointer_of, resolve_pointers
+from ctxfs._tokens import ENCODING_NAME, TiktokenCounter
 
 _fresh = itertools.count()
 _PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -151,7 +149,7 @@ def test_exact_counts_agree_with_tiktoken(text: str) -> None:
 @_PROPERTY
 @given(history=histories())
 def test_message_counts_sum_the_counted_texts(history: list[BaseMessage]) -> None:
-    from ctxfs.tokens import MESSAGE_OVERHEAD_TOKENS, message_text_parts
+    from ctxfs._tokens import MESSAGE_OVERHEAD_TOKENS, message_text_parts
 
     encoding = tiktoken.get_encoding(ENCODING_NAME)
     counter = TiktokenCounter()

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ctxfs.policy import (
+from ctxfs._policy import (
     DEFAULT_EXEMPT_TOOLS,
     ContextPolicy,
     Threshold,

@@ -12,12 +12,12 @@ from ctxfs import (
     ContextPolicy,
     Summarized,
     ToolResultOffloaded,
+    TraceError,
     Workspace,
     check_recovery,
     parse_trace,
     replay,
 )
-from ctxfs.errors import TraceError
 
 
 def _trace(turns: int, result_lines: int = 30) -> list[str]:

@@ -12,6 +12,7 @@ from langchain_core.language_models.fake_chat_models import (
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatResult
 
+from ctxfs import TiktokenCounter
 from ctxfs._pointers import Pointer, point_input, point_result, render_input, render_result
 from ctxfs._summarizer import (
     DEFAULT_SUMMARY_PROMPT,
@@ -30,7 +31,6 @@ from ctxfs._summary import (
     is_summary,
     summary_state,
 )
-from ctxfs.tokens import TiktokenCounter
 
 RESULT = Pointer(
     kind="result", path="/tool_results/t/c1.txt", lines=2, chars=3, tokens=2, tool_call_id="c1"

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 import ctxfs.testing
-from ctxfs import Workspace
-from ctxfs.errors import UnsafePathError
+from ctxfs import UnsafePathError, Workspace
 from ctxfs.testing import RecordingStore, StoreCall
 from ctxfs.testing.conformance import WorkspaceConformance
 

@@ -12,10 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxfs._textread as textread
-from ctxfs import Workspace
+from ctxfs import NotTextError, ReadResult, Workspace
 from ctxfs._textread import read_page
-from ctxfs.errors import NotTextError
-from ctxfs.results import ReadResult
 
 
 def page(

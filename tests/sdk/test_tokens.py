@@ -16,7 +16,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from ctxfs.tokens import (
+from ctxfs._tokens import (
     ENCODING_NAME,
     MESSAGE_OVERHEAD_TOKENS,
     CallableTokenCounter,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ctxfs import Limits, Workspace
-from ctxfs.layout import SDK_AREAS
+from ctxfs._layout import SDK_AREAS
 from ctxfs.tools import ToolFunction, tool_functions, workspace_tools
 
 WorkspaceFactory = Callable[..., Workspace]

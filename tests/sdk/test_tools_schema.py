@@ -15,10 +15,15 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 import ctxfs.tools
-from ctxfs import Limits, Workspace
+from ctxfs import (
+    BackendError,
+    GrepResult,
+    IsADirectoryPathError,
+    Limits,
+    PathNotFoundError,
+    Workspace,
+)
 from ctxfs._grep import FileResult, GrepLine
-from ctxfs.errors import BackendError, IsADirectoryPathError, PathNotFoundError
-from ctxfs.results import GrepResult
 from ctxfs.tools import ToolFunction, tool_functions, workspace_tools
 from ctxfs.tools._args import GrepArgs
 from ctxfs.tools._format import format_grep

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ctxfs.errors import UnsafePathError
+from ctxfs._errors import UnsafePathError
 
 __all__ = ["check_host_path", "host_path", "real_virtual_path"]
 

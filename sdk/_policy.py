@@ -40,8 +40,8 @@ from typing import Any, Self
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ctxfs._blocks import KeepWindow
 from ctxfs._summarizer import DEFAULT_SUMMARY_PROMPT
-from ctxfs.blocks import KeepWindow
 
 __all__ = [
     "DEFAULT_EXEMPT_TOOLS",
@@ -432,7 +432,7 @@ class ToolResultClearing(_Settings):
     Clearing is sticky (a cleared result is never restored or rewritten) and batched: it
     happens only when it frees at least ``clear_at_least`` tokens, or when it saves a
     summary, so the prompt prefix, and a provider's prompt cache, stays stable between
-    batches. See :mod:`ctxfs._clearing`.
+    batches.
 
     Attributes:
         enabled: Turn clearing off entirely with ``False``.

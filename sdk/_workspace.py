@@ -14,11 +14,7 @@ from typing import Any
 
 from fsspec import AbstractFileSystem
 
-from ctxfs._glob import compile_glob
-from ctxfs._grep import GrepOptions, OutputMode, compile_pattern, search_file
-from ctxfs._textread import read_page
-from ctxfs.backends import Store, open_storage
-from ctxfs.errors import (
+from ctxfs._errors import (
     EditError,
     IsADirectoryPathError,
     NotADirectoryPathError,
@@ -27,7 +23,11 @@ from ctxfs.errors import (
     PathNotFoundError,
     ReadOnlyPathError,
 )
-from ctxfs.results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._glob import compile_glob
+from ctxfs._grep import GrepOptions, OutputMode, compile_pattern, search_file
+from ctxfs._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._textread import read_page
+from ctxfs.backends import Store, open_storage
 from ctxfs.sandbox import Limits, is_within, normalize_path, relative_to
 
 __all__ = ["Workspace"]
@@ -124,7 +124,7 @@ class Workspace:
     # -- paths --------------------------------------------------------------------------
 
     def resolve(self, path: str) -> str:
-        """Normalise an agent-supplied path, or raise :class:`~ctxfs.errors.UnsafePathError`.
+        """Normalise an agent-supplied path, or raise :class:`~ctxfs._errors.UnsafePathError`.
 
         Besides the sandbox's rules, the store refuses a path whose symbolic links lead
         outside the root (local disk).
@@ -176,7 +176,7 @@ class Workspace:
         """Whether anything is at ``path``.
 
         Unlike fsspec's ``exists``, a storage failure raises
-        :class:`~ctxfs.errors.BackendError` instead of answering ``False``.
+        :class:`~ctxfs._errors.BackendError` instead of answering ``False``.
         """
         try:
             self.info(path)
@@ -292,7 +292,7 @@ class Workspace:
         Args:
             path: The file.
             data: Its new content.
-            create_only: Refuse to overwrite: raise :class:`~ctxfs.errors.PathExistsError` if
+            create_only: Refuse to overwrite: raise :class:`~ctxfs._errors.PathExistsError` if
                 the file exists (write-once files).
 
         Raises:

@@ -2,14 +2,14 @@
 
 Virtual paths are POSIX paths rooted at ``/``, the workspace root. They are pure strings: the
 rules here never touch storage, so they behave the same on every backend. Host-specific
-checks (symlinks on local disk) live in :mod:`ctxfs.sandbox.local`.
+checks (symlinks on local disk) live in :mod:`ctxfs.sandbox._local`.
 """
 
 from __future__ import annotations
 
 import re
 
-from ctxfs.errors import UnsafePathError
+from ctxfs._errors import UnsafePathError
 
 __all__ = [
     "MAX_NAME_BYTES",

@@ -22,7 +22,7 @@ from typing import IO
 from ctxfs._cli_common import CliError
 from ctxfs._cli_replay import add_replay_parser
 from ctxfs._cli_workspace import EXIT_ERROR, add_workspace_parsers, parse_grep
-from ctxfs.errors import WorkspaceError
+from ctxfs._errors import WorkspaceError
 
 __all__ = ["build_parser", "main"]
 

@@ -22,7 +22,7 @@ from ctxfs.backends._local import LocalStore
 from ctxfs.backends._options import check_s3_options
 from ctxfs.backends._store import Store
 
-__all__ = ["open_storage"]
+__all__ = ["local_folder_of", "open_storage", "protocol_of"]
 
 
 def open_storage(
@@ -71,9 +71,10 @@ def open_storage(
             raise ValueError("storage_options apply only to a URL; configure the store itself")
         return target
     text = os.fspath(target)
-    if "://" not in text or text.startswith(("file://", "local://")):
+    folder = local_folder_of(text)
+    if folder is not None:
         _refuse_options(options, "a local folder")
-        return LocalStore(text.split("://", 1)[1] if "://" in text else text)
+        return LocalStore(folder)
     protocol, rest = text.split("://", 1)
     if protocol == "memory":
         _refuse_options(options, "a memory:// workspace")
@@ -103,6 +104,31 @@ def open_storage(
     if isinstance(fs, LocalFileSystem):
         return LocalStore(fs_root)
     return FsspecStore(fs, fs_root, url=text)
+
+
+def protocol_of(target: str | os.PathLike[str]) -> str:
+    """The storage protocol a workspace URL names, as :func:`open_storage` reads it.
+
+    ``"file"`` for a local folder (a path, ``file://`` or ``local://``), ``"s3"`` for
+    ``s3://`` and ``s3a://``, otherwise the URL's scheme (``"memory"``, ``"gcs"``...).
+
+    Example:
+        >>> protocol_of("./ws"), protocol_of("s3a://bucket/run"), protocol_of("memory://x")
+        ('file', 's3', 'memory')
+    """
+    if local_folder_of(target) is not None:
+        return "file"
+    scheme = os.fspath(target).split("://", 1)[0]
+    return "s3" if scheme == "s3a" else scheme
+
+
+def local_folder_of(target: str | os.PathLike[str]) -> str | None:
+    """The local folder a workspace URL names, or ``None`` when it names other storage."""
+    text = os.fspath(target)
+    if "://" not in text:
+        return text
+    scheme, rest = text.split("://", 1)
+    return rest if scheme in ("file", "local") else None
 
 
 def _refuse_options(options: Mapping[str, Any], what: str) -> None:

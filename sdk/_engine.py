@@ -1,4 +1,4 @@
-"""The context engine: applies a :class:`~ctxfs.policy.ContextPolicy` to messages.
+"""The context engine: applies a :class:`~ctxfs._policy.ContextPolicy` to messages.
 
 The engine owns the escalation and runs every step in one place, :meth:`ContextEngine.compact`
 (one pass before each model call), plus result offload when a tool returns:
@@ -11,7 +11,7 @@ The engine owns the escalation and runs every step in one place, :meth:`ContextE
 The lower modules decide from the values they are handed (policy, counter, archive) and
 never call back into the engine. Every write goes through :mod:`ctxfs._saving`: create-only
 and read back before a message is replaced, so a failed or corrupted write leaves the content
-inline and reports an :class:`~ctxfs.events.OffloadFailed` event: nothing is ever lost. What
+inline and reports an :class:`~ctxfs._events.OffloadFailed` event: nothing is ever lost. What
 a pointer means is structured metadata on the message (:mod:`ctxfs._pointers`).
 
 One engine may be called from several threads (a sync ``ToolNode`` runs parallel tool calls in
@@ -31,7 +31,19 @@ from typing import Literal, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs._archive import TranscriptArchive
 from ctxfs._clearing import ResultToClear, plan_clearing, pointer_for
+from ctxfs._events import (
+    ArchiveFailed,
+    CompactionResult,
+    ContextEvent,
+    OffloadFailed,
+    OffloadResult,
+    ToolInputOffloaded,
+    ToolResultCleared,
+    ToolResultOffloaded,
+    ToolResultOutcome,
+)
 from ctxfs._messages import offloadable_text, target_path_of
 from ctxfs._naming import input_path, result_path
 from ctxfs._pointers import (
@@ -45,24 +57,12 @@ from ctxfs._pointers import (
     render_result,
     result_pointer,
 )
+from ctxfs._policy import ContextPolicy
 from ctxfs._saving import Unsaved, exists, read_saved, save_text
 from ctxfs._summarize import summarize_steps
 from ctxfs._summarizer import ModelAnswer, acall_model, call_model
-from ctxfs.archive import TranscriptArchive
-from ctxfs.events import (
-    ArchiveFailed,
-    CompactionResult,
-    ContextEvent,
-    OffloadFailed,
-    OffloadResult,
-    ToolInputOffloaded,
-    ToolResultCleared,
-    ToolResultOffloaded,
-    ToolResultOutcome,
-)
-from ctxfs.policy import ContextPolicy
-from ctxfs.tokens import TokenCounter, as_token_counter, count_exceeding
-from ctxfs.workspace import Workspace
+from ctxfs._tokens import TokenCounter, as_token_counter, count_exceeding
+from ctxfs._workspace import Workspace
 
 __all__ = ["ContextEngine"]
 
@@ -80,7 +80,7 @@ class ContextEngine:
     Args:
         workspace: Where offloaded content is written (the SDK's own, writable view).
         policy: What to offload and when.
-        token_counter: A :class:`~ctxfs.tokens.TokenCounter`, a ``str -> int`` callable, or
+        token_counter: A :class:`~ctxfs._tokens.TokenCounter`, a ``str -> int`` callable, or
             ``None`` for exact cl100k_base counts. Reuse one engine per conversation so its
             per-message cache pays off.
         clock: Returns the time recorded in the transcript index (default: now, UTC). It is
@@ -151,7 +151,7 @@ class ContextEngine:
         message right after the system prompt. The system prompt stays first; an AI message
         and its tool results are never separated; a previous summary is folded into the new
         one. If the archive cannot be written, the input is returned unchanged with an
-        :class:`~ctxfs.events.ArchiveFailed` event. Compacting the result again changes
+        :class:`~ctxfs._events.ArchiveFailed` event. Compacting the result again changes
         nothing; the input is never mutated.
 
         Args:
@@ -285,8 +285,8 @@ class ContextEngine:
         """Like :meth:`offload_tool_result`, and also says what happened.
 
         Returns:
-            The message to keep and a :class:`~ctxfs.events.ToolResultOffloaded` or
-            :class:`~ctxfs.events.OffloadFailed` event (``None`` when nothing was tried, or
+            The message to keep and a :class:`~ctxfs._events.ToolResultOffloaded` or
+            :class:`~ctxfs._events.OffloadFailed` event (``None`` when nothing was tried, or
             when the pointer would not have been smaller than the result).
         """
         with self._lock:
@@ -475,8 +475,8 @@ class ContextEngine:
             thread_id: The conversation; names the folder results are saved in.
 
         Returns:
-            The new list, one :class:`~ctxfs.events.ToolResultCleared` per result cleared (or
-            :class:`~ctxfs.events.OffloadFailed` per result kept inline after a failure), and
+            The new list, one :class:`~ctxfs._events.ToolResultCleared` per result cleared (or
+            :class:`~ctxfs._events.OffloadFailed` per result kept inline after a failure), and
             the token counts before and after.
         """
         with self._lock:

@@ -48,11 +48,11 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
+from ctxfs._errors import ArchiveError, PathExistsError, PathNotFoundError, WorkspaceError
+from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._messages import text_blocks
 from ctxfs._naming import safe_name
-from ctxfs.errors import ArchiveError, PathExistsError, PathNotFoundError, WorkspaceError
-from ctxfs.layout import TRANSCRIPTS_DIR
-from ctxfs.workspace import Workspace
+from ctxfs._workspace import Workspace
 
 __all__ = [
     "INDEX_NAME",

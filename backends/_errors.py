@@ -4,8 +4,8 @@ The stores (:mod:`ctxfs.backends`) wrap every call to their backend in
 :func:`translate_errors`; nothing above them sees a backend exception. The local disk raises
 builtin ``OSError`` subclasses, fsspec filesystems mostly do too (s3fs maps S3 error codes
 onto them), botocore raises its own, and some backends raise anything at all. The rule that
-matters: only a real "not found" becomes :class:`~ctxfs.errors.PathNotFoundError`; a
-permission, network or server failure becomes :class:`~ctxfs.errors.BackendError`, so it
+matters: only a real "not found" becomes :class:`~ctxfs._errors.PathNotFoundError`; a
+permission, network or server failure becomes :class:`~ctxfs._errors.BackendError`, so it
 never reads as "missing".
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ctxfs.errors import (
+from ctxfs._errors import (
     BackendError,
     IsADirectoryPathError,
     NotADirectoryPathError,

@@ -1,0 +1,8 @@
+"""``python -m ctxfs``: the ``ctxfs`` command line."""
+
+import sys
+
+from ctxfs._cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
