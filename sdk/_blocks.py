@@ -66,7 +66,10 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class KeepWindow:
-    """The protected recent window, resolved: exactly one of the fields is set.
+    """The protected recent window, resolved.
+
+    For summarization exactly one of the fields is set. For clearing, ``messages`` counts
+    tool results, and both may be set: the last N results within the last T tokens.
 
     Attributes:
         messages: Keep at least the last N messages (widened to whole blocks).

@@ -163,7 +163,7 @@ def kept_results(
         size: Returns the tokens of the message at an index (called only for the messages
             a ``tokens`` window covers, and the one that overflows it).
         keep: ``messages`` is a number of tool results; ``tokens`` a share of the history
-            counted from its end.
+            counted from its end; with both, the last N results within the last T tokens.
 
     Returns:
         The results in the window, and every result after the last AI message.
@@ -172,10 +172,14 @@ def kept_results(
     last_ai = next((i for i in range(end - 1, -1, -1) if isinstance(messages[i], AIMessage)), -1)
     kept = {i for i in range(last_ai + 1, end) if isinstance(messages[i], ToolMessage)}
     if keep.messages is not None:
-        wanted = keep.messages
+        wanted, used = keep.messages, 0
         for i in range(end - 1, -1, -1):
             if wanted <= 0:
                 break
+            if keep.tokens is not None:
+                used += size(i)
+                if used > keep.tokens:
+                    break
             if isinstance(messages[i], ToolMessage):
                 kept.add(i)
                 wanted -= 1

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal, cast
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._archive import TranscriptArchive
@@ -37,6 +38,7 @@ from ctxfs._events import (
     ArchiveFailed,
     CompactionResult,
     ContextEvent,
+    ContextOverBudget,
     OffloadFailed,
     OffloadResult,
     ToolInputOffloaded,
@@ -57,7 +59,14 @@ from ctxfs._pointers import (
     render_result,
     result_pointer,
 )
-from ctxfs._policy import ContextPolicy
+from ctxfs._policy import (
+    ContextPolicy,
+    KeepRecent,
+    KeepToolResults,
+    SummaryTrigger,
+    Threshold,
+)
+from ctxfs._request import RequestParts, Tool
 from ctxfs._saving import Unsaved, exists, read_saved, save_text
 from ctxfs._summarize import summarize_steps
 from ctxfs._summarizer import ModelAnswer, acall_model, call_model
@@ -101,6 +110,7 @@ class ContextEngine:
         self._counter = as_token_counter(token_counter)
         self._clock = clock
         self._lock = threading.RLock()
+        self._parts = RequestParts(self._counter)
 
     @property
     def workspace(self) -> Workspace:
@@ -139,8 +149,17 @@ class ContextEngine:
 
     # -- all steps ------------------------------------------------------------------------
 
-    def compact(self, messages: Sequence[BaseMessage], *, thread_id: str) -> CompactionResult:
-        """Keeps a history inside the window: offload old inputs, clear old results, summarize.
+    def compact(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        force: bool = False,
+    ) -> CompactionResult:
+        """Keeps a request inside the window: offload old inputs, clear old results, summarize.
 
         Call it before each model call. Below every trigger nothing changes. Once the tool
         input trigger is reached, old tool inputs are offloaded; with clearing on, once its
@@ -154,22 +173,45 @@ class ContextEngine:
         :class:`~ctxfs._events.ArchiveFailed` event. Compacting the result again changes
         nothing; the input is never mutated.
 
+        The budget is the whole request: the messages, plus a system message and tool
+        schemas the model is sent apart from them (as ``create_agent`` does). Every trigger
+        compares against the request, and when the request still exceeds
+        :attr:`~ctxfs.ContextPolicy.request_limit_tokens` afterwards a
+        :class:`~ctxfs.ContextOverBudget` event says by how much and why.
+
         Args:
             messages: The conversation history.
             thread_id: The conversation; names the folders written.
+            system: A system message sent apart from ``messages``, if any.
+            tools: The tools the model is sent (``BaseTool``, schema dicts, functions).
+            model: The chat model; when the policy has no ``max_input_tokens``, the window
+                is read from its profile (once: the engine keeps it).
+            force: Compact as hard as the policy allows, whatever the triggers say: clear
+                every old result and summarize all but the most recent block. For a request
+                the provider refused as too long.
 
         Returns:
             The new history, events, tokens before and after, the target and whether it was
             reached (and if not, why).
+
+        Raises:
+            ValueError: The policy has no window and the model gives none.
         """
-        steps = self._steps(messages, thread_id)
+        steps = self._steps(messages, thread_id, self._request(system, tools, model), force)
         step = self._advance(steps, None)
         while isinstance(step, str):
             step = self._advance(steps, self._summarize(step))
         return step
 
     async def acompact(
-        self, messages: Sequence[BaseMessage], *, thread_id: str
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        force: bool = False,
     ) -> CompactionResult:
         """Async twin of :meth:`compact`: the same result, without blocking the event loop.
 
@@ -177,7 +219,8 @@ class ContextEngine:
         about 230 ms) runs in worker threads (:func:`asyncio.to_thread`) under :attr:`lock`;
         the summary model is awaited (``ainvoke``) on the loop, with the lock released.
         """
-        steps = self._steps(messages, thread_id)
+        request = await asyncio.to_thread(self._request, system, tools, model)
+        steps = self._steps(messages, thread_id, request, force)
         step = await asyncio.to_thread(self._advance, steps, None)
         while isinstance(step, str):
             answer = await self._asummarize(step)
@@ -203,21 +246,63 @@ class ContextEngine:
         model = self._policy.summarization.model
         return await acall_model(model, prompt) if model is not None else (None, None)
 
-    def _steps(self, messages: Sequence[BaseMessage], thread_id: str) -> _Steps:
+    def window_from(self, model: BaseChatModel | None) -> ContextPolicy:
+        """The policy with its window, read from ``model``'s profile if the policy has none.
+
+        The window read is kept: later calls use it without a model.
+
+        Raises:
+            ValueError: Neither the policy nor the model's profile gives the window.
+        """
+        with self._lock:
+            if self._policy.max_input_tokens is not None:
+                return self._policy
+            profile = getattr(model, "profile", None) if model is not None else None
+            window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+            if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+                named = f" {type(model).__name__}" if model is not None else ""
+                raise ValueError(
+                    "ctxfs does not know the model's window: the policy has no "
+                    f"max_input_tokens and the model{named} has no profile giving one; write "
+                    "ContextPolicy(max_input_tokens=...) with the model's input window"
+                )
+            self._policy = self._policy.with_window(window)
+            return self._policy
+
+    def count_request(
+        self, *, system: BaseMessage | str | None = None, tools: Sequence[Tool] = ()
+    ) -> int:
+        """Tokens of a system message and tool schemas sent apart from the messages."""
+        with self._lock:
+            return self._parts.system_tokens(system) + self._parts.tool_tokens(tools)
+
+    def _request(
+        self, system: BaseMessage | str | None, tools: Sequence[Tool], model: BaseChatModel | None
+    ) -> _Fixed:
+        with self._lock:
+            self.window_from(model)
+            return _Fixed(self._parts.system_tokens(system), self._parts.tool_tokens(tools))
+
+    def _steps(
+        self, messages: Sequence[BaseMessage], thread_id: str, fixed: _Fixed, force: bool
+    ) -> _Steps:
         """The escalation, in order; yields a prompt whenever the summary model must answer."""
-        policy = self._policy
+        policy = self.window_from(None)
+        if force:
+            policy = _forced(policy)
+        extra = fixed.system + fixed.tools
         original = list(messages)
-        inputs = self._offload_inputs(original, thread_id)
-        cleared = self._clear_results(inputs.messages, thread_id)
+        inputs = self._offload_inputs(original, thread_id, policy, extra)
+        cleared = self._clear_results(inputs.messages, thread_id, policy, extra)
         current, events = cleared.messages, [*inputs.events, *cleared.events]
         before, tokens = inputs.tokens_before, cleared.tokens_after
-        if not policy.summary_fires(tokens, len(current)):
+        if not policy.summary_fires(tokens + extra, len(current)):
             quiet = (
                 "summarization is off"
                 if not policy.summarization.enabled
                 else "no summarization trigger fired"
             )
-            return self._result(current, events, before, tokens, quiet)
+            return self._result(policy, current, events, before, tokens, fixed, quiet)
         archive = TranscriptArchive(self._workspace, thread_id, clock=self._clock)
         outcome = yield from summarize_steps(
             current,
@@ -226,36 +311,54 @@ class ContextEngine:
             archive=archive,
             thread_id=thread_id,
             tokens=tokens,
+            fixed=extra,
         )
         if outcome.failed is not None:
             # Nothing is dropped: the input comes back as it was, with only the failure.
             event = ArchiveFailed(reason=f"{outcome.failed}; nothing was dropped")
             why = f"the transcript could not be archived ({outcome.failed}), so nothing was dropped"
-            return self._result(original, [event], before, before, why)
+            return self._result(policy, original, [event], before, before, fixed, why)
         if outcome.event is None:
-            return self._result(current, events, before, tokens, outcome.why_not)
+            return self._result(policy, current, events, before, tokens, fixed, outcome.why_not)
         # The lossless steps once more on the summarized history, so that compacting the
         # result again changes nothing.
-        again = self._offload_inputs(outcome.messages, thread_id)
-        final = self._clear_results(again.messages, thread_id)
+        again = self._offload_inputs(outcome.messages, thread_id, policy, extra)
+        final = self._clear_results(again.messages, thread_id, policy, extra)
         events += [outcome.event, *again.events, *final.events]
-        return self._result(final.messages, events, before, final.tokens_after, outcome.why_not)
+        after = final.tokens_after
+        return self._result(policy, final.messages, events, before, after, fixed, outcome.why_not)
 
     def _result(
         self,
+        policy: ContextPolicy,
         messages: list[BaseMessage],
         events: Sequence[ContextEvent],
         before: int,
         after: int,
+        fixed: _Fixed,
         why_not: str | None,
     ) -> CompactionResult:
-        target = self._policy.summary_target_tokens
-        reached = after <= target
+        target = policy.summary_target_tokens
+        extra = fixed.system + fixed.tools
+        reached = after + extra <= target
+        request, limit = after + extra, policy.request_limit_tokens
+        if request > limit:
+            reason = why_not or _why_not_compacted(policy)
+            over = ContextOverBudget(
+                tokens=request,
+                limit=limit,
+                system=fixed.system,
+                tools=fixed.tools,
+                messages=after,
+                reason=reason,
+            )
+            events = [*events, over]
         return CompactionResult(
             messages=messages,
             events=tuple(events),
             tokens_before=before,
             tokens_after=after,
+            fixed_tokens=extra,
             target=target,
             reached_target=reached,
             reason=None if reached else why_not,
@@ -293,13 +396,14 @@ class ContextEngine:
             return self._offload_result(message, thread_id)
 
     def _offload_result(self, message: ToolMessage, thread_id: str) -> ToolResultOutcome:
-        settings = self._policy.tool_results
+        policy = self.window_from(None)
+        settings = policy.tool_results
         if not settings.enabled or message.name in settings.exempt_tools:
             return ToolResultOutcome(message=message)
         text = offloadable_text(message.content)
         if text is None or result_pointer(message) is not None:
             return ToolResultOutcome(message=message)
-        tokens = count_exceeding(self._counter, text, self._policy.result_threshold_tokens)
+        tokens = count_exceeding(self._counter, text, policy.result_threshold_tokens)
         if tokens is None:
             return ToolResultOutcome(message=message)
         call_id = message.tool_call_id
@@ -374,28 +478,34 @@ class ContextEngine:
             the token counts before and after.
         """
         with self._lock:
-            return self._offload_inputs(messages, thread_id)
+            return self._offload_inputs(messages, thread_id, self.window_from(None), 0)
 
-    def _offload_inputs(self, messages: Sequence[BaseMessage], thread_id: str) -> OffloadResult:
+    def _offload_inputs(
+        self, messages: Sequence[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+    ) -> OffloadResult:
         before = self._counter.count_messages(messages)
-        settings = self._policy.tool_inputs
+        settings = policy.tool_inputs
         out = list(messages)
-        if not settings.enabled or before < self._policy.input_trigger_tokens:
+        if not settings.enabled or before + extra < policy.input_trigger_tokens:
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
         events: list[ContextEvent] = []
         for i in range(max(0, len(out) - settings.keep_messages)):
             message = out[i]
             if isinstance(message, AIMessage) and message.tool_calls:
-                out[i] = self._offload_call_args(message, thread_id, events)
+                out[i] = self._offload_call_args(message, thread_id, policy, events)
         after = self._counter.count_messages(out)
         return OffloadResult(
             messages=out, events=tuple(events), tokens_before=before, tokens_after=after
         )
 
     def _offload_call_args(
-        self, message: AIMessage, thread_id: str, events: list[ContextEvent]
+        self,
+        message: AIMessage,
+        thread_id: str,
+        policy: ContextPolicy,
+        events: list[ContextEvent],
     ) -> AIMessage:
-        settings = self._policy.tool_inputs
+        settings = policy.tool_inputs
         held = input_pointers(message)
         for index, call in enumerate(message.tool_calls):
             for arg in settings.args.get(call["name"], ()):
@@ -480,16 +590,18 @@ class ContextEngine:
             the token counts before and after.
         """
         with self._lock:
-            return self._clear_results(messages, thread_id)
+            return self._clear_results(messages, thread_id, self.window_from(None), 0)
 
-    def _clear_results(self, messages: Sequence[BaseMessage], thread_id: str) -> OffloadResult:
+    def _clear_results(
+        self, messages: Sequence[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+    ) -> OffloadResult:
         counter = self._counter
         before = counter.count_messages(messages)
         out = list(messages)
-        if not self._policy.clearing.enabled or before < self._policy.clearing_trigger_tokens:
+        if not policy.clearing.enabled or before + extra < policy.clearing_trigger_tokens:
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
         plan = plan_clearing(
-            out, policy=self._policy, counter=counter, thread_id=thread_id, tokens=before
+            out, policy=policy, counter=counter, thread_id=thread_id, tokens=before + extra
         )
         if not plan.go:
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
@@ -565,3 +677,37 @@ class ContextEngine:
 
 def _cleared_kind(item: ResultToClear) -> Literal["saved", "offloaded"]:
     return "offloaded" if item.kind == "offloaded" else "saved"
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """Tokens of the parts of a request given apart from the messages."""
+
+    system: int = 0
+    tools: int = 0
+
+
+def _forced(policy: ContextPolicy) -> ContextPolicy:
+    """The policy at its hardest: every step fires, only the latest block is kept."""
+    clearing = policy.clearing.model_copy(
+        update={
+            "trigger": Threshold(tokens=1),
+            "keep": KeepToolResults(results=0),
+            "clear_at_least": Threshold(tokens=1),
+        }
+    )
+    summarization = policy.summarization.model_copy(
+        update={"trigger": SummaryTrigger(tokens=1), "keep": KeepRecent(messages=1)}
+    )
+    inputs = policy.tool_inputs.model_copy(
+        update={"trigger": Threshold(tokens=1), "keep_messages": 0}
+    )
+    return policy.model_copy(
+        update={"clearing": clearing, "summarization": summarization, "tool_inputs": inputs}
+    )
+
+
+def _why_not_compacted(policy: ContextPolicy) -> str:
+    if not policy.summarization.enabled:
+        return "summarization is off, and the lossless steps could not free enough"
+    return "compaction could not free enough"

@@ -24,6 +24,7 @@ __all__ = [
     "ArchiveFailed",
     "CompactionResult",
     "ContextEvent",
+    "ContextOverBudget",
     "OffloadFailed",
     "OffloadResult",
     "Summarized",
@@ -166,6 +167,31 @@ class ArchiveFailed(ContextEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ContextOverBudget(ContextEvent):
+    """The request could not be brought within the window; it is sent as it is.
+
+    Sent anyway because only the provider knows for sure: its count of the tool schemas and
+    framing differs a little from ctxfs's, and if it refuses, the LangChain middleware
+    compacts harder and retries once.
+
+    Attributes:
+        tokens: Tokens of the request (system, messages, tool schemas).
+        limit: What it may hold: the window minus the room kept for the answer.
+        system: Tokens of the system message(s) given apart from the messages.
+        tools: Tokens of the tool schemas.
+        messages: Tokens of the messages.
+        reason: Why compaction could not do more (e.g. the system prompt alone is too big).
+    """
+
+    tokens: int
+    limit: int
+    system: int
+    tools: int
+    messages: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionResult:
     """What :meth:`ContextEngine.compact` returns.
 
@@ -175,9 +201,11 @@ class CompactionResult:
         events: What moved where (offloads, the summary, failures), in order.
         tokens_before: Tokens of the input history.
         tokens_after: Tokens of ``messages``.
-        target: The most tokens the history should hold after compaction
-            (:attr:`ContextPolicy.summary_target_tokens`).
-        reached_target: Whether ``tokens_after <= target``.
+        fixed_tokens: Tokens of the parts of the request given apart from the messages: a
+            system message and the tool schemas (0 when none were given).
+        target: The most tokens the request (``fixed_tokens`` plus the messages) should hold
+            after compaction (:attr:`ContextPolicy.summary_target_tokens`).
+        reached_target: Whether ``request_tokens <= target``.
         reason: Why the target was not reached, or ``None`` when it was.
     """
 
@@ -185,9 +213,15 @@ class CompactionResult:
     events: tuple[ContextEvent, ...] = field(default=())
     tokens_before: int = 0
     tokens_after: int = 0
+    fixed_tokens: int = 0
     target: int = 0
     reached_target: bool = True
     reason: str | None = None
+
+    @property
+    def request_tokens(self) -> int:
+        """Tokens of the whole request after compaction: ``fixed_tokens + tokens_after``."""
+        return self.fixed_tokens + self.tokens_after
 
     @property
     def summarized(self) -> bool:
@@ -262,5 +296,11 @@ def describe_event(event: ContextEvent) -> str:
             return f"offload failed, kept inline: {event.reason}"
         case ArchiveFailed():
             return f"archive failed, nothing dropped: {event.reason}"
+        case ContextOverBudget():
+            return (
+                f"request over budget: {event.tokens:,} tokens for a limit of "
+                f"{event.limit:,} (system {event.system:,}, tools {event.tools:,}, messages "
+                f"{event.messages:,}): {event.reason}"
+            )
     path = getattr(event, "path", None)
     return f"{type(event).__name__}{f' -> {path}' if path else ''}"

@@ -539,15 +539,31 @@ class Summarization(_Settings):
 class ContextPolicy(_Settings):
     """Everything the context engine is allowed to do, for one model's window.
 
+    The budget is the request the model receives: its system message, the messages, the
+    tool schemas, and room for the answer. Every trigger and target compares against that
+    whole request, and :attr:`request_limit_tokens` is what it may never exceed.
+
     Attributes:
         max_input_tokens: The model's input window in tokens; fractions resolve against it.
+            ``None`` reads it from the model's profile (``model.profile["max_input_tokens"]``,
+            as LangChain chat models carry it) the first time the integration sees the
+            model; without one, ctxfs raises an error saying to set it.
+        reserve_output_tokens: Room kept for the model's answer: a request never exceeds
+            ``max_input_tokens - reserve_output_tokens`` without a
+            :class:`~ctxfs.ContextOverBudget` event saying why (default: a tenth of the
+            window, at most 4,096 tokens).
+        tool_output: The most one call of a recovery tool (``read_file``, ``grep``, ``glob``,
+            ``ls``) returns, as a share of the window or in tokens (default 20 % of the
+            window); the tools page beyond it.
         tool_results: Offloading of large tool results (step 1).
         tool_inputs: Offloading of large old tool inputs (step 2).
         clearing: Clearing old tool results to pointers (step 3, before summarizing).
         summarization: Archiving and summarizing old messages (step 4).
     """
 
-    max_input_tokens: int
+    max_input_tokens: int | None = None
+    reserve_output_tokens: int | None = None
+    tool_output: Threshold = Field(default_factory=lambda: Threshold(fraction=0.2))
     tool_results: ToolResultOffload = Field(default_factory=ToolResultOffload)
     tool_inputs: ToolInputOffload = Field(default_factory=ToolInputOffload)
     clearing: ToolResultClearing = Field(default_factory=ToolResultClearing)
@@ -556,6 +572,8 @@ class ContextPolicy(_Settings):
     @field_validator("max_input_tokens", mode="before")
     @classmethod
     def _check_window(cls, value: Any) -> Any:
+        if value is None:
+            return value
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(
                 "max_input_tokens must be the model's input window as a positive whole number "
@@ -563,17 +581,38 @@ class ContextPolicy(_Settings):
             )
         return value
 
+    @field_validator("reserve_output_tokens", mode="before")
+    @classmethod
+    def _check_reserve(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(
+                "reserve_output_tokens must be a whole number of tokens, 0 or more, e.g. "
+                f"reserve_output_tokens=4_096; got {value!r}"
+            )
+        return value
+
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
+        if self.max_input_tokens is None:
+            return self
+        window = self.max_input_tokens
         results = self.tool_results
-        # Only an explicit threshold is checked: the default (20,000 tokens) is capped at the
-        # window instead, so ContextPolicy(max_input_tokens=8_000) just works.
+        # Only an explicit threshold is checked: the default scales with the window instead,
+        # so ContextPolicy(max_input_tokens=8_000) just works.
         explicit = "threshold" in results.model_fields_set
-        if explicit and results.threshold.resolve(self.max_input_tokens) > self.max_input_tokens:
+        if explicit and results.threshold.resolve(window) > window:
             raise ValueError(
                 f"tool_results.threshold ({results.threshold.describe()}) is larger than "
-                f"max_input_tokens ({self.max_input_tokens}): a result that size could never "
+                f"max_input_tokens ({window}): a result that size could never "
                 "fit; use a smaller tokens value or a fraction, e.g. fraction=0.1"
+            )
+        if self.reserve_output_tokens is not None and self.reserve_output_tokens >= window:
+            raise ValueError(
+                f"reserve_output_tokens ({self.reserve_output_tokens}) leaves no room for the "
+                f"request in a window of {window} tokens; reserve less, e.g. "
+                f"reserve_output_tokens={min(4_096, window // 10)}"
             )
         self._check_summarization()
         return self
@@ -582,7 +621,7 @@ class ContextPolicy(_Settings):
         summary = self.summarization
         if not summary.enabled:
             return
-        keep = summary.keep.resolve(self.max_input_tokens)
+        keep = summary.keep.resolve(self.window)
         target = self.summary_target_tokens
         if keep.tokens is not None and keep.tokens >= target:
             raise ValueError(
@@ -592,12 +631,59 @@ class ContextPolicy(_Settings):
                 "keep={'fraction': 0.3}"
             )
 
+    # -- the window -----------------------------------------------------------------------
+
+    @property
+    def window(self) -> int:
+        """The model's input window in tokens.
+
+        Raises:
+            ValueError: ``max_input_tokens`` is not set and was not read from a model yet.
+        """
+        if self.max_input_tokens is None:
+            raise ValueError(
+                "the model's window is not known: set ContextPolicy(max_input_tokens=...) or "
+                "use a chat model whose profile gives max_input_tokens"
+            )
+        return self.max_input_tokens
+
+    def with_window(self, max_input_tokens: int) -> ContextPolicy:
+        """Returns this policy for a window of ``max_input_tokens`` (validated again)."""
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self)(**{**fields, "max_input_tokens": max_input_tokens})
+
+    @property
+    def output_reserve_tokens(self) -> int:
+        """Tokens kept free for the answer (see :attr:`reserve_output_tokens`)."""
+        if self.reserve_output_tokens is not None:
+            return self.reserve_output_tokens
+        return min(4_096, self.window // 10)
+
+    @property
+    def request_limit_tokens(self) -> int:
+        """The most tokens a request (system, messages, tool schemas) may hold."""
+        return self.window - self.output_reserve_tokens
+
+    @property
+    def tool_output_tokens(self) -> int:
+        """The most tokens one call of a recovery tool returns (see :attr:`tool_output`)."""
+        return min(self.tool_output.resolve(self.window), self.request_limit_tokens)
+
+    # -- the steps ------------------------------------------------------------------------
+
     @property
     def result_threshold_tokens(self) -> int:
-        """Tool results over this many tokens are offloaded (never more than the window)."""
-        return min(
-            self.tool_results.threshold.resolve(self.max_input_tokens), self.max_input_tokens
-        )
+        """Tool results over this many tokens are offloaded.
+
+        An explicit threshold is used as given (never more than the window); the default,
+        20,000 tokens, is lowered to a quarter of the window for windows under 80,000
+        tokens, so that one result cannot take most of a small window.
+        """
+        settings = self.tool_results
+        threshold = settings.threshold.resolve(self.window)
+        if "threshold" not in settings.model_fields_set:
+            threshold = min(threshold, max(1, self.window // 4))
+        return min(threshold, self.window)
 
     @property
     def input_trigger_tokens(self) -> int:
@@ -607,7 +693,7 @@ class ContextPolicy(_Settings):
         input offload, then clearing, then summarizing, so whenever clearing runs the input
         offload has run first in the same pass.
         """
-        own = self.tool_inputs.trigger.resolve(self.max_input_tokens)
+        own = self.tool_inputs.trigger.resolve(self.window)
         return min(own, self.clearing_trigger_tokens) if self.clearing.enabled else own
 
     @property
@@ -617,8 +703,8 @@ class ContextPolicy(_Settings):
         The lower of :attr:`ToolResultClearing.trigger` and the summarization token trigger
         (when summarization is on): clearing is always tried before a summary.
         """
-        own = self.clearing.trigger.resolve(self.max_input_tokens)
-        limit = self.summarization.trigger.token_limit(self.max_input_tokens)
+        own = self.clearing.trigger.resolve(self.window)
+        limit = self.summarization.trigger.token_limit(self.window)
         if self.summarization.enabled and limit is not None:
             return min(own, limit)
         return own
@@ -626,12 +712,19 @@ class ContextPolicy(_Settings):
     @property
     def clear_at_least_tokens(self) -> int:
         """The least a clearing batch must free (unless it keeps a summary away)."""
-        return self.clearing.clear_at_least.resolve(self.max_input_tokens)
+        return self.clearing.clear_at_least.resolve(self.window)
 
     @property
     def clearing_keep(self) -> KeepWindow:
-        """The recent tool results clearing leaves alone (``messages`` counts results)."""
-        return self.clearing.keep.resolve(self.max_input_tokens)
+        """The recent tool results clearing leaves alone (``messages`` counts results).
+
+        The default, the last 8 results, is also held to the last quarter of the window in
+        tokens, so that in a small window the kept results cannot fill it.
+        """
+        keep = self.clearing.keep.resolve(self.window)
+        if "keep" in self.clearing.model_fields_set or keep.messages is None:
+            return keep
+        return KeepWindow(messages=keep.messages, tokens=self.window // 4)
 
     @property
     def summary_target_tokens(self) -> int:
@@ -640,15 +733,15 @@ class ContextPolicy(_Settings):
         The lowest token trigger of :attr:`Summarization.trigger` (so the trigger no longer
         fires), or the window itself when only a ``messages`` trigger is set.
         """
-        limit = self.summarization.trigger.token_limit(self.max_input_tokens)
-        return min(limit, self.max_input_tokens) if limit is not None else self.max_input_tokens
+        limit = self.summarization.trigger.token_limit(self.window)
+        return min(limit, self.window) if limit is not None else self.window
 
     def summary_fires(self, tokens: int, messages: int) -> bool:
         """Returns whether a summarization trigger fires for a history of this size."""
         settings = self.summarization
         if not settings.enabled:
             return False
-        limit = settings.trigger.token_limit(self.max_input_tokens)
+        limit = settings.trigger.token_limit(self.window)
         if limit is not None and tokens >= limit:
             return True
         return settings.trigger.messages is not None and messages >= settings.trigger.messages
@@ -671,4 +764,4 @@ class ContextPolicy(_Settings):
     @property
     def keep_window(self) -> KeepWindow:
         """The recent window summarization leaves alone, resolved against the window."""
-        return self.summarization.keep.resolve(self.max_input_tokens)
+        return self.summarization.keep.resolve(self.window)

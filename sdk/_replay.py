@@ -174,7 +174,7 @@ def replay(
             on_message(position + 1, len(history))
     return ReplayResult(
         thread_id=thread_id,
-        max_input_tokens=engine.policy.max_input_tokens,
+        max_input_tokens=engine.window_from(None).window,
         history=tuple(history),
         context=tuple(context),
         calls=tuple(calls),

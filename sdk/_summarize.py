@@ -68,6 +68,7 @@ def summarize_steps(
     archive: TranscriptArchive,
     thread_id: str,
     tokens: int,
+    fixed: int = 0,
 ) -> Generator[str, ModelAnswer, SummaryOutcome]:
     """Summarizes ``messages``; yields a prompt whenever the summary model must be asked.
 
@@ -80,6 +81,8 @@ def summarize_steps(
         archive: The thread's transcript archive.
         thread_id: The conversation (names the summary message).
         tokens: Tokens of ``messages``.
+        fixed: Tokens of the parts of the request sent apart from the messages (a system
+            message, tool schemas): the target holds for the whole request.
 
     Returns:
         (as the generator's return value) The :class:`SummaryOutcome`.
@@ -163,8 +166,9 @@ def summarize_steps(
         model_error=model_error,
     )
     over = None
-    if after > policy.summary_target_tokens:
-        over = _why_over(policy, counts[:system_end], counter.count_message(summary), counts[cut:])
+    if after + fixed > policy.summary_target_tokens:
+        system = [*counts[:system_end], fixed]
+        over = _why_over(policy, system, counter.count_message(summary), counts[cut:])
     return SummaryOutcome(messages=summarized, event=event, why_not=over)
 
 
@@ -174,14 +178,17 @@ def _why_over(
     target = policy.summary_target_tokens
     keep = policy.summarization.keep.describe()
     if sum(system) > target:
-        return f"the system prompt alone is {sum(system):,} tokens, over the target {target:,}"
+        return (
+            f"the system prompt and tool schemas alone are {sum(system):,} tokens, over the "
+            f"target {target:,}"
+        )
     if sum(kept) > target:
         return (
             f"the protected recent window alone (keep {keep}, at least the latest block) is "
             f"{sum(kept):,} tokens, over the target {target:,}"
         )
     return (
-        f"the system prompt ({sum(system):,} tokens), the summary ({summary:,}) and the "
-        f"protected recent window (keep {keep}: {sum(kept):,}) together exceed the target "
-        f"{target:,}"
+        f"the system prompt and tool schemas ({sum(system):,} tokens), the summary "
+        f"({summary:,}) and the protected recent window (keep {keep}: {sum(kept):,}) "
+        f"together exceed the target {target:,}"
     )

@@ -12,6 +12,7 @@ PUBLIC = [
     "CompactionResult",
     "ContextEngine",
     "ContextEvent",
+    "ContextOverBudget",
     "ContextPolicy",
     "EditError",
     "EditResult",

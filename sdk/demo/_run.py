@@ -14,7 +14,14 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from ctxfs._events import ContextEvent, OffloadFailed, ToolResultOffloaded
-from ctxfs._policy import ContextPolicy, Threshold, ToolInputOffload, ToolResultOffload
+from ctxfs._policy import (
+    ContextPolicy,
+    KeepToolResults,
+    Threshold,
+    ToolInputOffload,
+    ToolResultClearing,
+    ToolResultOffload,
+)
 from ctxfs._summary import is_summary
 from ctxfs._workspace import Workspace
 from ctxfs.backends import protocol_of
@@ -85,6 +92,9 @@ def demo_policy(max_input_tokens: int) -> ContextPolicy:
         tool_inputs=ToolInputOffload(
             trigger=Threshold(fraction=0.6), keep_messages=6, min_chars=800
         ),
+        # the last 8 results whatever their size, so that clearing alone cannot keep this
+        # small window and the summary step shows too
+        clearing=ToolResultClearing(keep=KeepToolResults(results=8)),
     )
 
 

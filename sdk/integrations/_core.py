@@ -30,20 +30,31 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from ctxfs._engine import ContextEngine
-from ctxfs._events import ArchiveFailed, CompactionResult, ContextEvent, OffloadFailed
+from ctxfs._events import (
+    ArchiveFailed,
+    CompactionResult,
+    ContextEvent,
+    ContextOverBudget,
+    OffloadFailed,
+    describe_event,
+)
+from ctxfs._request import Tool
 
 __all__ = [
     "DEFAULT_THREAD_ID",
     "ContextHooks",
     "ContextMeasured",
     "EventHandler",
+    "RequestShape",
     "current_thread_id",
+    "is_context_overflow",
     "state_update",
     "thread_id_from_config",
 ]
@@ -61,21 +72,33 @@ _ToolOutput = ToolMessage | Command[Any]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextMeasured(ContextEvent):
-    """Before a model call: how large the context was, and is after compaction.
+    """Before a model call: how large the request was, and is after compaction.
+
+    The request is what the model is sent: the system message, the messages and the tool
+    schemas (the parts the integration could see).
 
     Attributes:
         thread_id: The conversation (with its sub-thread, if any).
         messages: Messages the model will be sent.
-        tokens_before: Tokens of the history before compaction.
-        tokens_after: Tokens the model will be sent (equal when nothing changed).
+        tokens_before: Tokens of the request before compaction.
+        tokens_after: Tokens of the request the model will be sent (equal when nothing
+            changed).
+        system_tokens: Of ``tokens_after``, the system message given apart from the messages.
+        tool_tokens: Of ``tokens_after``, the tool schemas.
+        message_tokens: Of ``tokens_after``, the messages.
         max_input_tokens: The policy's window, for comparison.
+        limit: The most the request may hold: the window minus the room for the answer.
     """
 
     thread_id: str
     messages: int
     tokens_before: int
     tokens_after: int
+    system_tokens: int = 0
+    tool_tokens: int = 0
+    message_tokens: int = 0
     max_input_tokens: int
+    limit: int
 
 
 # -- thread ids -----------------------------------------------------------------------------
@@ -177,6 +200,21 @@ def state_update(
 # -- the hooks ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class RequestShape:
+    """What a model call sends besides the messages, as far as an integration knows it.
+
+    Attributes:
+        system: The system message, when it is not among the messages.
+        tools: The tools the model is bound to.
+        model: The chat model (its profile gives the window when the policy has none).
+    """
+
+    system: BaseMessage | str | None = None
+    tools: Sequence[Tool] = ()
+    model: BaseChatModel | None = None
+
+
 class ContextHooks:
     """The engine, bound to an event callback; what every adapter delegates to.
 
@@ -268,61 +306,131 @@ class ContextHooks:
     # compaction
 
     def compact(
-        self, messages: Sequence[BaseMessage], thread_id: str | None = None
+        self,
+        messages: Sequence[BaseMessage],
+        thread_id: str | None = None,
+        *,
+        request: RequestShape | None = None,
+        measure: bool = True,
     ) -> dict[str, list[AnyMessage]] | None:
         """Compacts ``messages`` if a trigger fires and returns the graph state update.
+
+        Args:
+            messages: The history in the graph state.
+            thread_id: The conversation; by default the current run's.
+            request: The rest of the request the model is sent (system message, tools,
+                model), as far as the integration knows it.
+            measure: Report a :class:`ContextMeasured` for this compaction.
 
         Returns:
             ``None`` when nothing changed (the state and the checkpoint are left alone), or a
             ``messages`` update (see :func:`state_update`).
         """
         thread = thread_id if thread_id is not None else current_thread_id()
-        try:
-            result = self.engine.compact(messages, thread_id=thread)
-        except Exception:  # the graph must go on with the history it has
-            _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
+        result = self.compact_request(messages, thread, request or RequestShape())
+        if result is None:
             return None
-        return self._finish(messages, result, thread)
+        if measure:
+            self.measure(result, thread, request or RequestShape())
+        return state_update(messages, result.messages)
 
     async def acompact(
-        self, messages: Sequence[BaseMessage], thread_id: str | None = None
+        self,
+        messages: Sequence[BaseMessage],
+        thread_id: str | None = None,
+        *,
+        request: RequestShape | None = None,
+        measure: bool = True,
     ) -> dict[str, list[AnyMessage]] | None:
         """The async twin of :meth:`compact`: engine work in worker threads, the model awaited."""
         thread = thread_id if thread_id is not None else current_thread_id()
+        result = await self.acompact_request(messages, thread, request or RequestShape())
+        if result is None:
+            return None
+        if measure:
+            self.measure(result, thread, request or RequestShape())
+        return state_update(messages, result.messages)
+
+    def compact_request(
+        self,
+        messages: Sequence[BaseMessage],
+        thread: str,
+        request: RequestShape,
+        *,
+        force: bool = False,
+    ) -> CompactionResult | None:
+        """Compacts a request's messages and reports the events; ``None`` on a failure."""
         try:
-            result = await self.engine.acompact(messages, thread_id=thread)
+            result = self.engine.compact(
+                messages,
+                thread_id=thread,
+                system=request.system,
+                tools=request.tools,
+                model=request.model,
+                force=force,
+            )
         except Exception:  # the graph must go on with the history it has
             _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
             return None
-        return self._finish(messages, result, thread)
-
-    def _finish(
-        self, messages: Sequence[BaseMessage], result: CompactionResult, thread: str
-    ) -> dict[str, list[AnyMessage]] | None:
         for event in result.events:
             self.report(event, thread)
+        return result
+
+    async def acompact_request(
+        self,
+        messages: Sequence[BaseMessage],
+        thread: str,
+        request: RequestShape,
+        *,
+        force: bool = False,
+    ) -> CompactionResult | None:
+        """The async twin of :meth:`compact_request`."""
+        try:
+            result = await self.engine.acompact(
+                messages,
+                thread_id=thread,
+                system=request.system,
+                tools=request.tools,
+                model=request.model,
+                force=force,
+            )
+        except Exception:  # the graph must go on with the history it has
+            _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
+            return None
+        for event in result.events:
+            self.report(event, thread)
+        return result
+
+    def measure(self, result: CompactionResult, thread: str, request: RequestShape) -> None:
+        """Reports the :class:`ContextMeasured` of a compacted request."""
+        policy = self.engine.policy
+        fixed = result.fixed_tokens
+        system = self.engine.count_request(system=request.system)
         self.report(
             ContextMeasured(
                 thread_id=thread,
                 messages=len(result.messages),
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
-                max_input_tokens=self.engine.policy.max_input_tokens,
+                tokens_before=result.tokens_before + fixed,
+                tokens_after=result.request_tokens,
+                system_tokens=system,
+                tool_tokens=fixed - system,
+                message_tokens=result.tokens_after,
+                max_input_tokens=policy.window,
+                limit=policy.request_limit_tokens,
             ),
             thread,
         )
-        return state_update(messages, result.messages)
 
     # events
 
     def report(self, event: ContextEvent, thread_id: str) -> None:
         """Logs ``event`` and passes it to the callback (whose failures are logged only)."""
         if _is_failure(event):
-            _log.warning("ctxfs [%s]: %s", thread_id, event)
+            _log.warning("ctxfs [%s]: %s", thread_id, describe_event(event))
         elif isinstance(event, ContextMeasured):
             _log.debug("ctxfs [%s]: %s", thread_id, event)
         else:
-            _log.info("ctxfs [%s]: %s", thread_id, event)
+            _log.info("ctxfs [%s]: %s", thread_id, describe_event(event))
         if self._on_event is not None:
             try:
                 self._on_event(event, thread_id)
@@ -330,5 +438,32 @@ class ContextHooks:
                 _log.exception("ctxfs: the on_event callback raised")
 
 
+_OVERFLOW_WORDS = (
+    "context length",
+    "context_length",
+    "context window",
+    "maximum context",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "reduce the length",
+)
+
+
+def is_context_overflow(exc: BaseException) -> bool:
+    """Whether a provider error says the request was too long for the model's window.
+
+    LangChain's :class:`~langchain_core.exceptions.ContextOverflowError`, and the wording
+    providers use for it (OpenAI ``context_length_exceeded``, Anthropic "prompt is too
+    long", ...).
+    """
+    from langchain_core.exceptions import ContextOverflowError
+
+    if isinstance(exc, ContextOverflowError):
+        return True
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(word in text for word in _OVERFLOW_WORDS)
+
+
 def _is_failure(event: ContextEvent) -> bool:
-    return isinstance(event, OffloadFailed | ArchiveFailed)
+    return isinstance(event, OffloadFailed | ArchiveFailed | ContextOverBudget)

@@ -20,32 +20,46 @@ Needs the ``langchain`` extra: ``pip install 'ctxfs[langchain]'``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from ctxfs._engine import ContextEngine
+from ctxfs._events import CompactionResult
 from ctxfs._policy import ContextPolicy
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace import Workspace
-from ctxfs.integrations._core import ContextHooks, ContextMeasured, EventHandler
+from ctxfs.integrations._core import (
+    ContextHooks,
+    ContextMeasured,
+    EventHandler,
+    RequestShape,
+    current_thread_id,
+    is_context_overflow,
+)
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
-    from langchain.agents.middleware.types import ToolCallRequest
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse, ToolCallRequest
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "ctxfs.integrations.langchain needs LangChain 1.x: pip install 'ctxfs[langchain]'"
     ) from exc
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
 __all__ = ["ContextMeasured", "ContextMiddleware"]
 
 _ToolOutput = ToolMessage | Command[Any]
+_log = logging.getLogger("ctxfs.integrations")
+
+
+def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -151,6 +165,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # at each invoke (see ctxfs._tokens).
             engine = ContextEngine(workspace, policy, as_token_counter(token_counter))
         self._hooks = ContextHooks(engine, on_event)
+        self._shape = RequestShape()
         if tools is True:
             from ctxfs.tools import workspace_tools
 
@@ -164,14 +179,105 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self._hooks.engine
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Compacts the history if a trigger fires; returns the state update or ``None``."""
-        return self._hooks.compact(state["messages"])
+        """Compacts the history if a trigger fires; returns the state update or ``None``.
+
+        The request is budgeted with the system message and tools of the last model call
+        this middleware saw (the state holds neither); :meth:`wrap_model_call` checks the
+        real request and compacts it further if that was not enough.
+        """
+        if not self._knows_window():
+            return None  # the first call reads the window from the model, in wrap_model_call
+        return self._hooks.compact(state["messages"], request=self._shape, measure=False)
 
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """The async twin of :meth:`before_model` (engine work in a worker thread)."""
-        return await self._hooks.acompact(state["messages"])
+        if not self._knows_window():
+            return None
+        return await self._hooks.acompact(state["messages"], request=self._shape, measure=False)
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+    ) -> ModelResponse[Any] | AIMessage:
+        """Budgets the request the model receives, and retries once if the provider refuses it.
+
+        The whole request is counted (system message, messages, tool schemas) and compacted
+        if it is over a trigger; a request still over the limit is sent with a
+        :class:`~ctxfs.ContextOverBudget` event and a warning. If the provider answers that
+        the context is too long, the history is compacted as hard as the policy allows and
+        the call is made once more.
+        """
+        shape, thread = self._remember(request), current_thread_id()
+        result = self._hooks.compact_request(request.messages, thread, shape)
+        try:
+            return handler(self._sent(request, result, thread, shape))
+        except Exception as exc:
+            if not is_context_overflow(exc):
+                raise
+            forced = self._hooks.compact_request(request.messages, thread, shape, force=True)
+            return handler(self._retry(request, forced, thread, shape, exc))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage:
+        """The async twin of :meth:`wrap_model_call` (engine work in worker threads)."""
+        shape, thread = self._remember(request), current_thread_id()
+        result = await self._hooks.acompact_request(request.messages, thread, shape)
+        try:
+            return await handler(self._sent(request, result, thread, shape))
+        except Exception as exc:
+            if not is_context_overflow(exc):
+                raise
+            forced = await self._hooks.acompact_request(request.messages, thread, shape, force=True)
+            return await handler(self._retry(request, forced, thread, shape, exc))
+
+    # The request logic, written once for both twins.
+
+    def _knows_window(self) -> bool:
+        return self.engine.policy.max_input_tokens is not None or self._shape.model is not None
+
+    def _remember(self, request: ModelRequest[Any]) -> RequestShape:
+        shape = RequestShape(
+            system=request.system_message, tools=tuple(request.tools), model=request.model
+        )
+        self._shape = shape
+        return shape
+
+    def _sent(
+        self,
+        request: ModelRequest[Any],
+        result: CompactionResult | None,
+        thread: str,
+        shape: RequestShape,
+    ) -> ModelRequest[Any]:
+        if result is None:
+            return request  # compaction failed (logged): the request goes as it is
+        self._hooks.measure(result, thread, shape)
+        if _same(result.messages, request.messages):
+            return request
+        return request.override(messages=cast(list[AnyMessage], result.messages))
+
+    def _retry(
+        self,
+        request: ModelRequest[Any],
+        forced: CompactionResult | None,
+        thread: str,
+        shape: RequestShape,
+        exc: Exception,
+    ) -> ModelRequest[Any]:
+        if forced is None:
+            raise exc
+        _log.warning(
+            "ctxfs [%s]: the provider refused the request as too long (%s); compacted as hard "
+            "as the policy allows (%s tokens) and calling once more",
+            thread,
+            type(exc).__name__,
+            f"{forced.request_tokens:,}",
+        )
+        return self._sent(request, forced, thread, shape)
 
     # The tool-call hooks are the ones of ToolResultOffloader: both delegate to the core.
 

@@ -27,20 +27,23 @@ A run without a ``thread_id`` keeps its files under ``run-<run_id>`` if its conf
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from ctxfs._engine import ContextEngine
+from ctxfs._request import Tool
 from ctxfs.integrations._core import (
     DEFAULT_THREAD_ID,
     ContextHooks,
     ContextMeasured,
     EventHandler,
+    RequestShape,
     current_thread_id,
     state_update,
     thread_id_from_config,
@@ -140,8 +143,15 @@ def compaction_node(
     *,
     messages_key: str = "messages",
     on_event: EventHandler | None = None,
+    system: BaseMessage | str | None = None,
+    tools: Sequence[Tool] = (),
+    model: BaseChatModel | None = None,
 ) -> Runnable[_State, _Update]:
     """A graph node that compacts the history before the model node.
+
+    The budget is the request the model node sends: give the system message it prepends
+    (when it is not in the state) and the tools it binds, so that they are counted too; give
+    the model when the policy has no ``max_input_tokens`` and the model's profile has it.
 
     The node returns an empty update when nothing changed, so the state and the checkpoint
     stay untouched; otherwise the change (see :func:`state_update`), under ``messages_key``.
@@ -150,17 +160,21 @@ def compaction_node(
         engine: The context engine.
         messages_key: The state key of the message list (reduced with ``add_messages``).
         on_event: Optional callback for every event, with the thread id.
+        system: The system message the model node sends apart from the state's messages.
+        tools: The tools the model node binds.
+        model: The chat model, for its window when the policy has none.
 
     Returns:
         A runnable to pass to ``StateGraph.add_node``; sync and async.
     """
     hooks = ContextHooks(engine, on_event)
+    shape = RequestShape(system=system, tools=tuple(tools), model=model)
 
     def run(state: _State) -> _Update:
-        return _keyed(hooks.compact(state[messages_key]), messages_key)
+        return _keyed(hooks.compact(state[messages_key], request=shape), messages_key)
 
     async def arun(state: _State) -> _Update:
-        return _keyed(await hooks.acompact(state[messages_key]), messages_key)
+        return _keyed(await hooks.acompact(state[messages_key], request=shape), messages_key)
 
     return RunnableLambda(run, afunc=arun, name="ctxfs_compact")
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ctxfs import (
     ArchiveFailed,
+    ContextOverBudget,
     ContextEngine,
     ContextPolicy,
     KeepRecent,
@@ -142,9 +143,15 @@ def test_a_failing_archive_returns_the_input_unchanged() -> None:
     messages = history()
     result = eng.compact(messages, thread_id="t")
     assert result.messages == messages
-    (event,) = result.events
+    event, *rest = result.events
     assert isinstance(event, ArchiveFailed)
     assert "nothing was dropped" in event.reason
+    # still over the limit: said so, with the same reason
+    assert all(isinstance(e, ContextOverBudget) for e in rest)
+    assert all(
+        isinstance(e, ContextOverBudget) and e.reason.startswith("the transcript could not")
+        for e in rest
+    )
     assert not result.reached_target
     assert result.reason is not None and result.reason.startswith(
         "the transcript could not be archived"

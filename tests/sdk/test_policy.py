@@ -52,8 +52,34 @@ def test_fraction_and_absolute_thresholds_resolve() -> None:
     assert policy.input_trigger_tokens == 60_000
 
 
-def test_default_result_threshold_is_capped_at_a_small_window() -> None:
-    assert ContextPolicy(max_input_tokens=8_000).result_threshold_tokens == 8_000
+def test_defaults_scale_down_for_small_windows() -> None:
+    # the result threshold: 20,000 tokens, at most a quarter of the window
+    assert ContextPolicy(max_input_tokens=8_000).result_threshold_tokens == 2_000
+    assert ContextPolicy(max_input_tokens=12_000).result_threshold_tokens == 3_000
+    assert ContextPolicy(max_input_tokens=200_000).result_threshold_tokens == 20_000
+    explicit = ContextPolicy(max_input_tokens=12_000, tool_results={"threshold": {"tokens": 9_000}})
+    assert explicit.result_threshold_tokens == 9_000
+    # clearing keeps the last 8 results, within the last quarter of the window
+    small = ContextPolicy(max_input_tokens=12_000)
+    assert (small.clearing_keep.messages, small.clearing_keep.tokens) == (8, 3_000)
+    own = ContextPolicy(max_input_tokens=12_000, clearing={"keep": {"results": 8}})
+    assert (own.clearing_keep.messages, own.clearing_keep.tokens) == (8, None)
+    # the answer's room: a tenth of the window, at most 4,096 tokens
+    assert small.output_reserve_tokens == 1_200 and small.request_limit_tokens == 10_800
+    assert ContextPolicy(max_input_tokens=200_000).output_reserve_tokens == 4_096
+    assert ContextPolicy(max_input_tokens=200_000).tool_output_tokens == 40_000
+
+
+def test_the_window_may_come_from_the_model_later() -> None:
+    policy = ContextPolicy()
+    with pytest.raises(ValueError, match="set ContextPolicy\\(max_input_tokens=...\\)"):
+        _ = policy.window
+    assert policy.with_window(16_000).result_threshold_tokens == 4_000
+
+
+def test_a_reserve_as_large_as_the_window_is_refused() -> None:
+    with pytest.raises(ValidationError, match="leaves no room for the request"):
+        ContextPolicy(max_input_tokens=4_000, reserve_output_tokens=4_000)
 
 
 def test_settings_are_frozen_and_keyword_only() -> None:
