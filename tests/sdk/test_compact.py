@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from ctxfs import (
     ArchiveFailed,
-    ContextOverBudget,
     ContextEngine,
+    ContextOverBudget,
     ContextPolicy,
     KeepRecent,
     Summarization,

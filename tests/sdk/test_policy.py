@@ -72,7 +72,7 @@ def test_defaults_scale_down_for_small_windows() -> None:
 
 def test_the_window_may_come_from_the_model_later() -> None:
     policy = ContextPolicy()
-    with pytest.raises(ValueError, match="set ContextPolicy\\(max_input_tokens=...\\)"):
+    with pytest.raises(ValueError, match=r"set ContextPolicy\(max_input_tokens=\.\.\.\)"):
         _ = policy.window
     assert policy.with_window(16_000).result_threshold_tokens == 4_000
 
