@@ -344,6 +344,11 @@ class ContextEngine:
         request, limit = after + extra, policy.request_limit_tokens
         if request > limit:
             reason = why_not or _why_not_compacted(policy)
+            if extra > limit:  # nothing compaction does can help: say so first
+                reason = (
+                    f"the system prompt and tool schemas alone are {extra:,} tokens (system "
+                    f"{fixed.system:,}, tools {fixed.tools:,}), over the limit {limit:,}"
+                )
             over = ContextOverBudget(
                 tokens=request,
                 limit=limit,

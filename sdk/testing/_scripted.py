@@ -65,6 +65,8 @@ class ScriptedChatModel(GenericFakeChatModel):
         responses: The script.
         script_id: Prefix of the reply ids (default ``"scripted"``).
         requests: Every list of messages the model was sent, in order (for assertions).
+        request_tools: The tools the model was bound to at each of those calls (from
+            ``bind_tools``), in the same order.
     """
 
     responses: SkipValidation[list[Reply]]
@@ -72,7 +74,9 @@ class ScriptedChatModel(GenericFakeChatModel):
     messages: Iterator[AIMessage | str] = Field(default_factory=_no_messages, exclude=True)
     disable_streaming: bool = True
     requests: list[list[BaseMessage]] = Field(default_factory=list, exclude=True)
+    request_tools: list[list[Any]] = Field(default_factory=list, exclude=True)
     _cursor: int = PrivateAttr(default=0)
+    _bound: list[Any] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -81,7 +85,11 @@ class ScriptedChatModel(GenericFakeChatModel):
     def bind_tools(
         self, tools: Sequence[Any], *, tool_choice: str | None = None, **kwargs: Any
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Returns the model itself: the script already knows which tools it calls."""
+        """Returns the model itself: the script already knows which tools it calls.
+
+        The tools are remembered for :attr:`request_tools`.
+        """
+        self._bound = list(tools)
         return self
 
     def reply_id(self, index: int) -> str:
@@ -109,6 +117,7 @@ class ScriptedChatModel(GenericFakeChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         self.requests.append(list(messages))
+        self.request_tools.append(list(self._bound))
         index = self.next_index(messages)
         if index >= len(self.responses):
             raise ScriptExhaustedError(
