@@ -1,4 +1,5 @@
-"""Confinement for agent-supplied paths: virtual-path rules, read-only areas, size caps.
+"""Confinement for agent-supplied paths: virtual-path rules, read-only areas, size caps,
+time limits.
 
 Everything an agent hands the workspace goes through here first. The rules are pure where they
 can be (:func:`normalize_path`), and touch the disk only for what only the disk can tell
@@ -7,7 +8,7 @@ can be (:func:`normalize_path`), and touch the disk only for what only the disk 
 
 from __future__ import annotations
 
-from ctxfs.sandbox._limits import Limits
+from ctxfs.sandbox._limits import Limits, TimeBudget
 from ctxfs.sandbox._local import check_host_path, host_path, real_virtual_path
 from ctxfs.sandbox._paths import (
     MAX_NAME_BYTES,
@@ -21,6 +22,7 @@ __all__ = [
     "MAX_NAME_BYTES",
     "MAX_PATH_BYTES",
     "Limits",
+    "TimeBudget",
     "check_host_path",
     "host_path",
     "is_within",

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Limits"]
+__all__ = ["Limits", "TimeBudget"]
 
 
 class Limits(BaseModel):
@@ -16,7 +20,10 @@ class Limits(BaseModel):
         max_line_chars: Lines longer than this are clipped in reads and grep output, with a
             marker that gives the full length.
         default_read_lines: Lines returned by ``read_file`` when no limit is given.
-        regex_timeout: Seconds any single regular-expression search may run.
+        regex_timeout: Seconds of pattern matching one ``grep`` or ``glob`` call may use in
+            all, over every file it looks at (time spent listing and reading storage is not
+            counted). Past it the call stops with
+            :class:`~ctxfs._errors.SearchTimeoutError`.
         max_glob_results: Most paths ``glob`` returns before it says the list was truncated.
         max_grep_file_bytes: Files larger than this are skipped by ``grep`` (and said so).
     """
@@ -29,3 +36,42 @@ class Limits(BaseModel):
     regex_timeout: float = Field(default=1.0, gt=0)
     max_glob_results: int = Field(default=1_000, gt=0)
     max_grep_file_bytes: int = Field(default=64 * 2**20, gt=0)
+
+
+class TimeBudget:
+    """Seconds of pattern matching one call may spend, shared by all the files it visits.
+
+    A ``grep`` or ``glob`` call makes one from :attr:`Limits.regex_timeout`; each piece of
+    matching work runs inside :meth:`spend`, which hands it a deadline and takes the time it
+    used off what is left. Work done outside (listing, reading storage) is not counted.
+
+    Example:
+        >>> budget = TimeBudget(1.0)
+        >>> with budget.spend() as deadline:
+        ...     pass  # match, passing ``deadline`` on
+        >>> 0.0 < budget.left <= 1.0
+        True
+
+    Args:
+        seconds: The whole budget.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        if not seconds > 0:
+            raise ValueError("a time budget must be a positive number of seconds")
+        self.seconds = seconds
+        self._left = seconds
+
+    @property
+    def left(self) -> float:
+        """Seconds not yet spent (zero or less once the budget is used up)."""
+        return self._left
+
+    @contextmanager
+    def spend(self) -> Iterator[float]:
+        """Run a piece of work; yields its :func:`time.monotonic` deadline."""
+        started = time.monotonic()
+        try:
+            yield started + self._left
+        finally:
+            self._left -= time.monotonic() - started

@@ -24,28 +24,52 @@ Syntax (bash ``globstar`` / gitignore flavour):
 - Everything else is literal, including ``\\`` (there is no backslash escaping) and a ``}``
   or ``,`` outside braces. Matching is case-sensitive.
 
-Errors: an empty pattern, an unclosed ``[`` or ``{``, a reversed range such as ``[z-a]``, or
-braces expanding to more than :data:`MAX_ALTERNATIVES` patterns raise
+Matching never backtracks: a pattern compiles to an :class:`~ctxfs._automaton.Automaton`,
+which reads a path once, one step per character, so no pattern (``*a*a*a*a*a*a*a*b``
+included) can make a match slow. Brace expansion is measured before anything is expanded.
+
+Errors: an empty pattern, an unclosed ``[`` or ``{``, a reversed range such as ``[z-a]``,
+braces nested deeper than :data:`MAX_BRACE_DEPTH`, or braces expanding to more than
+:data:`MAX_ALTERNATIVES` patterns or :data:`MAX_EXPANDED_CHARS` characters raise
 :class:`~ctxfs._errors.PatternError`.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from ctxfs._automaton import UNSET, Automaton, CharTest
 from ctxfs._errors import PatternError
 
-__all__ = ["MAX_ALTERNATIVES", "GlobMatcher", "compile_glob", "escape_glob"]
+__all__ = [
+    "MAX_ALTERNATIVES",
+    "MAX_BRACE_DEPTH",
+    "MAX_EXPANDED_CHARS",
+    "GlobMatcher",
+    "compile_glob",
+    "escape_glob",
+]
 
 MAX_ALTERNATIVES: Final = 1024
 """Upper bound on the number of patterns a brace expression may expand to."""
 
+MAX_EXPANDED_CHARS: Final = 65_536
+"""Upper bound on the characters of all those patterns together (and of the pattern itself)."""
+
+MAX_BRACE_DEPTH: Final = 32
+"""How deep ``{...}`` groups may nest."""
+
 _SPECIAL: Final = frozenset("*?[]{},")
-# One whole path segment that does not start with a dot.
-_VISIBLE_SEGMENT: Final = r"(?!\.)[^/]+"
-_NO_LEADING_DOT: Final = r"(?!\.)"
+_SHOWN_CHARS: Final = 100
+
+
+def _shown(pattern: str) -> str:
+    """The pattern quoted for a message, cut short when long."""
+    if len(pattern) <= _SHOWN_CHARS:
+        return repr(pattern)
+    return f"{pattern[:_SHOWN_CHARS]!r}… ({len(pattern)} characters)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,19 +81,25 @@ class GlobMatcher:
     """
 
     pattern: str
-    _regex: re.Pattern[str]
+    _automaton: Automaton
 
-    def matches(self, relpath: str) -> bool:
+    def matches(self, relpath: str, deadline: float | None = None) -> bool:
         """Tell whether a path matches the pattern.
 
         Args:
             relpath: Path relative to the search base, ``/``-separated, without a leading
                 slash, e.g. ``"src/a.py"``.
+            deadline: A :func:`time.monotonic` time by which matching must be done. The
+                time is linear in the path's length, but a pattern of many ``{...}``
+                alternatives makes each step costly the first time it is taken.
 
         Returns:
             True if the whole path matches.
+
+        Raises:
+            TimeoutError: The deadline passed.
         """
-        return self._regex.fullmatch(relpath) is not None
+        return self._automaton.matches(relpath, deadline)
 
 
 def compile_glob(pattern: str) -> GlobMatcher:
@@ -83,14 +113,20 @@ def compile_glob(pattern: str) -> GlobMatcher:
 
     Raises:
         PatternError: The pattern is empty, has an unclosed ``[`` or ``{``, a reversed
-            character range, or expands to too many alternatives.
+            character range, or expands to too many alternatives or characters.
     """
     if not pattern.strip("/"):
-        raise PatternError(f"empty glob pattern {pattern!r}; write e.g. '*' or '**/*.py'")
-    alternatives = _expand_braces(pattern)
-    regexes = dict.fromkeys(_translate(alt, pattern) for alt in alternatives)
-    source = "|".join(regexes)
-    return GlobMatcher(pattern, re.compile(source if len(regexes) == 1 else f"(?:{source})"))
+        raise PatternError(f"empty glob pattern {_shown(pattern)}; write e.g. '*' or '**/*.py'")
+    if len(pattern) > MAX_EXPANDED_CHARS:
+        raise PatternError(
+            f"glob pattern is longer than {MAX_EXPANDED_CHARS} characters; use a shorter one"
+        )
+    tree = _parse_braces(pattern)
+    _measure(tree, pattern)  # refuses an explosion before anything is expanded
+    builder = _Builder(pattern)
+    starts = [builder.add(alternative) for alternative in dict.fromkeys(_expand(tree))]
+    builder.automaton.start(start for start in starts if start is not None)
+    return GlobMatcher(pattern, builder.automaton)
 
 
 def escape_glob(name: str) -> str:
@@ -120,83 +156,255 @@ def _class_end(text: str, start: int, pattern: str) -> int:
     end = text.find("]", i)
     if end == -1:
         raise PatternError(
-            f"unclosed '[' at position {start} in glob pattern {pattern!r}; "
+            f"unclosed '[' at position {start} in glob pattern {_shown(pattern)}; "
             "write a literal '[' as '[[]'"
         )
     return end + 1
 
 
-def _expand_braces(pattern: str) -> list[str]:
-    """Expand ``{a,b}`` groups (nested too) into plain patterns, classes left as text."""
+# -- braces ---------------------------------------------------------------------------------
 
-    def parse_seq(i: int, in_brace: bool) -> tuple[list[str], int]:
-        # Parse a sequence until '}' or ',' (inside braces) or the end; return its expansions
-        # and the index of the terminator.
-        results = [""]
+
+@dataclass(frozen=True, slots=True)
+class _Braces:
+    """One ``{a,b,...}`` group: each option is a sequence like the pattern itself."""
+
+    options: tuple[_Sequence, ...]
+
+
+_Sequence = tuple[str | _Braces, ...]
+
+
+def _parse_braces(pattern: str) -> _Sequence:
+    """The pattern as text and ``{...}`` groups (classes stay text), without expanding."""
+
+    def parse_seq(i: int, depth: int) -> tuple[_Sequence, int]:
+        # Parse until '}' or ',' (inside braces) or the end; return the parts and the index
+        # of the terminator.
+        parts: list[str | _Braces] = []
+        text: list[str] = []
         while i < len(pattern):
             ch = pattern[i]
             if ch == "[":
                 end = _class_end(pattern, i, pattern)
-                chunk = pattern[i:end]
-                results = [r + chunk for r in results]
+                text.append(pattern[i:end])
                 i = end
             elif ch == "{":
-                options: list[str] = []
+                if depth >= MAX_BRACE_DEPTH:
+                    raise PatternError(
+                        f"glob pattern {_shown(pattern)} nests '{{' more than {MAX_BRACE_DEPTH} "
+                        "deep; use fewer nested groups"
+                    )
+                options: list[_Sequence] = []
                 j = i + 1
                 while True:
-                    alts, j = parse_seq(j, in_brace=True)
-                    options.extend(alts)
+                    option, j = parse_seq(j, depth + 1)
+                    options.append(option)
                     if j >= len(pattern):
                         raise PatternError(
-                            f"unclosed '{{' at position {i} in glob pattern {pattern!r}; "
+                            f"unclosed '{{' at position {i} in glob pattern {_shown(pattern)}; "
                             "write a literal '{' as '[{]'"
                         )
                     if pattern[j] == "}":
                         break
                     j += 1  # skip ','
-                results = [r + o for r in results for o in dict.fromkeys(options)]
-                if len(results) > MAX_ALTERNATIVES:
-                    raise PatternError(
-                        f"glob pattern {pattern!r} expands to more than {MAX_ALTERNATIVES} "
-                        "alternatives; use fewer '{...}' groups"
-                    )
+                if text:
+                    parts.append("".join(text))
+                    text = []
+                parts.append(_Braces(tuple(options)))
                 i = j + 1
-            elif in_brace and ch in ",}":
-                return results, i
+            elif depth and ch in ",}":
+                break
             else:
-                results = [r + ch for r in results]
+                text.append(ch)
                 i += 1
-        return results, i
+        if text:
+            parts.append("".join(text))
+        return tuple(parts), i
 
-    expanded, _ = parse_seq(0, in_brace=False)
-    return expanded
+    return parse_seq(0, 0)[0]
 
 
-def _translate(glob: str, pattern: str) -> str:
-    """Translate one brace-free glob into a regular expression for ``fullmatch``."""
-    anchored = "/" in _without_classes(glob, pattern)
-    segments = [s for s in _split_segments(glob, pattern) if s]
-    if not anchored:
-        segments.insert(0, "**")
-    # Consecutive '**' segments mean the same as one; collapsing avoids nested quantifiers.
-    collapsed: list[str] = []
-    for seg in segments:
-        if not (seg == "**" and collapsed and collapsed[-1] == "**"):
-            collapsed.append(seg)
-    if not collapsed:  # e.g. the pattern '{,}' or '{/,}': nothing left to match
-        return r"(?!)"
-    out: list[str] = []
-    last = len(collapsed) - 1
-    for index, seg in enumerate(collapsed):
-        if seg == "**" and index < last:
-            out.append(f"(?:{_VISIBLE_SEGMENT}/)*")
-        elif seg == "**":
-            out.append(f"{_VISIBLE_SEGMENT}(?:/{_VISIBLE_SEGMENT})*")
+def _measure(sequence: _Sequence, pattern: str) -> tuple[int, int]:
+    """How many patterns ``sequence`` expands to and their characters together.
+
+    Raises:
+        PatternError: Either number passes its cap; the running totals are checked after
+            every part, so the numbers stay small and nothing is allocated.
+    """
+    count, chars = 1, 0
+    for part in sequence:
+        if isinstance(part, str):
+            part_count, part_chars = 1, len(part)
         else:
-            out.append(_translate_segment(seg, pattern))
-            if index < last:
-                out.append("/")
-    return "".join(out)
+            part_count = part_chars = 0
+            for option in part.options:
+                option_count, option_chars = _measure(option, pattern)
+                part_count += option_count
+                part_chars += option_chars
+                _check_size(part_count, part_chars, pattern)
+        chars = chars * part_count + part_chars * count
+        count *= part_count
+        _check_size(count, chars, pattern)
+    return count, chars
+
+
+def _check_size(count: int, chars: int, pattern: str) -> None:
+    if count > MAX_ALTERNATIVES:
+        raise PatternError(
+            f"glob pattern {_shown(pattern)} expands to more than {MAX_ALTERNATIVES} "
+            "alternatives; use fewer '{...}' groups"
+        )
+    if chars > MAX_EXPANDED_CHARS:
+        raise PatternError(
+            f"glob pattern {_shown(pattern)} expands to more than {MAX_EXPANDED_CHARS} "
+            "characters; use fewer or shorter '{...}' alternatives"
+        )
+
+
+def _expand(sequence: _Sequence) -> list[str]:
+    """Every brace-free pattern of a measured sequence, in order."""
+    results = [""]
+    for part in sequence:
+        if isinstance(part, str):
+            results = [r + part for r in results]
+        else:
+            options = dict.fromkeys(alt for option in part.options for alt in _expand(option))
+            results = [r + o for r in results for o in options]
+    return results
+
+
+# -- one brace-free pattern -> automaton nodes ------------------------------------------------
+
+
+def _not_slash(ch: str) -> bool:
+    return ch != "/"
+
+
+def _is_slash(ch: str) -> bool:
+    return ch == "/"
+
+
+class _Builder:
+    """Adds brace-free globs to one automaton, sharing the nodes of equal endings.
+
+    Alternatives from braces often end alike (``{a,b}*.py``); a piece of the automaton is
+    keyed by everything that follows it, so each distinct ending is built once and fewer
+    nodes are active at a time while matching.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.automaton = Automaton()
+        self.accept = self.automaton.accept()
+        self._built: dict[tuple[object, ...], int] = {}
+
+    def _shared(self, key: tuple[object, ...], make: Callable[..., int], *args: object) -> int:
+        """The node built by ``make(*args)`` for ``key``, built the first time it is asked."""
+        node = self._built.get(key)
+        if node is None:
+            node = self._built[key] = make(*args)
+        return node
+
+    def add(self, glob: str) -> int | None:
+        """Add one brace-free glob; return its start node (``None``: it matches nothing, as
+        the alternative ``''`` of ``{,}``)."""
+        anchored = "/" in _without_classes(glob, self.pattern)
+        segments = [s for s in _split_segments(glob, self.pattern) if s]
+        if not anchored:
+            segments.insert(0, "**")
+        # Consecutive '**' segments mean the same as one.
+        collapsed: list[str] = []
+        for seg in segments:
+            if not (seg == "**" and collapsed and collapsed[-1] == "**"):
+                collapsed.append(seg)
+        if not collapsed:
+            return None
+        automaton = self.automaton
+        node = self.accept
+        last = len(collapsed) - 1
+        # Built from the end: each piece leads to the node built before it.
+        for index in range(last, -1, -1):
+            seg = collapsed[index]
+            rest = tuple(collapsed[index + 1 :])
+            then = node
+            if seg == "**" and index < last:
+                node = self._shared(("any-names", *rest), _any_segments_then, automaton, then)
+            elif seg == "**":
+                node = self._shared(("names",), _one_or_more_segments, automaton, then)
+            else:
+                if index < last:
+                    node = self._shared(("slash", *rest), automaton.char, _is_slash, then)
+                node = self._segment(seg, rest, node)
+        return node
+
+    def _segment(self, segment: str, rest: tuple[str, ...], then: int) -> int:
+        """One segment (no separators, not a lone ``**``), built backwards from ``then``."""
+        pieces: list[tuple[int, CharTest | None]] = []  # (offset, test); None for a '*' run
+        i = 0
+        while i < len(segment):
+            ch = segment[i]
+            start = i
+            if ch == "*":
+                while i < len(segment) and segment[i] == "*":
+                    i += 1
+                pieces.append((start, None))
+                continue
+            if ch == "?":
+                pieces.append((start, _not_slash))
+            elif ch == "[":
+                end = _class_end(segment, i, self.pattern)
+                pieces.append((start, _class_test(segment[i:end])))
+                i = end
+                continue
+            else:
+                pieces.append((start, ch.__eq__))
+            i += 1
+        automaton = self.automaton
+        node = then
+        for offset, test in reversed(pieces):
+            key = ("piece", segment[offset:], *rest)
+            if test is None:
+                node = self._shared(key, _any_name_chars, automaton, node)
+            else:
+                node = self._shared(key, automaton.char, test, node)
+        if segment[0] in "*?[":  # a wildcard or a class never matches a leading dot
+            node = self._shared(("no-dot", segment, *rest), automaton.no_dot, node)
+        return node
+
+
+def _any_name_chars(automaton: Automaton, then: int) -> int:
+    """``*``: any run of characters other than ``/``, then ``then``."""
+    loop = automaton.fork(UNSET, then)
+    automaton.patch(loop, automaton.char(_not_slash, loop))
+    return loop
+
+
+def _visible_segment(automaton: Automaton, after: int) -> tuple[int, int]:
+    """Nodes for one name that does not start with a dot: ``(start, fork)``, where the fork
+    goes on in the name or to ``after`` (which may be UNSET, for the caller to patch)."""
+    more = automaton.fork(UNSET, after)
+    automaton.patch(more, automaton.char(_not_slash, more))
+    start = automaton.no_dot(automaton.char(_not_slash, more))
+    return start, more
+
+
+def _any_segments_then(automaton: Automaton, then: int) -> int:
+    """``**/`` in the middle: zero or more visible names, each followed by ``/``."""
+    loop = automaton.fork(UNSET, then)
+    slash = automaton.char(_is_slash, loop)
+    start, _ = _visible_segment(automaton, slash)
+    automaton.patch(loop, start)
+    return loop
+
+
+def _one_or_more_segments(automaton: Automaton, then: int) -> int:
+    """A final ``**``: one or more visible names separated by ``/``."""
+    start, more = _visible_segment(automaton, UNSET)
+    again = automaton.fork(automaton.char(_is_slash, start), then)
+    # The fork inside the name goes on in the name (its first branch) or to ``again``.
+    automaton.patch_second(more, again)
+    return start
 
 
 def _without_classes(glob: str, pattern: str) -> str:
@@ -234,38 +442,14 @@ def _split_segments(glob: str, pattern: str) -> list[str]:
     return segments
 
 
-def _translate_segment(segment: str, pattern: str) -> str:
-    """Translate one segment (no separators, not a lone ``**``) into a regex."""
-    out: list[str] = []
-    i = 0
-    while i < len(segment):
-        ch = segment[i]
-        at_start = i == 0
-        if ch == "*":
-            while i < len(segment) and segment[i] == "*":
-                i += 1
-            out.append((_NO_LEADING_DOT if at_start else "") + "[^/]*")
-            continue
-        if ch == "?":
-            out.append((_NO_LEADING_DOT if at_start else "") + "[^/]")
-        elif ch == "[":
-            end = _class_end(segment, i, pattern)
-            out.append((_NO_LEADING_DOT if at_start else "") + _translate_class(segment[i:end]))
-            i = end
-            continue
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
-
-
-def _translate_class(text: str) -> str:
-    """Translate a whole ``[...]`` glob class into a regex class that never matches ``/``."""
+def _class_test(text: str) -> CharTest:
+    """The test of a whole ``[...]`` glob class; a class never matches ``/``."""
     body = text[1:-1]
     negated = body[:1] in ("!", "^")
     if negated:
         body = body[1:]
-    items: list[str] = []
+    singles: list[str] = []
+    ranges: list[tuple[str, str]] = []
     i = 0
     while i < len(body):
         if i + 2 < len(body) and body[i + 1] == "-":
@@ -274,12 +458,18 @@ def _translate_class(text: str) -> str:
                 raise PatternError(
                     f"reversed range '{low}-{high}' in glob class {text!r}; write '{high}-{low}'"
                 )
-            items.append(f"{re.escape(low)}-{re.escape(high)}")
+            ranges.append((low, high))
             i += 3
         else:
-            items.append(re.escape(body[i]))
+            singles.append(body[i])
             i += 1
-    members = "".join(items)
-    if negated:
-        return f"[^/{members}]"
-    return f"(?!/)[{members}]"
+    members = frozenset(singles)
+    spans = tuple(ranges)
+
+    def test(ch: str) -> bool:
+        if ch == "/":
+            return False
+        inside = ch in members or any(low <= ch <= high for low, high in spans)
+        return inside != negated
+
+    return test

@@ -24,13 +24,15 @@ line instead, which is slower but exact.
 With ``multiline=True`` the pattern runs over the whole text with ``.`` matching newlines
 (like ``rg -U --multiline-dotall``); every line a match touches is a matching line.
 
-Every call into the regex engine gets the time limit ``GrepOptions.timeout``; exceeding it
-raises :class:`~ctxfs._errors.SearchTimeoutError`. The fast path makes one call per chunk of
-about a million characters (or one longer line), so the limit does not shrink as files grow.
+Every call into the regex engine runs under one deadline, handed to :func:`search_file` by
+the caller: a grep shares one :class:`~ctxfs.sandbox.TimeBudget` of ``GrepOptions.timeout``
+seconds between all its files, so the limit holds for the whole call, not per regex call.
+Passing it raises :class:`~ctxfs._errors.SearchTimeoutError`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeVar
@@ -47,6 +49,7 @@ __all__ = [
     "apply_paging",
     "compile_pattern",
     "search_file",
+    "timeout_error",
 ]
 
 OutputMode = Literal["files_with_matches", "content", "count"]
@@ -80,7 +83,8 @@ class GrepOptions:
         after: Context lines after each match (``-A``); content mode only.
         max_line_chars: Longer returned lines are clipped to this many characters plus a
             marker saying how long the line was.
-        timeout: Seconds allowed for each call into the regex engine.
+        timeout: Seconds of matching the whole grep may use, over all its files (the
+            deadline each :func:`search_file` call gets is what is left of it).
     """
 
     pattern: str
@@ -178,7 +182,12 @@ def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:
 
 
 def search_file(
-    path: str, data: bytes, compiled: regex.Pattern[str], options: GrepOptions
+    path: str,
+    data: bytes,
+    compiled: regex.Pattern[str],
+    options: GrepOptions,
+    *,
+    deadline: float | None = None,
 ) -> FileResult:
     """Search the contents of one file.
 
@@ -187,13 +196,17 @@ def search_file(
         data: The file's bytes.
         compiled: The pattern from :func:`compile_pattern` for the same ``options``.
         options: The search options.
+        deadline: The :func:`time.monotonic` time by which the search must be done; by
+            default ``options.timeout`` seconds from now (a grep of one file).
 
     Returns:
         The file's result; ``binary=True`` with no matches if ``data`` contains a NUL byte.
 
     Raises:
-        SearchTimeoutError: A regex call ran past ``options.timeout``.
+        SearchTimeoutError: The deadline passed.
     """
+    if deadline is None:
+        deadline = time.monotonic() + options.timeout
     if b"\x00" in data:
         return FileResult(path, binary=True)
     needle = _literal_bytes(options)
@@ -210,20 +223,15 @@ def search_file(
     first_only = options.output_mode == "files_with_matches"
     try:
         if options.multiline:
-            spans, count = _multiline_spans(full, len(body), compiled, options.timeout, first_only)
+            spans, count = _multiline_spans(full, len(body), compiled, deadline, first_only)
         elif _needs_line_loop(options):
-            spans = list(_line_loop_spans(body, compiled, options.timeout, first_only))
+            spans = list(_line_loop_spans(body, compiled, deadline, first_only))
             count = len(spans)
         else:
-            spans = list(_fast_spans(body, compiled, options.timeout, first_only))
+            spans = list(_fast_spans(body, compiled, deadline, first_only))
             count = len(spans)
     except TimeoutError as exc:
-        raise SearchTimeoutError(
-            f"searching {path} with pattern {options.pattern!r} ran past the "
-            f"{options.timeout:g} s time limit; the pattern probably backtracks "
-            "catastrophically, try a simpler pattern or fixed_strings",
-            path=path,
-        ) from exc
+        raise timeout_error(path, options) from exc
     if options.output_mode != "content":
         return FileResult(path, match_count=count)
     lines = _with_context(body, spans, options.before, options.after)
@@ -235,6 +243,29 @@ def search_file(
         out.append(GrepLine(number, _clip(body[start:end], options.max_line_chars), is_match, gap))
         previous = number
     return FileResult(path, match_count=count, lines=tuple(out))
+
+
+def timeout_error(path: str, options: GrepOptions) -> SearchTimeoutError:
+    """The error for a grep that ran out of time while searching ``path``."""
+    shown = options.pattern if len(options.pattern) <= 100 else options.pattern[:100] + "…"
+    return SearchTimeoutError(
+        f"grep ran past its {options.timeout:g} s time limit while searching {path} for "
+        f"{shown!r}; the pattern may backtrack catastrophically or the search covers too "
+        "much text: try a simpler pattern, fixed_strings, or a narrower path or glob",
+        path=path,
+    )
+
+
+def _time_left(deadline: float) -> float:
+    """Seconds until ``deadline``, for the regex engine's ``timeout``.
+
+    Raises:
+        TimeoutError: The deadline has passed.
+    """
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the search ran past its deadline")
+    return left
 
 
 def _literal_bytes(options: GrepOptions) -> bytes | None:
@@ -296,21 +327,21 @@ def _needs_line_loop(options: GrepOptions) -> bool:
     return False
 
 
-def _line_matches(line: str, compiled: regex.Pattern[str], timeout: float) -> bool:
-    return compiled.search(line, timeout=timeout) is not None
+def _line_matches(line: str, compiled: regex.Pattern[str], deadline: float) -> bool:
+    return compiled.search(line, timeout=_time_left(deadline)) is not None
 
 
 def _fast_spans(
     body: str,
     compiled: regex.Pattern[str],
-    timeout: float,
+    deadline: float,
     first_only: bool,
     chunk_chars: int = _CHUNK_CHARS,
 ) -> Iterator[_Span]:
     """Yield matching lines, searching whole chunks of text and counting newlines.
 
-    ``finditer`` runs over line-aligned chunks of about ``chunk_chars`` so that the
-    time limit (which covers one whole ``finditer``) scales with the chunk, not the file.
+    ``finditer`` runs over line-aligned chunks of about ``chunk_chars``, each with the time
+    left until ``deadline``.
     """
     size = len(body)
     number, line_start = 1, 0  # a line start and its line number, moving forward
@@ -320,7 +351,7 @@ def _fast_spans(
         chunk_end = body.find("\n", pos + chunk_chars)
         chunk_end = size if chunk_end == -1 else chunk_end
         next_pos = chunk_end + 1
-        for found in compiled.finditer(body, pos, chunk_end, timeout=timeout):
+        for found in compiled.finditer(body, pos, chunk_end, timeout=_time_left(deadline)):
             start = found.start()
             if start < done_until:
                 # A second match on a reported line: skip the rest of the line in one go
@@ -336,7 +367,7 @@ def _fast_spans(
             crossed = found.end() > end
             # A match across a line break says nothing about line semantics: recheck the
             # line on its own, then search afresh from the next line.
-            if not crossed or _line_matches(body[line_start:end], compiled, timeout):
+            if not crossed or _line_matches(body[line_start:end], compiled, deadline):
                 yield number, line_start, end, True
                 if first_only:
                     return
@@ -348,13 +379,13 @@ def _fast_spans(
 
 
 def _line_loop_spans(
-    body: str, compiled: regex.Pattern[str], timeout: float, first_only: bool
+    body: str, compiled: regex.Pattern[str], deadline: float, first_only: bool
 ) -> Iterator[_Span]:
     """Yield matching lines, searching each line on its own (exact, slower)."""
     pos = 0
     for number, line in enumerate(body.split("\n"), start=1):
         end = pos + len(line)
-        if _line_matches(line, compiled, timeout):
+        if _line_matches(line, compiled, deadline):
             yield number, pos, end, True
             if first_only:
                 return
@@ -362,7 +393,7 @@ def _line_loop_spans(
 
 
 def _multiline_spans(
-    text: str, size: int, compiled: regex.Pattern[str], timeout: float, first_only: bool
+    text: str, size: int, compiled: regex.Pattern[str], deadline: float, first_only: bool
 ) -> tuple[list[_Span], int]:
     """Return the lines touched by matches over the whole text, and the number of matches.
 
@@ -376,8 +407,7 @@ def _multiline_spans(
     line_start = 0
     last_line = 0  # last line number already in ``spans``
     while pos <= size:
-        # One call per match (not one finditer) so the time limit applies to each match.
-        found = compiled.search(text, pos, timeout=timeout)
+        found = compiled.search(text, pos, timeout=_time_left(deadline))
         if found is None or found.start() > size:
             break
         count += 1

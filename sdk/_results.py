@@ -85,10 +85,12 @@ class GlobResult:
     Attributes:
         paths: Matching virtual paths, sorted, at most the cap.
         truncated: Whether more paths matched than were returned.
+        total: How many paths matched in all (``len(paths)`` unless ``truncated``).
     """
 
     paths: tuple[str, ...]
     truncated: bool
+    total: int
 
 
 @dataclass(frozen=True, slots=True)

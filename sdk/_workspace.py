@@ -9,7 +9,7 @@ backends is behind the :class:`~ctxfs.backends.Store` it was opened with.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from fsspec import AbstractFileSystem
@@ -22,19 +22,25 @@ from ctxfs._errors import (
     PathExistsError,
     PathNotFoundError,
     ReadOnlyPathError,
+    SearchTimeoutError,
 )
-from ctxfs._glob import compile_glob
-from ctxfs._grep import GrepOptions, OutputMode, compile_pattern, search_file
+from ctxfs._glob import GlobMatcher, compile_glob
+from ctxfs._grep import GrepOptions, OutputMode, compile_pattern, search_file, timeout_error
 from ctxfs._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs._textread import read_page
 from ctxfs.backends import Store, open_storage
-from ctxfs.sandbox import Limits, is_within, normalize_path, relative_to
+from ctxfs.sandbox import Limits, TimeBudget, is_within, normalize_path, relative_to
 
 __all__ = ["Workspace"]
 
 
 def _hidden(relpath: str) -> bool:
     return any(part.startswith(".") for part in relpath.split("/"))
+
+
+def _shown(pattern: str) -> str:
+    """A pattern quoted for a message, cut short when long."""
+    return repr(pattern) if len(pattern) <= 100 else f"{pattern[:100]!r}…"
 
 
 class Workspace:
@@ -402,22 +408,45 @@ class Workspace:
         ``*``, ``?``, ``[...]``, ``{a,b}`` and ``**`` (any number of folders) are supported; a
         pattern without ``/`` matches file names at any depth. Hidden files (a name starting
         with ``.``) match only when the pattern names the dot. At most ``limit`` paths
-        (default ``limits.max_glob_results``) are returned; ``truncated`` says if more matched.
+        (default ``limits.max_glob_results``) are returned; ``truncated`` says if more matched
+        and ``total`` how many did. Matching runs under ``limits.regex_timeout``.
 
         Raises:
             PatternError: The pattern is malformed.
+            SearchTimeoutError: Matching ran past the time limit.
             PathNotFoundError: ``path`` does not exist.
             BackendError: A folder could not be listed (no file silently goes missing).
         """
         matcher = compile_glob(pattern)
         base = self.resolve(path)
         cap = limit if limit is not None else self._limits.max_glob_results
-        found = [
-            info.path
-            for info in self._files(base)
-            if matcher.matches(relative_to(info.path, base) or info.name)
-        ]
-        return GlobResult(tuple(found[:cap]), len(found) > cap)
+        files = self._files(base)
+        budget = TimeBudget(self._limits.regex_timeout)
+        found = [info.path for info in self._select(files, base, matcher, pattern, budget)]
+        return GlobResult(tuple(found[:cap]), len(found) > cap, len(found))
+
+    def _select(
+        self,
+        files: Iterable[FileInfo],
+        base: str,
+        matcher: GlobMatcher,
+        pattern: str,
+        budget: TimeBudget,
+    ) -> Iterator[FileInfo]:
+        """The files whose path relative to ``base`` matches, within the time budget."""
+        with budget.spend() as deadline:
+            for info in files:
+                try:
+                    matched = matcher.matches(relative_to(info.path, base) or info.name, deadline)
+                except TimeoutError:
+                    raise SearchTimeoutError(
+                        f"matching the glob {_shown(pattern)} ran past its "
+                        f"{budget.seconds:g} s time limit; use a pattern with fewer '{{...}}' "
+                        "alternatives, or a narrower path",
+                        path=base,
+                    ) from None
+                if matched:
+                    yield info
 
     def grep(
         self,
@@ -436,7 +465,8 @@ class Workspace:
 
         Args:
             pattern: A ``regex``-module regular expression (or a literal with
-                ``fixed_strings``). Every match runs under ``limits.regex_timeout``.
+                ``fixed_strings``). The whole search (every file, and the ``glob`` filter)
+                runs under ``limits.regex_timeout``.
             path: A folder to search recursively, or one file.
             glob: Only files whose path (relative to ``path``) matches this glob.
             fixed_strings: Search for ``pattern`` literally.
@@ -451,7 +481,7 @@ class Workspace:
 
         Raises:
             PatternError: The pattern or glob is invalid.
-            SearchTimeoutError: The pattern ran past the time limit.
+            SearchTimeoutError: The search ran past the time limit.
             PathNotFoundError: ``path`` does not exist.
             BackendError: A folder could not be listed or a file could not be read.
         """
@@ -469,23 +499,27 @@ class Workspace:
         compiled = compile_pattern(options)
         matcher = compile_glob(glob) if glob else None
         base = self.resolve(path)
+        files = self._files(base)
+        # One budget for the whole call: glob filtering and every file's search share it.
+        budget = TimeBudget(self._limits.regex_timeout)
+        if matcher is not None:
+            files = list(self._select(files, base, matcher, glob or "", budget))
+        else:
+            files = [f for f in files if f.path == base or not _hidden(relative_to(f.path, base))]
         selected: list[FileInfo] = []
         too_large: list[str] = []
-        for info in self._files(base):
-            rel = relative_to(info.path, base) or info.name
-            if matcher is not None:
-                if not matcher.matches(rel):
-                    continue
-            elif _hidden(rel) and info.path != base:
-                continue
+        for info in files:
             if info.size is not None and info.size > self._limits.max_grep_file_bytes:
                 too_large.append(info.path)
-                continue
-            selected.append(info)
+            else:
+                selected.append(info)
         matched = []
         binary: list[str] = []
         for info, data in self._store.fetch(selected):
-            result = search_file(info.path, data, compiled, options)
+            if budget.left <= 0:
+                raise timeout_error(info.path, options)
+            with budget.spend() as deadline:
+                result = search_file(info.path, data, compiled, options, deadline=deadline)
             if result.binary:
                 binary.append(info.path)
             elif result.matched:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import time
+import tracemalloc
+
 import pytest
-from hypothesis import given
+from _glob_oracle import oracle_matches
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxfs import PatternError
-from ctxfs._glob import MAX_ALTERNATIVES, compile_glob, escape_glob
+from ctxfs._glob import (
+    MAX_ALTERNATIVES,
+    MAX_BRACE_DEPTH,
+    MAX_EXPANDED_CHARS,
+    compile_glob,
+    escape_glob,
+)
 
 
 def _check(pattern: str, matching: list[str], not_matching: list[str]) -> None:
@@ -36,6 +46,7 @@ def _check(pattern: str, matching: list[str], not_matching: list[str]) -> None:
         ("*.{py,md}", ["a.py", "d/r.md"], ["a.txt", "a.pymd"]),
         ("{src,lib/{x,y}}/*.py", ["src/a.py", "lib/x/a.py", "lib/y/b.py"], ["lib/a.py"]),
         ("a{,.bak}", ["a", "a.bak", "d/a.bak"], ["a.b"]),
+        ("{a**,**}", ["a/b", "ab", "x/y"], [".a", "x/.y"]),
         ("{*.py,.env}", ["x.py", ".env", "d/.env"], [".x.py"]),
         # '**' as a whole segment
         ("a/**/b", ["a/b", "a/x/b", "a/x/y/b"], ["b", "a/xb", "x/a/b", "a/x/b/c"]),
@@ -122,6 +133,74 @@ def test_brace_explosion_is_refused() -> None:
     compile_glob("{a,b}" * 10)  # 1024 alternatives is the limit, still fine
     with pytest.raises(PatternError, match=f"more than {MAX_ALTERNATIVES} alternatives"):
         compile_glob("{a,b}" * 11)
+
+
+def test_brace_explosion_is_refused_before_anything_is_expanded() -> None:
+    # 100 distinct options of 1,024 alternatives each: expanding first would build 102,400
+    # strings (about 13 MB) before noticing.
+    pattern = "{" + ",".join("{a,b}" * 10 + f"x{i}" for i in range(100)) + "}"
+    tracemalloc.start()
+    try:
+        with pytest.raises(PatternError, match=f"more than {MAX_ALTERNATIVES} alternatives"):
+            compile_glob(pattern)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20
+
+
+def test_expanded_size_and_nesting_are_capped() -> None:
+    long_options = "{a,b,c,d}{" + ",".join("x" * 1000 + str(i) for i in range(20)) + "}"
+    with pytest.raises(PatternError) as caught:
+        compile_glob(long_options)
+    assert str(caught.value) == (
+        f"glob pattern {long_options[:100]!r}… ({len(long_options)} characters) "
+        f"expands to more than {MAX_EXPANDED_CHARS} characters; "
+        "use fewer or shorter '{...}' alternatives"
+    )
+    with pytest.raises(PatternError) as caught:
+        compile_glob("x" * (MAX_EXPANDED_CHARS + 1))
+    assert str(caught.value) == (
+        f"glob pattern is longer than {MAX_EXPANDED_CHARS} characters; use a shorter one"
+    )
+    nested = "{" * (MAX_BRACE_DEPTH + 1) + "}" * (MAX_BRACE_DEPTH + 1)
+    with pytest.raises(PatternError, match=f"nests '{{' more than {MAX_BRACE_DEPTH} deep"):
+        compile_glob(nested)
+    compile_glob("{" * MAX_BRACE_DEPTH + "a" + "}" * MAX_BRACE_DEPTH)
+
+
+@pytest.mark.parametrize(
+    "pattern", ["*a*a*a*a*a*a*a*b", "**/*a*a*a*a*a*a*a*a*a*b", "{*a,*b}*a*a*a*a*a*a*c"]
+)
+def test_matching_never_backtracks(pattern: str) -> None:
+    # With a backtracking regular expression each of these takes minutes on 100 characters.
+    matcher = compile_glob(pattern)
+    names = ["a" * 100, "a/" * 50 + "a" * 100, "ab" * 50 + "x"]
+    started = time.process_time()
+    for _ in range(20):
+        assert not any(matcher.matches(name) for name in names)
+    assert time.process_time() - started < 1.0
+    assert matcher.matches("a" * 100 + "b") == pattern.endswith("b")
+
+
+_PIECES = st.sampled_from(
+    ["a", "b", ".", "/", "*", "**", "?", "[ab]", "[!a]", "[.a]", "{a,b}", "{,.}", "{a/,*}", "{a**,**}"]
+)
+
+
+@settings(max_examples=1000)
+@given(
+    st.lists(_PIECES, min_size=1, max_size=6).map("".join),
+    st.lists(st.sampled_from(["a", "b", ".", "/", "c"]), max_size=8).map("".join),
+)
+def test_automaton_agrees_with_the_regular_expression_translation(pattern: str, path: str) -> None:
+    try:
+        expected = oracle_matches(pattern, path)
+    except PatternError:
+        with pytest.raises(PatternError):
+            compile_glob(pattern)
+        return
+    assert compile_glob(pattern).matches(path) == expected
 
 
 def test_pattern_error_is_a_value_error() -> None:

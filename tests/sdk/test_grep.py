@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxfs import PatternError, SearchTimeoutError
+from ctxfs import Limits, PatternError, SearchTimeoutError, Workspace
 from ctxfs._grep import (
     FileResult,
     GrepLine,
@@ -18,6 +19,7 @@ from ctxfs._grep import (
     compile_pattern,
     search_file,
 )
+from ctxfs.sandbox import TimeBudget
 
 
 def _search(data: bytes | str, pattern: str, **kwargs: object) -> FileResult:
@@ -212,8 +214,9 @@ def test_catastrophic_backtracking_times_out_quickly() -> None:
     assert time.perf_counter() - started < 10
     assert caught.value.path == "/big.txt"
     assert str(caught.value) == (
-        "searching /big.txt with pattern '(a|aa)+$' ran past the 0.2 s time limit; the "
-        "pattern probably backtracks catastrophically, try a simpler pattern or fixed_strings"
+        "grep ran past its 0.2 s time limit while searching /big.txt for '(a|aa)+$'; the "
+        "pattern may backtrack catastrophically or the search covers too much text: try a "
+        "simpler pattern, fixed_strings, or a narrower path or glob"
     )
     assert isinstance(caught.value, TimeoutError)
 
@@ -312,7 +315,44 @@ def test_chunked_search_agrees_with_line_by_line(text: str, needle: str, chunk: 
     body = text.replace("\r\n", "\n")
     body = body[:-1] if body.endswith("\n") else body.removesuffix("\r")
     compiled = compile_pattern(GrepOptions(pattern=needle, fixed_strings=True))
-    spans = _fast_spans(body, compiled, 1.0, first_only=False, chunk_chars=chunk)
+    deadline = time.monotonic() + 60
+    spans = _fast_spans(body, compiled, deadline, first_only=False, chunk_chars=chunk)
     found = [number for number, *_ in spans] if text else []
     expected = [number for number, is_match in _reference(text, needle, 0, 0) if is_match]
     assert found == expected
+
+
+def _slow_line() -> tuple[str, float]:
+    """A line that '(a|aa)+$' takes at least 10 ms of CPU to rule out, and that time."""
+    pattern = regex.compile("(a|aa)+$")
+    for size in range(14, 40):
+        line = "a" * size + "!"
+        started = time.process_time()
+        pattern.search(line)
+        spent = time.process_time() - started
+        if spent >= 0.01:
+            return line, spent
+    raise AssertionError("no line was slow enough")  # pragma: no cover
+
+
+def test_the_time_limit_holds_for_the_whole_grep_not_each_file() -> None:
+    line, spent = _slow_line()
+    ws = Workspace("memory://slow-grep", limits=Limits(regex_timeout=10 * spent))
+    for n in range(40):  # each file alone stays well under the limit; all of them do not
+        ws.write_text(f"/f{n:02}.txt", line + "\n")
+    with pytest.raises(SearchTimeoutError) as caught:
+        ws.grep("(a|aa)+$")
+    assert caught.value.path is not None and caught.value.path < "/f39.txt"
+    assert str(caught.value).startswith(f"grep ran past its {10 * spent:g} s time limit")
+
+
+def test_time_budget_is_spent_across_pieces_of_work() -> None:
+    budget = TimeBudget(5.0)
+    with budget.spend() as first:
+        assert first - time.monotonic() <= 5.0
+    left = budget.left
+    assert 0 < left <= 5.0
+    with budget.spend() as second:
+        assert second - time.monotonic() <= left
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        TimeBudget(0)

@@ -415,9 +415,9 @@ def test_grep_bad_patterns_are_errors_within_the_time_limit(
     out = grep(pattern="(a|aa)+$", output_mode="content")
     assert time.monotonic() - started < 3.0
     assert out == (
-        "Error: searching /a.txt with pattern '(a|aa)+$' ran past the 0.2 s time limit; "
-        "the pattern probably backtracks catastrophically, try a simpler pattern or "
-        "fixed_strings"
+        "Error: grep ran past its 0.2 s time limit while searching /a.txt for '(a|aa)+$'; "
+        "the pattern may backtrack catastrophically or the search covers too much text: try "
+        "a simpler pattern, fixed_strings, or a narrower path or glob"
     )
     assert grep(pattern="foo(") == (
         "Error: invalid regular expression 'foo(': missing ) at position 4; "
@@ -446,4 +446,21 @@ def test_langchain_tools_share_the_implementation(workspace: Workspace) -> None:
         lc["write_file"]
         .invoke({"file_path": "/tool_inputs/x", "content": "x"})
         .startswith("Error: /tool_inputs/x is in the read-only area /tool_inputs/")
+    )
+
+
+def test_glob_matching_is_time_limited_for_the_whole_call() -> None:
+    ws = Workspace("memory://slow-glob", limits=Limits(regex_timeout=0.05))
+    for n in range(300):
+        ws.write_text(f"/{'abcd' * 50}{n}", "")
+    pattern = "*a*b*c*d*a*b*c*d*" + "{*a,*b}" * 10  # 1,024 alternatives, many stars each
+    started = time.monotonic()
+    out = tools(ws)["glob"](pattern=pattern)
+    assert time.monotonic() - started < 10
+    assert out == (
+        f"Error: matching the glob {pattern!r} ran past its 0.05 s time limit; use a pattern "
+        "with fewer '{...}' alternatives, or a narrower path"
+    )
+    assert (
+        tools(ws)["glob"](pattern="*a*a*a*a*a*a*a*b") == "No files match '*a*a*a*a*a*a*a*b' under /"
     )
