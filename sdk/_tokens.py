@@ -117,11 +117,12 @@ def _fingerprint(message: BaseMessage) -> object:
     )
 
 
-_Snapshot = tuple[type, object, object, object]
+_Snapshot = tuple[type, object, object, object, int]
+"""Type, content, tool calls, invalid tool calls (``None`` for other messages), tokens."""
 _MAX_ID_ENTRIES = 200_000
 
 
-def _snapshot(message: BaseMessage) -> _Snapshot:
+def _snapshot(message: BaseMessage, tokens: int) -> _Snapshot:
     """A private copy of what a message's count depends on, for the id-keyed cache."""
     content = message.content
     if not isinstance(content, str):
@@ -131,15 +132,15 @@ def _snapshot(message: BaseMessage) -> _Snapshot:
     if isinstance(message, AIMessage):
         calls = copy.deepcopy(message.tool_calls)
         invalid = copy.deepcopy(message.invalid_tool_calls)
-    return (type(message), content, calls, invalid)
+    return (type(message), content, calls, invalid, tokens)
 
 
 def _snapshot_matches(message: BaseMessage, snapshot: _Snapshot) -> bool:
-    kind, content, calls, invalid = snapshot
+    kind, content, calls, invalid, _ = snapshot
     if type(message) is not kind or message.content != content:
         return False
-    if isinstance(message, AIMessage):
-        return message.tool_calls == calls and message.invalid_tool_calls == invalid
+    if calls is not None:
+        return message.tool_calls == calls and message.invalid_tool_calls == invalid  # type: ignore[attr-defined]
     return True
 
 
@@ -189,7 +190,7 @@ class _CachedMessageCounting:
         # Counts by message id, checked against a private snapshot of what was counted. A
         # graph with a checkpointer rebuilds every message object from the checkpoint at each
         # invoke; this keeps a reloaded history from being tokenized again.
-        self._by_id: dict[str, tuple[_Snapshot, int]] = {}
+        self._by_id: dict[str, _Snapshot] = {}
 
     def count_text(self, text: str) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -212,8 +213,8 @@ class _CachedMessageCounting:
     def _count_and_cache(self, message: BaseMessage, fingerprint: object) -> int:
         key = message.id
         known = self._by_id.get(key) if key is not None else None
-        if known is not None and _snapshot_matches(message, known[0]):
-            tokens = known[1]
+        if known is not None and _snapshot_matches(message, known):
+            tokens = known[4]
         else:
             tokens = MESSAGE_OVERHEAD_TOKENS + sum(
                 self.count_text(part) for part in message_text_parts(message) if part
@@ -221,7 +222,7 @@ class _CachedMessageCounting:
             if key is not None:
                 if len(self._by_id) >= _MAX_ID_ENTRIES:
                     del self._by_id[next(iter(self._by_id))]  # forget the oldest
-                self._by_id[key] = (_snapshot(message), tokens)
+                self._by_id[key] = _snapshot(message, tokens)
         self._cache.put(message, fingerprint, tokens)
         return tokens
 
@@ -251,26 +252,29 @@ class _CachedMessageCounting:
             total += tokens
             reused += 1
         entries = self._cache.entries
-        by_id = self._by_id
+        known_by_id = self._by_id.get
+        ref = weakref.ref
         fresh: list[tuple[weakref.ref[BaseMessage], object, int]] = []
+        append = fresh.append
         for message in messages[reused:]:
             # A history rebuilt from a checkpoint is new objects with known ids: the id cache
             # answers them first (one comparison with the snapshot, no fingerprint). This is
             # _snapshot_matches inlined: it runs for every message of a reloaded history.
             content = message.content
-            known = by_id.get(message.id)  # type: ignore[arg-type]  # no None key is stored
-            if known is not None and (
-                type(message) is known[0][0]
-                and content == known[0][1]
+            known = known_by_id(message.id)  # type: ignore[arg-type]  # no None key is stored
+            if (
+                known is not None
+                and type(message) is known[0]
+                and content == known[1]
                 and (
-                    known[0][2] is None
+                    known[2] is None
                     or (
-                        message.tool_calls == known[0][2]  # type: ignore[attr-defined]
-                        and message.invalid_tool_calls == known[0][3]  # type: ignore[attr-defined]
+                        message.tool_calls == known[2]  # type: ignore[attr-defined]
+                        and message.invalid_tool_calls == known[3]  # type: ignore[attr-defined]
                     )
                 )
             ):
-                tokens = known[1]
+                tokens = known[4]
             else:
                 fingerprint = _fingerprint(message)
                 entry = entries.get(id(message))
@@ -278,7 +282,7 @@ class _CachedMessageCounting:
                     tokens = entry[2]
                 else:
                     tokens = self._count_and_cache(message, fingerprint)
-            fresh.append((weakref.ref(message), content, tokens))
+            append((ref(message), content, tokens))
             total += tokens
         self._last = last[:reused] + fresh
         if len(self._by_id) > 2 * len(messages) + 1_024:

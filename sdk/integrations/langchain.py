@@ -24,7 +24,6 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast, overload
 
-from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from ctxfs._engine import ContextEngine
@@ -39,17 +38,24 @@ from ctxfs.integrations._core import (
     RequestShape,
     current_thread_id,
     is_context_overflow,
+    state_update,
 )
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
-    from langchain.agents.middleware.types import ModelRequest, ModelResponse, ToolCallRequest
+    from langchain.agents.middleware.types import (
+        ExtendedModelResponse,
+        ModelCallResult,
+        ModelRequest,
+        ModelResponse,
+        ToolCallRequest,
+    )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "ctxfs.integrations.langchain needs LangChain 1.x: pip install 'ctxfs[langchain]'"
     ) from exc
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
 __all__ = ["ContextMeasured", "ContextMiddleware"]
@@ -60,6 +66,45 @@ _log = logging.getLogger("ctxfs.integrations")
 
 def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _persisted(
+    before: Sequence[BaseMessage], result: CompactionResult | None, response: ModelCallResult[Any]
+) -> ModelCallResult[Any]:
+    """The model's answer, with what compaction changed written to the graph state.
+
+    The model node first appends the answer; the command then applies the change through the
+    ``add_messages`` reducer. Replaced messages (same ids) are swapped in place; when
+    messages were dropped, the state is rebuilt from the compacted list, followed by the
+    answer (so it is not lost by the rebuild).
+    """
+    if result is None:
+        return response
+    update = state_update(before, result.messages)
+    if update is None:
+        return response
+    if isinstance(response, ExtendedModelResponse):
+        own = response.command
+        merged = _merge(own.update if own is not None else None, update)
+        if merged is None:
+            return response  # an inner command writes messages too: ours waits a turn
+        answer = response.model_response
+    else:
+        answer = response if isinstance(response, ModelResponse) else ModelResponse([response])
+        merged = update
+    changes = merged["messages"]
+    if changes and isinstance(changes[0], RemoveMessage):
+        merged = {**merged, "messages": [*changes, *answer.result]}
+    return ExtendedModelResponse(model_response=answer, command=Command(update=merged))
+
+
+def _merge(own: object, update: dict[str, list[AnyMessage]]) -> dict[str, Any] | None:
+    """Another middleware's command update with ours added, or ``None`` if they clash."""
+    if own is None:
+        return dict(update)
+    if isinstance(own, dict) and "messages" not in own:
+        return {**own, **update}
+    return None
 
 
 class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -74,15 +119,20 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
       returned to the graph, so the oversized text never enters the state or the checkpoint.
       Tools returning a ``Command`` keep its ``goto``/``graph``/``resume``; the tool messages
       in its ``update`` are offloaded.
-    - **Compaction** (``before_model``): before every model call the history is compacted
-      (old large tool inputs offloaded and old tool results cleared to pointers, from their
-      triggers; then, only if still over the summarization trigger, the oldest part archived
-      to ``/transcripts/`` and summarized).
+    - **Compaction** (``wrap_model_call``): before every model call the whole request is
+      counted (system message, messages, tool schemas: ``create_agent`` keeps the first and
+      the last out of the state) and compacted (old large tool inputs offloaded and old tool
+      results cleared to pointers, from their triggers; then, only if still over the
+      summarization trigger, the oldest part archived to ``/transcripts/`` and summarized).
+      A request still over the limit is reported (:class:`~ctxfs.ContextOverBudget`); a
+      provider's context-length error gets one retry after compacting as hard as the policy
+      allows.
 
-    Persistence and prompt caching: compaction is *written to the graph state*, not applied
-    to each request on the fly. Messages that were replaced (same id) are swapped in place
-    through the ``add_messages`` reducer; when messages are dropped, the state is reset with
-    ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and rebuilt from the compacted list. So the
+    Persistence and prompt caching: compaction is *written to the graph state*, with the
+    model's answer, not applied to each request on the fly. Messages that were replaced
+    (same id) are swapped in place through the ``add_messages`` reducer; when messages are
+    dropped, the state is reset with ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and rebuilt
+    from the compacted list and the answer. So the
     checkpoint shrinks with the context, the work is done once rather than per call, and the
     messages before the newest ones change only when a trigger fires: between compactions the
     model is sent the same prefix as last time, so provider prompt caches stay valid.
@@ -165,7 +215,6 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # at each invoke (see ctxfs._tokens).
             engine = ContextEngine(workspace, policy, as_token_counter(token_counter))
         self._hooks = ContextHooks(engine, on_event)
-        self._shape = RequestShape()
         if tools is True:
             from ctxfs.tools import workspace_tools
 
@@ -178,73 +227,53 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The engine applying the policy (its workspace, policy and token counter)."""
         return self._hooks.engine
 
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Compacts the history if a trigger fires; returns the state update or ``None``.
-
-        The request is budgeted with the system message and tools of the last model call
-        this middleware saw (the state holds neither); :meth:`wrap_model_call` checks the
-        real request and compacts it further if that was not enough.
-        """
-        if not self._knows_window():
-            return None  # the first call reads the window from the model, in wrap_model_call
-        return self._hooks.compact(state["messages"], request=self._shape, measure=False)
-
-    async def abefore_model(
-        self, state: AgentState[Any], runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """The async twin of :meth:`before_model` (engine work in a worker thread)."""
-        if not self._knows_window():
-            return None
-        return await self._hooks.acompact(state["messages"], request=self._shape, measure=False)
-
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
-    ) -> ModelResponse[Any] | AIMessage:
+    ) -> ModelCallResult[Any]:
         """Budgets the request the model receives, and retries once if the provider refuses it.
 
         The whole request is counted (system message, messages, tool schemas) and compacted
-        if it is over a trigger; a request still over the limit is sent with a
+        if it reaches a trigger; what compaction changed is written to the graph state with
+        the model's answer. A request still over the limit is sent with a
         :class:`~ctxfs.ContextOverBudget` event and a warning. If the provider answers that
         the context is too long, the history is compacted as hard as the policy allows and
         the call is made once more.
         """
-        shape, thread = self._remember(request), current_thread_id()
+        shape, thread = self._shape_of(request), current_thread_id()
         result = self._hooks.compact_request(request.messages, thread, shape)
         try:
-            return handler(self._sent(request, result, thread, shape))
+            response = handler(self._sent(request, result, thread, shape))
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
-            forced = self._hooks.compact_request(request.messages, thread, shape, force=True)
-            return handler(self._retry(request, forced, thread, shape, exc))
+            result = self._hooks.compact_request(request.messages, thread, shape, force=True)
+            response = handler(self._retry(request, result, thread, shape, exc))
+        return _persisted(request.messages, result, response)
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any] | AIMessage:
+    ) -> ModelCallResult[Any]:
         """The async twin of :meth:`wrap_model_call` (engine work in worker threads)."""
-        shape, thread = self._remember(request), current_thread_id()
+        shape, thread = self._shape_of(request), current_thread_id()
         result = await self._hooks.acompact_request(request.messages, thread, shape)
         try:
-            return await handler(self._sent(request, result, thread, shape))
+            response = await handler(self._sent(request, result, thread, shape))
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
-            forced = await self._hooks.acompact_request(request.messages, thread, shape, force=True)
-            return await handler(self._retry(request, forced, thread, shape, exc))
+            result = await self._hooks.acompact_request(request.messages, thread, shape, force=True)
+            response = await handler(self._retry(request, result, thread, shape, exc))
+        return _persisted(request.messages, result, response)
 
     # The request logic, written once for both twins.
 
-    def _knows_window(self) -> bool:
-        return self.engine.policy.max_input_tokens is not None or self._shape.model is not None
-
-    def _remember(self, request: ModelRequest[Any]) -> RequestShape:
-        shape = RequestShape(
+    @staticmethod
+    def _shape_of(request: ModelRequest[Any]) -> RequestShape:
+        return RequestShape(
             system=request.system_message, tools=tuple(request.tools), model=request.model
         )
-        self._shape = shape
-        return shape
 
     def _sent(
         self,
