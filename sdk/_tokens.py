@@ -140,7 +140,8 @@ def _snapshot_matches(message: BaseMessage, snapshot: _Snapshot) -> bool:
     if type(message) is not kind or message.content != content:
         return False
     if calls is not None:
-        return message.tool_calls == calls and message.invalid_tool_calls == invalid  # type: ignore[attr-defined]
+        assert isinstance(message, AIMessage)  # the snapshot's type is the message's
+        return message.tool_calls == calls and message.invalid_tool_calls == invalid
     return True
 
 
