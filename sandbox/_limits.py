@@ -33,7 +33,7 @@ class Limits(BaseModel):
     max_read_chars: int = Field(default=100_000, gt=0)
     max_line_chars: int = Field(default=2_000, gt=0)
     default_read_lines: int = Field(default=2_000, gt=0)
-    regex_timeout: float = Field(default=1.0, gt=0)
+    regex_timeout: float = Field(default=5.0, gt=0)
     max_glob_results: int = Field(default=1_000, gt=0)
     max_grep_file_bytes: int = Field(default=64 * 2**20, gt=0)
 

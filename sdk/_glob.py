@@ -42,6 +42,7 @@ from typing import Final
 
 from ctxfs._automaton import UNSET, Automaton, CharTest
 from ctxfs._errors import PatternError
+from ctxfs._quote import quote
 
 __all__ = [
     "MAX_ALTERNATIVES",
@@ -62,14 +63,6 @@ MAX_BRACE_DEPTH: Final = 32
 """How deep ``{...}`` groups may nest."""
 
 _SPECIAL: Final = frozenset("*?[]{},")
-_SHOWN_CHARS: Final = 100
-
-
-def _shown(pattern: str) -> str:
-    """The pattern quoted for a message, cut short when long."""
-    if len(pattern) <= _SHOWN_CHARS:
-        return repr(pattern)
-    return f"{pattern[:_SHOWN_CHARS]!r}… ({len(pattern)} characters)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +109,7 @@ def compile_glob(pattern: str) -> GlobMatcher:
             character range, or expands to too many alternatives or characters.
     """
     if not pattern.strip("/"):
-        raise PatternError(f"empty glob pattern {_shown(pattern)}; write e.g. '*' or '**/*.py'")
+        raise PatternError(f"empty glob pattern {quote(pattern)}; write e.g. '*' or '**/*.py'")
     if len(pattern) > MAX_EXPANDED_CHARS:
         raise PatternError(
             f"glob pattern is longer than {MAX_EXPANDED_CHARS} characters; use a shorter one"
@@ -156,7 +149,7 @@ def _class_end(text: str, start: int, pattern: str) -> int:
     end = text.find("]", i)
     if end == -1:
         raise PatternError(
-            f"unclosed '[' at position {start} in glob pattern {_shown(pattern)}; "
+            f"unclosed '[' at position {start} in glob pattern {quote(pattern)}; "
             "write a literal '[' as '[[]'"
         )
     return end + 1
@@ -192,7 +185,7 @@ def _parse_braces(pattern: str) -> _Sequence:
             elif ch == "{":
                 if depth >= MAX_BRACE_DEPTH:
                     raise PatternError(
-                        f"glob pattern {_shown(pattern)} nests '{{' more than {MAX_BRACE_DEPTH} "
+                        f"glob pattern {quote(pattern)} nests '{{' more than {MAX_BRACE_DEPTH} "
                         "deep; use fewer nested groups"
                     )
                 options: list[_Sequence] = []
@@ -202,7 +195,7 @@ def _parse_braces(pattern: str) -> _Sequence:
                     options.append(option)
                     if j >= len(pattern):
                         raise PatternError(
-                            f"unclosed '{{' at position {i} in glob pattern {_shown(pattern)}; "
+                            f"unclosed '{{' at position {i} in glob pattern {quote(pattern)}; "
                             "write a literal '{' as '[{]'"
                         )
                     if pattern[j] == "}":
@@ -252,12 +245,12 @@ def _measure(sequence: _Sequence, pattern: str) -> tuple[int, int]:
 def _check_size(count: int, chars: int, pattern: str) -> None:
     if count > MAX_ALTERNATIVES:
         raise PatternError(
-            f"glob pattern {_shown(pattern)} expands to more than {MAX_ALTERNATIVES} "
+            f"glob pattern {quote(pattern)} expands to more than {MAX_ALTERNATIVES} "
             "alternatives; use fewer '{...}' groups"
         )
     if chars > MAX_EXPANDED_CHARS:
         raise PatternError(
-            f"glob pattern {_shown(pattern)} expands to more than {MAX_EXPANDED_CHARS} "
+            f"glob pattern {quote(pattern)} expands to more than {MAX_EXPANDED_CHARS} "
             "characters; use fewer or shorter '{...}' alternatives"
         )
 

@@ -40,6 +40,7 @@ from typing import Final, Literal, TypeVar
 import regex
 
 from ctxfs._errors import PatternError, SearchTimeoutError
+from ctxfs._quote import quote
 
 __all__ = [
     "FileResult",
@@ -95,7 +96,7 @@ class GrepOptions:
     before: int = 0
     after: int = 0
     max_line_chars: int = 2000
-    timeout: float = 1.0
+    timeout: float = 5.0
 
     def __post_init__(self) -> None:
         if self.output_mode not in _OUTPUT_MODES:
@@ -176,9 +177,15 @@ def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:
         return regex.compile(source, flags)
     except regex.error as exc:
         raise PatternError(
-            f"invalid regular expression {options.pattern!r}: {exc}; "
+            f"invalid regular expression {quote(options.pattern)}: {exc}; "
             "to search for the text literally, use fixed_strings"
         ) from exc
+    except RecursionError:
+        # The regex module parses nested groups recursively.
+        raise PatternError(
+            f"invalid regular expression {quote(options.pattern)}: groups nested too deeply; "
+            "use a flatter pattern, or fixed_strings to search for the text literally"
+        ) from None
 
 
 def search_file(
@@ -247,11 +254,10 @@ def search_file(
 
 def timeout_error(path: str, options: GrepOptions) -> SearchTimeoutError:
     """The error for a grep that ran out of time while searching ``path``."""
-    shown = options.pattern if len(options.pattern) <= 100 else options.pattern[:100] + "…"
     return SearchTimeoutError(
         f"grep ran past its {options.timeout:g} s time limit while searching {path} for "
-        f"{shown!r}; the pattern may backtrack catastrophically or the search covers too "
-        "much text: try a simpler pattern, fixed_strings, or a narrower path or glob",
+        f"{quote(options.pattern)}; the pattern may backtrack catastrophically or the search "
+        "covers too much text: try a simpler pattern, fixed_strings, or a narrower path or glob",
         path=path,
     )
 

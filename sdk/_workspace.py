@@ -26,6 +26,7 @@ from ctxfs._errors import (
 )
 from ctxfs._glob import GlobMatcher, compile_glob
 from ctxfs._grep import GrepOptions, OutputMode, compile_pattern, search_file, timeout_error
+from ctxfs._quote import quote
 from ctxfs._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs._textread import read_page
 from ctxfs.backends import Store, open_storage
@@ -36,11 +37,6 @@ __all__ = ["Workspace"]
 
 def _hidden(relpath: str) -> bool:
     return any(part.startswith(".") for part in relpath.split("/"))
-
-
-def _shown(pattern: str) -> str:
-    """A pattern quoted for a message, cut short when long."""
-    return repr(pattern) if len(pattern) <= 100 else f"{pattern[:100]!r}…"
 
 
 class Workspace:
@@ -251,7 +247,13 @@ class Workspace:
             ) from None
 
     def read_lines(
-        self, path: str, offset: int = 0, limit: int | None = None, *, column: int = 0
+        self,
+        path: str,
+        offset: int = 0,
+        limit: int | None = None,
+        *,
+        column: int = 0,
+        max_chars: int | None = None,
     ) -> ReadResult:
         """A page of lines of a text file, with bounded memory whatever the file's size.
 
@@ -261,9 +263,12 @@ class Workspace:
             limit: Most lines; defaults to ``limits.default_read_lines``.
             column: Start the first line at this character (0-based): how a line longer than
                 ``limits.max_line_chars`` is read piece by piece.
+            max_chars: A tighter character cap for this page than ``limits.max_read_chars``
+                (the tools derive one from their token budget).
 
-        The page also stops before ``limits.max_read_chars`` characters, and each line is
-        clipped at ``limits.max_line_chars``; the result says so and where to go on.
+        The page also stops before ``limits.max_read_chars`` characters (or ``max_chars``,
+        if smaller), and each line is clipped at ``limits.max_line_chars``; the result says
+        so and where to go on.
         """
         if offset < 0:
             raise ValueError("offset must be >= 0 (it is the 0-based first line)")
@@ -271,6 +276,9 @@ class Workspace:
             raise ValueError("limit must be >= 1")
         if column < 0:
             raise ValueError("column must be >= 0 (it is the 0-based first character)")
+        if max_chars is not None and max_chars < 1:
+            raise ValueError("max_chars must be >= 1")
+        cap = self._limits.max_read_chars
         virtual = self._file(path)
         with self._store.open_read(virtual) as stream:
             return read_page(
@@ -279,7 +287,7 @@ class Workspace:
                 offset=offset,
                 limit=limit or self._limits.default_read_lines,
                 max_line_chars=self._limits.max_line_chars,
-                max_chars=self._limits.max_read_chars,
+                max_chars=cap if max_chars is None else min(cap, max_chars),
                 column=column,
             )
 
@@ -440,7 +448,7 @@ class Workspace:
                     matched = matcher.matches(relative_to(info.path, base) or info.name, deadline)
                 except TimeoutError:
                     raise SearchTimeoutError(
-                        f"matching the glob {_shown(pattern)} ran past its "
+                        f"matching the glob {quote(pattern)} ran past its "
                         f"{budget.seconds:g} s time limit; use a pattern with fewer '{{...}}' "
                         "alternatives, or a narrower path",
                         path=base,

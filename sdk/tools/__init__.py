@@ -9,13 +9,23 @@ Two forms of the same six tools, sharing one implementation:
 
 Both act on a view of the workspace in which the SDK's own areas (``/tool_results``,
 ``/tool_inputs``, ``/transcripts``) are read-only. Every failure is answered with a string
-starting with ``Error:`` that says what to do next; nothing raises into the agent loop.
+starting with ``Error:`` that says what to do next; nothing raises into the agent loop. Every
+answer is at most ``max_output_tokens`` tokens (:data:`DEFAULT_MAX_OUTPUT_TOKENS` unless
+given): the recovery tools are exempt from offloading, so they page instead.
 """
 
 from __future__ import annotations
 
+from ctxfs.tools._budget import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 from ctxfs.tools._function import ToolFunction
 from ctxfs.tools._functions import tool_functions
 from ctxfs.tools._langchain import as_langchain_tool, workspace_tools
 
-__all__ = ["ToolFunction", "as_langchain_tool", "tool_functions", "workspace_tools"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "MIN_OUTPUT_TOKENS",
+    "ToolFunction",
+    "as_langchain_tool",
+    "tool_functions",
+    "workspace_tools",
+]

@@ -1,14 +1,19 @@
 """The texts the model sees: pure functions from workspace results to tool-result strings.
 
 Nothing here touches storage, so every output can be pinned by a test without a workspace.
+Given an :class:`~ctxfs.tools._budget.OutputBudget`, each output is cut to fit it at a line
+or entry boundary, and its last line says how to see the rest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 
-from ctxfs._grep import GrepLine, apply_paging
+from ctxfs._grep import FileResult, GrepLine
+from ctxfs._quote import quote
 from ctxfs._results import FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs.tools._budget import OutputBudget
 
 __all__ = [
     "format_glob",
@@ -17,6 +22,8 @@ __all__ = [
     "format_read",
     "plural",
 ]
+
+_Notes = Callable[[int], list[str]]
 
 MAX_LISTED_SKIPS = 10
 """Skipped files named in a grep note before the rest are only counted."""
@@ -27,12 +34,24 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {many or word + 's'}"
 
 
-def format_read(result: ReadResult, *, max_read_chars: int) -> str:
+def _limit_note(budget: OutputBudget | None) -> str:
+    # Only a budget cuts a page short of its entries, so it is there whenever this is said.
+    return f"the {budget.max_tokens}-token output limit" if budget else "the output limit"
+
+
+# -- read_file --------------------------------------------------------------------------------
+
+
+def format_read(
+    result: ReadResult, *, max_read_chars: int, budget: OutputBudget | None = None
+) -> str:
     """A page of a file numbered like ``cat -n``, with a note saying how to read on.
 
     Args:
         result: The page, from :meth:`~ctxfs.Workspace.read_lines`.
         max_read_chars: The character cap that may have ended the page, for the note.
+        budget: The token budget of the output; the page is cut to fit it (if its first
+            line alone is too long, the line is shown in part, with the column to read on).
 
     Raises:
         ValueError: The page starts past the end of a non-empty file.
@@ -45,6 +64,20 @@ def format_read(result: ReadResult, *, max_read_chars: int) -> str:
             f"{plural(result.total_lines, 'line')}; use an offset from 0 to "
             f"{result.total_lines - 1}"
         )
+    entries = _read_entries(result)
+
+    def notes(shown: int) -> list[str]:
+        return _read_notes(result, shown, max_read_chars, budget)
+
+    if budget is None:
+        return "\n".join([*entries, *notes(len(entries))])
+    shown, text = budget.fit(entries, notes)
+    if shown == 0:
+        return _read_part_of_first_line(result, max_read_chars, budget)
+    return text
+
+
+def _read_entries(result: ReadResult) -> list[str]:
     clipped = dict(result.clipped)
     out: list[str] = []
     for index, line in enumerate(result.lines):
@@ -63,45 +96,106 @@ def format_read(result: ReadResult, *, max_read_chars: int) -> str:
                     f"offset={number - 1}, limit=1, column={end} to read on in this line]"
                 )
         out.append(f"{number:>6}\t{line}")
-    next_offset = result.next_offset
-    if next_offset is not None:
-        remaining = result.total_lines - next_offset
-        why = (
-            f" (this page stopped at the {max_read_chars}-character limit)"
-            if result.stopped_by_chars
-            else ""
-        )
-        out.append(
-            f"... {plural(remaining, 'more line')}{why}; "
-            f"call read_file with offset={next_offset} to read on"
-        )
-    return "\n".join(out)
+    return out
 
 
-def format_ls(path: str, entries: Sequence[FileInfo], cap: int) -> str:
-    """One path per line, folders ending with ``/``; at most ``cap`` entries."""
+def _read_notes(
+    result: ReadResult, shown: int, max_read_chars: int, budget: OutputBudget | None
+) -> list[str]:
+    next_offset = result.offset + shown
+    if shown < len(result.lines):
+        why = f" (this page stopped at {_limit_note(budget)})"
+    elif result.next_offset is None:
+        return []
+    elif result.stopped_by_chars:
+        why = f" (this page stopped at the {max_read_chars}-character limit)"
+    else:
+        why = ""
+    remaining = result.total_lines - next_offset
+    return [
+        f"... {plural(remaining, 'more line')}{why}; "
+        f"call read_file with offset={next_offset} to read on"
+    ]
+
+
+def _read_part_of_first_line(result: ReadResult, max_read_chars: int, budget: OutputBudget) -> str:
+    """The page's first line alone is over the budget: show as much of it as fits."""
+    line = result.lines[0]
+    full = dict(result.clipped).get(0, result.column + len(line))
+
+    def render(piece: str) -> str:
+        part = replace(result, lines=(piece,), clipped=((0, full),))
+        notes = _read_notes(part, 1, max_read_chars, budget)
+        return "\n".join([*_read_entries(part), *notes])
+
+    piece = budget.longest_prefix(line, render)
+    return budget.clip(render(line[:1] if piece is None else piece))
+
+
+# -- ls and glob ------------------------------------------------------------------------------
+
+
+def format_ls(
+    path: str, entries: Sequence[FileInfo], cap: int, budget: OutputBudget | None = None
+) -> str:
+    """One path per line, folders ending with ``/``; at most ``cap`` entries, and at most
+    what fits the ``budget``."""
     if not entries:
         return f"(directory {path} is empty)"
-    out = [f"{e.path}/" if e.is_dir else e.path for e in entries[:cap]]
-    if len(entries) > cap:
-        out.append(
-            f"... {plural(len(entries) - cap, 'more entry', 'more entries')} not shown; "
-            "use glob with a pattern to find specific files"
-        )
-    return "\n".join(out)
+    lines = [f"{e.path}/" if e.is_dir else e.path for e in entries[:cap]]
+
+    def notes(shown: int) -> list[str]:
+        if shown == len(entries):
+            return []
+        why = f" (the listing stopped at {_limit_note(budget)})" if shown < len(lines) else ""
+        return [
+            f"... {plural(len(entries) - shown, 'more entry', 'more entries')} not shown{why}; "
+            "list a subfolder, or use glob with a pattern to find specific files"
+        ]
+
+    return _fit(lines, notes, budget)
 
 
-def format_glob(result: GlobResult, *, pattern: str, path: str) -> str:
+def format_glob(
+    result: GlobResult, *, pattern: str, path: str, budget: OutputBudget | None = None
+) -> str:
     """One matching file per line, sorted, with a note when the list was capped."""
     if not result.paths:
-        return f"No files match {pattern!r} under {path}"
-    out = list(result.paths)
-    if result.truncated:
-        out.append(
-            f"... more files match (showing the first {len(result.paths)}); "
-            "narrow the pattern or the path to see the rest"
-        )
-    return "\n".join(out)
+        return f"No files match {quote(pattern)} under {path}"
+
+    def notes(shown: int) -> list[str]:
+        if shown == result.total:
+            return []
+        why = f", up to {_limit_note(budget)}" if shown < len(result.paths) else ""
+        return [
+            f"... {plural(result.total - shown, 'more file matches', 'more files match')} "
+            f"(showing the first {shown}{why}); narrow the pattern or the path to see the rest"
+        ]
+
+    return _fit(list(result.paths), notes, budget)
+
+
+def _fit(entries: list[str], notes: _Notes, budget: OutputBudget | None) -> str:
+    if budget is None:
+        return "\n".join([*entries, *notes(len(entries))])
+    shown, text = budget.fit(entries, notes)
+    if shown == 0 and entries:
+        return _first_entry_in_part(entries[0], notes, budget)
+    return text
+
+
+def _first_entry_in_part(entry: str, notes: _Notes, budget: OutputBudget) -> str:
+    """An entry too long for the budget on its own, cut short with a marker."""
+    marker = f" … [cut short to fit {_limit_note(budget)}]"
+
+    def render(piece: str) -> str:
+        return "\n".join([piece + marker, *notes(1)])
+
+    piece = budget.longest_prefix(entry, render)
+    return budget.clip(render(entry[:1] if piece is None else piece))
+
+
+# -- grep -------------------------------------------------------------------------------------
 
 
 def format_grep(
@@ -113,59 +207,104 @@ def format_grep(
     offset: int,
     line_numbers: bool = True,
     separators: bool = False,
+    budget: OutputBudget | None = None,
 ) -> str:
-    """A grep result as rg prints it, one page of ``head_limit`` entries from ``offset``.
+    """A grep result as rg prints it, one page from ``offset``.
 
     Entries are paths (``files_with_matches``), ``path:count`` lines (``count``) or output
     lines (``content``: ``path:line:text`` for matches, ``path-line-text`` for context, and
-    ``--`` between groups that are not adjacent when ``separators`` is set).
+    ``--`` between groups that are not adjacent when ``separators`` is set). A page holds at
+    most ``head_limit`` entries (``0``: no entry limit) and, with a ``budget``, at most what
+    fits it; the last line then says which ``offset`` to ask for next.
 
     Raises:
-        ValueError: ``offset`` is past the last entry.
+        ValueError: ``offset`` is past the last entry, or negative, or ``head_limit`` is.
     """
-    unit = "line" if result.output_mode == "content" else "file"
-    if result.output_mode == "content":
-        lines = [(f.path, line) for f in result.files for line in f.lines]
-        line_page, truncated = apply_paging(lines, offset, head_limit)
-        total, shown = len(lines), len(line_page)
-        body = _content_lines(line_page, line_numbers=line_numbers, separators=separators)
-    else:
-        file_page, truncated = apply_paging(result.files, offset, head_limit)
-        total, shown = len(result.files), len(file_page)
-        count_mode = result.output_mode == "count"
-        body = [f"{f.path}:{f.match_count}" if count_mode else f.path for f in file_page]
+    if offset < 0 or head_limit < 0:
+        raise ValueError("offset and head_limit must be 0 or more")
+    content = result.output_mode == "content"
+    unit = "line" if content else "file"
+    total = sum(len(f.lines) for f in result.files) if content else len(result.files)
     if total == 0:
-        body = [
-            f"No matches for {pattern!r} in {path} ({plural(result.searched, 'file')} searched)"
-        ]
-    elif shown == 0:
+        return "\n".join(
+            [
+                f"No matches for {quote(pattern)} in {path} "
+                f"({plural(result.searched, 'file')} searched)",
+                *_skip_notes(result),
+            ]
+        )
+    if offset >= total:
         raise ValueError(
             f"offset {offset} is past the end of the results ({plural(total, unit)}); "
             f"use an offset from 0 to {total - 1}"
         )
-    out = [*body, *_skip_notes(result)]
-    if truncated:
+    page_size = min(total - offset, head_limit or total)
+    if content:
+        entries = _content_entries(result.files, offset, page_size, line_numbers, separators)
+    else:
+        entries = _file_entries(result, offset, page_size)
+    skips = _skip_notes(result)
+
+    def notes(shown: int) -> list[str]:
         next_offset = offset + shown
-        out.append(
-            f"... {plural(total - next_offset, 'more ' + unit)}; "
-            f"call grep again with offset={next_offset} to see the next page"
-        )
-    return "\n".join(out)
+        if next_offset >= total:
+            return skips
+        left = plural(total - next_offset, "more " + unit)
+        if shown < page_size:
+            return [
+                *skips,
+                f"... {left} (this page stopped at {_limit_note(budget)}); call grep again "
+                f"with offset={next_offset} to see the next page, or narrow the search with "
+                "path or glob",
+            ]
+        return [
+            *skips,
+            f"... {left}; call grep again with offset={next_offset} to see the next page",
+        ]
+
+    if budget is None:
+        return "\n".join([*entries, *notes(page_size)])
+    shown, text = budget.fit(entries, notes)
+    if shown == 0:
+        if content:
+            first = _content_entries(result.files, offset, 1, line_numbers, separators=False)
+        else:
+            first = _file_entries(result, offset, 1)
+        return _first_entry_in_part(next(first), notes, budget)
+    return text
 
 
-def _content_lines(
-    page: Sequence[tuple[str, GrepLine]], *, line_numbers: bool, separators: bool
-) -> list[str]:
-    out: list[str] = []
+def _file_entries(result: GrepResult, offset: int, count: int) -> Iterator[str]:
+    count_mode = result.output_mode == "count"
+    for f in result.files[offset : offset + count]:
+        yield f"{f.path}:{f.match_count}" if count_mode else f.path
+
+
+def _content_entries(
+    files: Sequence[FileResult], offset: int, count: int, line_numbers: bool, separators: bool
+) -> Iterator[str]:
+    """Output lines ``offset .. offset+count`` (a ``--`` line joins the entry it precedes)."""
+    skip, left = offset, count
     previous: str | None = None
-    for file_path, line in page:
-        if separators and previous is not None and (file_path != previous or line.gap_before):
-            out.append("--")
-        mark = ":" if line.is_match else "-"
-        number = f"{line.line_number}{mark}" if line_numbers else ""
-        out.append(f"{file_path}{mark}{number}{line.text}")
-        previous = file_path
-    return out
+    for f in files:
+        if skip >= len(f.lines):
+            skip -= len(f.lines)
+            continue
+        for line in f.lines[skip:]:
+            if left == 0:
+                return
+            gap = previous is not None and (f.path != previous or line.gap_before)
+            text = _content_line(f.path, line, line_numbers)
+            yield f"--\n{text}" if separators and gap else text
+            previous = f.path
+            left -= 1
+        skip = 0
+
+
+def _content_line(file_path: str, line: GrepLine, line_numbers: bool) -> str:
+    mark = ":" if line.is_match else "-"
+    number = f"{line.line_number}{mark}" if line_numbers else ""
+    return f"{file_path}{mark}{number}{line.text}"
 
 
 def _skip_notes(result: GrepResult) -> list[str]:

@@ -53,13 +53,18 @@ class ToolFunction:
         description: What the model reads to decide when and how to call the tool.
         args_schema: The pydantic model of the arguments; the JSON schema comes from it.
         function: The implementation; called with the validated arguments as keyword
-            arguments (Python field names, e.g. ``after`` for grep's ``-A``).
+            arguments (Python field names, e.g. ``after`` for grep's ``-A``). It may raise;
+            the call turns that into ``Error:`` text.
+        clip_output: Applied to every answer, errors included, to keep it within the output
+            budget of the tools (see :func:`~ctxfs.tools.tool_functions`); ``None`` leaves
+            answers as they are.
     """
 
     name: str
     description: str
     args_schema: type[BaseModel]
     function: Callable[..., str] = field(repr=False)
+    clip_output: Callable[[str], str] | None = field(default=None, repr=False)
 
     @property
     def parameters(self) -> dict[str, object]:
@@ -91,11 +96,13 @@ class ToolFunction:
         try:
             validated = self.args_schema.model_validate(arguments)
         except ValidationError as exc:
-            return self.validation_error_text(exc)
-        try:
-            return self.function(**dict(validated))
-        except Exception as exc:  # the agent loop must never see an exception
-            return error_text(exc)
+            answer = self.validation_error_text(exc)
+        else:
+            try:
+                answer = self.function(**dict(validated))
+            except Exception as exc:  # the agent loop must never see an exception
+                answer = error_text(exc)
+        return answer if self.clip_output is None else self.clip_output(answer)
 
     def invoke(self, arguments: Mapping[str, object] | str) -> str:
         """Run the tool with arguments as a mapping or as a JSON object string.

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 
 from ctxfs._grep import OutputMode
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
+from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace import Workspace
 from ctxfs.sandbox import Limits
 from ctxfs.tools._args import (
@@ -21,6 +22,7 @@ from ctxfs.tools._args import (
     WriteFileArgs,
     read_file_args,
 )
+from ctxfs.tools._budget import DEFAULT_MAX_OUTPUT_TOKENS, OutputBudget
 from ctxfs.tools._format import format_glob, format_grep, format_ls, format_read, plural
 from ctxfs.tools._function import ToolFunction
 
@@ -34,7 +36,11 @@ _AREA_CONTENTS = {
 
 
 def tool_functions(
-    workspace: Workspace, *, read_only_areas: Iterable[str] = SDK_AREAS
+    workspace: Workspace,
+    *,
+    read_only_areas: Iterable[str] = SDK_AREAS,
+    max_output_tokens: int | None = None,
+    token_counter: TokenCounter | Callable[[str], int] | None = None,
 ) -> list[ToolFunction]:
     """The agent's file tools as plain callables with JSON schemas.
 
@@ -44,38 +50,59 @@ def tool_functions(
     Each returns a string; failures return a string starting with ``Error:`` instead of
     raising.
 
+    Every answer is at most ``max_output_tokens`` tokens, errors included. ``read_file``,
+    ``grep`` (in every output mode), ``glob`` and ``ls`` cut a long page at a line or entry
+    boundary and end it with how to go on: the ``offset`` to read or grep from next, or how
+    many entries were left out and how to narrow the search.
+
     Args:
         workspace: The workspace the tools work in.
         read_only_areas: Folders the tools must not write, edit or delete in, on top of the
             workspace's own read-only areas. Defaults to the SDK's areas.
+        max_output_tokens: Most tokens one call returns; ``None`` for
+            :data:`~ctxfs.tools.DEFAULT_MAX_OUTPUT_TOKENS`. At least
+            :data:`~ctxfs.tools.MIN_OUTPUT_TOKENS`. An integration sets it from the model's
+            window, so that reading back what was offloaded never overflows it.
+        token_counter: What counts those tokens: a :class:`~ctxfs.TokenCounter` or a
+            callable ``str -> int``; ``None`` for a :class:`~ctxfs.TiktokenCounter`.
 
     Returns:
         The six tools. Use ``[f.openai_spec() for f in tools]`` for an OpenAI-style request.
+
+    Raises:
+        ValueError: ``max_output_tokens`` is under the minimum.
     """
+    budget = OutputBudget(
+        DEFAULT_MAX_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens,
+        as_token_counter(token_counter),
+    )
     view = workspace.view(read_only=read_only_areas)
-    return _Tools(view).functions()
+    return _Tools(view, budget).functions()
 
 
 class _Tools:
-    """The implementations, closed over one workspace view."""
+    """The implementations, closed over one workspace view and one output budget."""
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: Workspace, budget: OutputBudget) -> None:
         self.ws = workspace
         self.limits: Limits = workspace.limits
+        self.budget = budget
 
     def functions(self) -> list[ToolFunction]:
         limits = self.limits
         areas = _areas_note(self.ws.read_only)
+        tokens = self.budget.max_tokens
         read_text = _READ_FILE.format(
             lines=limits.default_read_lines,
             line_chars=limits.max_line_chars,
             chars=limits.max_read_chars,
+            tokens=tokens,
         )
         grep_text = _GREP.format(
-            timeout=f"{limits.regex_timeout:g}", line_chars=limits.max_line_chars
+            timeout=f"{limits.regex_timeout:g}", line_chars=limits.max_line_chars, tokens=tokens
         )
         specs: list[tuple[str, str, type[ToolArgs], Callable[..., str]]] = [
-            ("ls", _LS.format(cap=limits.max_glob_results) + areas, LsArgs, self.ls),
+            ("ls", _LS.format(cap=limits.max_glob_results, tokens=tokens) + areas, LsArgs, self.ls),
             (
                 "read_file",
                 read_text + areas,
@@ -84,18 +111,30 @@ class _Tools:
             ),
             ("write_file", _WRITE_FILE + areas, WriteFileArgs, self.write_file),
             ("edit_file", _EDIT_FILE + areas, EditFileArgs, self.edit_file),
-            ("glob", _GLOB.format(cap=limits.max_glob_results), GlobArgs, self.glob),
+            (
+                "glob",
+                _GLOB.format(cap=limits.max_glob_results, tokens=tokens),
+                GlobArgs,
+                self.glob,
+            ),
             ("grep", grep_text, GrepArgs, self.grep),
         ]
-        return [ToolFunction(name, _unwrap(text), args, run) for name, text, args, run in specs]
+        clip = self.budget.clip
+        return [
+            ToolFunction(name, _unwrap(text), args, run, clip_output=clip)
+            for name, text, args, run in specs
+        ]
 
     def ls(self, path: str) -> str:
         entries = self.ws.ls(path)
-        return format_ls(self.ws.resolve(path), entries, self.limits.max_glob_results)
+        cap = self.limits.max_glob_results
+        return format_ls(self.ws.resolve(path), entries, cap, self.budget)
 
     def read_file(self, file_path: str, offset: int, limit: int, column: int = 0) -> str:
-        page = self.ws.read_lines(file_path, offset, limit, column=column)
-        return format_read(page, max_read_chars=self.limits.max_read_chars)
+        page = self.ws.read_lines(
+            file_path, offset, limit, column=column, max_chars=self.budget.max_chars
+        )
+        return format_read(page, max_read_chars=self.limits.max_read_chars, budget=self.budget)
 
     def write_file(self, file_path: str, content: str) -> str:
         existed = self.ws.exists(file_path)
@@ -109,7 +148,7 @@ class _Tools:
 
     def glob(self, pattern: str, path: str) -> str:
         result = self.ws.glob(pattern, path)
-        return format_glob(result, pattern=pattern, path=self.ws.resolve(path))
+        return format_glob(result, pattern=pattern, path=self.ws.resolve(path), budget=self.budget)
 
     def grep(
         self,
@@ -148,6 +187,7 @@ class _Tools:
             offset=offset,
             line_numbers=line_numbers,
             separators=before > 0 or after > 0,
+            budget=self.budget,
         )
 
 
@@ -183,7 +223,8 @@ List a folder of the workspace: one path per line, folders end with '/'.
 
 Paths are absolute workspace paths starting at '/'. Start with ls('/') to see what there is;
 use glob to find files by name at any depth, and grep to search their contents. A listing
-shows at most {cap} entries."""
+shows at most {cap} entries and {tokens} tokens; the last line then says how many were left
+out."""
 
 _READ_FILE = """\
 Read a text file of the workspace. Lines are numbered like `cat -n`: the line number, a tab,
@@ -192,8 +233,9 @@ then the line (the number and the tab are not part of the file).
 By default up to {lines} lines are read from the start. For a long file, pass offset (0-based:
 offset=100 starts at line 101) and limit. When more of the file remains, the output ends with
 a line saying how many lines are left and the exact offset to call read_file with next. Lines
-longer than {line_chars} characters are clipped and marked; a page also stops after
-{chars} characters. Only UTF-8 text files can be read.
+longer than {line_chars} characters are clipped and marked with the column to read on from; a
+page also stops before {tokens} tokens (and {chars} characters). Only UTF-8 text files can
+be read.
 
 When the conversation says a tool result, a tool argument or earlier messages were saved to a
 file, read that file with this tool to get the full text back (or grep it for what you
@@ -223,7 +265,8 @@ A pattern without '/' matches file names at any depth ('*.md' finds /a/b/c.md); 
 '/' is matched against the path relative to the path argument (default '/'). Supported: '*'
 (within one folder name), '**' (any number of folders), '?', '[abc]', '{{a,b}}'. Names
 starting with '.' match only when the pattern spells the dot ('.env', '**/.*'). At most {cap}
-paths are returned; if more match, the output says so: narrow the pattern or the path."""
+paths and {tokens} tokens are returned; if more match, the output says how many: narrow the
+pattern or the path."""
 
 _GREP = """\
 Search the contents of the workspace's text files with a regular expression, like ripgrep.
@@ -243,11 +286,12 @@ Set -i to ignore case. A match stays within one line unless multiline=true, whic
 span lines and makes '.' match newlines too. Lines longer than {line_chars} characters are
 clipped in the output.
 
-Output is paged: at most head_limit entries (files or lines; default 250, 0 for no limit)
-starting at offset. When more remain, the last line gives the offset for the next call. Binary
-files, and files too large to search, are skipped and named in a note. Every regex search runs
-under a {timeout}-second time limit: a pattern that backtracks catastrophically returns an
-error; simplify it.
+Output is paged: at most head_limit entries (files or lines; default 250, 0 for no entry
+limit) starting at offset, and never more than {tokens} tokens. When more remain, the last line
+gives the offset for the next call. Binary files, and files too large to search, are skipped
+and named in a note. The whole search runs under a {timeout}-second time limit: a pattern
+that backtracks catastrophically, or a search over too much text, returns an error; simplify
+the pattern or narrow the path.
 
 grep also searches the folders where the system keeps offloaded tool results and archived
 conversation (/tool_results, /transcripts): use it to find what was said or returned

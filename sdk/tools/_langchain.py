@@ -8,10 +8,11 @@ validation and error texts stay in one place, :class:`ToolFunction`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ctxfs._layout import SDK_AREAS
+from ctxfs._tokens import TokenCounter
 from ctxfs._workspace import Workspace
 from ctxfs.tools._function import ToolFunction
 from ctxfs.tools._functions import tool_functions
@@ -23,7 +24,11 @@ __all__ = ["as_langchain_tool", "workspace_tools"]
 
 
 def workspace_tools(
-    workspace: Workspace, *, read_only_areas: Iterable[str] = SDK_AREAS
+    workspace: Workspace,
+    *,
+    read_only_areas: Iterable[str] = SDK_AREAS,
+    max_output_tokens: int | None = None,
+    token_counter: TokenCounter | Callable[[str], int] | None = None,
 ) -> list[BaseTool]:
     """The agent's file tools as LangChain tools, ready for ``create_agent`` or a ``ToolNode``.
 
@@ -44,8 +49,19 @@ def workspace_tools(
         workspace: The workspace the tools work in.
         read_only_areas: Folders the tools must not write, edit or delete in, on top of the
             workspace's own read-only areas. Defaults to the SDK's areas.
+        max_output_tokens: Most tokens one call returns (see :func:`tool_functions`);
+            ``None`` for :data:`~ctxfs.tools.DEFAULT_MAX_OUTPUT_TOKENS`.
+        token_counter: What counts them; ``None`` for a :class:`~ctxfs.TiktokenCounter`.
+
+    Raises:
+        ValueError: ``max_output_tokens`` is under :data:`~ctxfs.tools.MIN_OUTPUT_TOKENS`.
     """
-    functions = tool_functions(workspace, read_only_areas=read_only_areas)
+    functions = tool_functions(
+        workspace,
+        read_only_areas=read_only_areas,
+        max_output_tokens=max_output_tokens,
+        token_counter=token_counter,
+    )
     return [as_langchain_tool(function) for function in functions]
 
 

@@ -154,7 +154,7 @@ def test_expanded_size_and_nesting_are_capped() -> None:
     with pytest.raises(PatternError) as caught:
         compile_glob(long_options)
     assert str(caught.value) == (
-        f"glob pattern {long_options[:100]!r}… ({len(long_options)} characters) "
+        f"glob pattern {long_options[:100]!r}… ({len(long_options)} chars) "
         f"expands to more than {MAX_EXPANDED_CHARS} characters; "
         "use fewer or shorter '{...}' alternatives"
     )
@@ -184,7 +184,22 @@ def test_matching_never_backtracks(pattern: str) -> None:
 
 
 _PIECES = st.sampled_from(
-    ["a", "b", ".", "/", "*", "**", "?", "[ab]", "[!a]", "[.a]", "{a,b}", "{,.}", "{a/,*}", "{a**,**}"]
+    [
+        "a",
+        "b",
+        ".",
+        "/",
+        "*",
+        "**",
+        "?",
+        "[ab]",
+        "[!a]",
+        "[.a]",
+        "{a,b}",
+        "{,.}",
+        "{a/,*}",
+        "{a**,**}",
+    ]
 )
 
 

@@ -293,7 +293,8 @@ def test_ls_caps_long_listings(make_workspace: WorkspaceFactory) -> None:
     for name in "abc":
         ws.write_text(f"/{name}.txt", "")
     assert tools(ws)["ls"]() == (
-        "/a.txt\n/b.txt\n... 1 more entry not shown; use glob with a pattern to find specific files"
+        "/a.txt\n/b.txt\n... 1 more entry not shown; list a subfolder, or use glob with a "
+        "pattern to find specific files"
     )
 
 
@@ -305,7 +306,8 @@ def test_glob_lists_sorted_files_and_says_when_capped(make_workspace: WorkspaceF
     assert glob(pattern="*.md") == "/docs/x.md"
     assert glob(pattern="*.py") == (
         "/src/a.py\n/src/b.py\n"
-        "... more files match (showing the first 2); narrow the pattern or the path to see the rest"
+        "... 1 more file matches (showing the first 2); narrow the pattern or the path to see "
+        "the rest"
     )
     assert glob(pattern="pkg/*.py", path="/src") == "/src/pkg/c.py"
     assert glob(pattern="*.rs") == "No files match '*.rs' under /"

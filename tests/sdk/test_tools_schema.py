@@ -44,6 +44,8 @@ def fns(ws: Workspace) -> dict[str, ToolFunction]:
 
 def test_public_names_are_pinned() -> None:
     assert ctxfs.tools.__all__ == [
+        "DEFAULT_MAX_OUTPUT_TOKENS",
+        "MIN_OUTPUT_TOKENS",
         "ToolFunction",
         "as_langchain_tool",
         "tool_functions",
