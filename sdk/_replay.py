@@ -34,6 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._engine import ContextEngine
 from ctxfs._events import ContextEvent
+from ctxfs._request import Tool
 
 __all__ = ["ModelCall", "ReplayResult", "replay"]
 
@@ -46,7 +47,8 @@ class ModelCall:
         index: 1, 2, ... in the run.
         message_index: Position of the assistant message this call produced, in the trace's
             messages (0-based; its id is ``m<line - 1>``).
-        tokens: Tokens sent with ctxfs: the history after compaction.
+        tokens: Tokens sent with ctxfs: the request after compaction (the history and the
+            tool schemas given to :func:`replay`).
         baseline_tokens: Tokens the same call would have sent without any context management.
         events: What the engine did since the previous call: offloads of the tool results
             that arrived, then whatever compaction did before this call.
@@ -120,6 +122,7 @@ def replay(
     engine: ContextEngine,
     *,
     thread_id: str,
+    tools: Sequence[Tool] = (),
     on_message: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
     """Replays a recorded history through ``engine``, as the agent would have lived it.
@@ -134,6 +137,9 @@ def replay(
         engine: The engine to replay through: its workspace, its policy (clearing, a summary
             model, ...) and its token counter are the ones measured.
         thread_id: The conversation id; names the workspace folders written.
+        tools: The tools the agent was sent, when known: their schemas count in every
+            request, with ctxfs and without it (a trace's system prompt is one of its
+            messages and counts as such).
         on_message: Called with (messages done, total) after each message, for a progress
             display.
     """
@@ -141,20 +147,21 @@ def replay(
     context: list[BaseMessage] = []
     # The unmanaged history only grows at the end: its total is kept as a running sum, so
     # the counter's memory of the last history counted stays the engine's.
-    baseline = 0
+    fixed = engine.count_request(tools=tools)
+    baseline = fixed
     calls: list[ModelCall] = []
     pending: list[ContextEvent] = []
     for position, message in enumerate(history):
         if isinstance(message, AIMessage):  # a model call is about to happen
             started = time.perf_counter()
-            result = engine.compact(context, thread_id=thread_id)
+            result = engine.compact(context, thread_id=thread_id, tools=tools)
             seconds = time.perf_counter() - started
             context = result.messages
             calls.append(
                 ModelCall(
                     index=len(calls) + 1,
                     message_index=position,
-                    tokens=result.tokens_after,
+                    tokens=result.request_tokens,
                     baseline_tokens=baseline,
                     events=(*pending, *result.events),
                     reason=result.reason,

@@ -84,3 +84,25 @@ def test_offloads_are_reported_at_the_next_call_or_after_the_last() -> None:
     result = replay(parse_trace(lines), ContextEngine(workspace, policy), thread_id="t")
     assert [type(e) for e in result.calls[1].events] == [ToolResultOffloaded]
     assert result.events == result.calls[1].events
+
+
+def test_the_tool_schemas_count_in_every_request_with_and_without_ctxfs() -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def lookup(key: str) -> str:
+        """Looks a key up in the team's long-term registry of settlement rules."""
+        return key
+
+    def fresh() -> ContextEngine:
+        return ContextEngine(Workspace("memory://schemas"), ContextPolicy(max_input_tokens=8_000))
+
+    history = parse_trace(_trace(3))
+    plain = replay(history, fresh(), thread_id="plain")
+    engine = fresh()
+    schemas = engine.count_request(tools=[lookup])
+    assert schemas > 20
+    with_tools = replay(history, engine, thread_id="tools", tools=[lookup])
+    for a, b in zip(plain.calls, with_tools.calls, strict=True):
+        assert b.tokens == a.tokens + schemas
+        assert b.baseline_tokens == a.baseline_tokens + schemas
