@@ -8,8 +8,11 @@
 ``<thread>`` and ``<call>`` are :func:`safe_name` of the raw ids (a sanitized, truncated
 prefix plus 16 hex digits of the SHA-256 of the raw id, so empty ids, ids equal after
 sanitizing and very long ids never share a name) and ``<ext>`` is ``json`` when the text
-parses as a JSON object or array, ``txt`` otherwise. If a name is taken by different content,
-:func:`candidate_paths` yields the next names (``<call>.2.<ext>``, ...), in a fixed order.
+parses as a JSON object or array, ``txt`` otherwise. If a name is taken by different content
+(a provider that reuses call ids), :func:`candidate_paths` yields a name made from the
+content itself (``<call>.<16 hex digits of its SHA-256>.<ext>``), so a result under a reused
+id costs one extra attempt, not one per earlier result; only if that too holds something
+else come numbered names (``<call>.2.<ext>``, ...), in a fixed order.
 """
 
 from __future__ import annotations
@@ -75,12 +78,21 @@ def input_path(thread_id: str, tool_call_id: str, arg: str, text: str) -> str:
     return f"{INPUTS_DIR}/{safe_name(thread_id)}/{stem}.{_extension(text)}"
 
 
-def candidate_paths(path: str, *, limit: int = 64) -> Iterator[str]:
-    """Yields ``path`` and then its deterministic alternatives: ``a.2.txt``, ``a.3.txt``, ...
+def candidate_paths(path: str, text: str | None = None, *, limit: int = 64) -> Iterator[str]:
+    """Yields ``path`` and then its deterministic alternatives.
 
-    Used when a name is taken by different content: ctxfs never overwrites.
+    With ``text``, the first alternative is named by its content (``a.<digest>.txt``), then
+    come ``a.2.txt``, ``a.3.txt``, ... Used when a name is taken by different content: ctxfs
+    never overwrites.
+
+    Example:
+        >>> list(candidate_paths("/r/t/a.txt", "hi", limit=3))
+        ['/r/t/a.txt', '/r/t/a.8f434346648f6b96.txt', '/r/t/a.2.txt', '/r/t/a.3.txt']
     """
     yield path
     stem, dot, ext = path.rpartition(".")
+    if text is not None:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
+        yield f"{stem}.{digest}.{ext}" if dot else f"{path}.{digest}"
     for n in range(2, limit + 1):
         yield f"{stem}.{n}.{ext}" if dot else f"{path}.{n}"

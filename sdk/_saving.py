@@ -35,7 +35,7 @@ def save_text(workspace: Workspace, first_choice: str, text: str) -> str:
         Unsaved: No candidate could be written and verified; the reason says why.
     """
     data = text.encode("utf-8") if text.isascii() else _encode(text, first_choice)
-    for path in candidate_paths(first_choice):
+    for path in candidate_paths(first_choice, text):
         try:
             workspace.write_bytes(path, data, create_only=True)
         except PathExistsError:

@@ -147,6 +147,26 @@ def test_candidate_names_are_deterministic() -> None:
         "/r/t/a.2.txt",
         "/r/t/a.3.txt",
     ]
+    assert list(candidate_paths("/r/t/a.txt", "hi", limit=2)) == [
+        "/r/t/a.txt",
+        "/r/t/a.8f434346648f6b96.txt",
+        "/r/t/a.2.txt",
+    ]
+
+
+def test_a_reused_call_id_costs_one_extra_write_not_one_per_earlier_result() -> None:
+    from ctxfs.testing import RecordingStore
+
+    store = RecordingStore(Workspace("memory://reused").store)
+    engine = ContextEngine(Workspace(store), _policy())
+    for n in range(100):
+        store.clear()
+        text = f"result {n}\n" + BIG
+        out = engine.offload_tool_result(_result(text, call_id="same"), thread_id=THREAD)
+        held = pointer_of(out)
+        assert held is not None and engine.workspace.read_text(held.path) == text
+        assert store.methods().count("write") <= 2  # the first name, then the content's
+    assert len(engine.workspace.ls(held.path.rsplit("/", 1)[0])) == 100
 
 
 def test_odd_argument_names_are_sanitized() -> None:
@@ -196,7 +216,8 @@ def test_different_content_under_the_same_id_never_overwrites(workspace: Workspa
     second = engine.offload_tool_result_detailed(_result(BIG + "more\n"), thread_id=THREAD).event
     assert isinstance(first, ToolResultOffloaded)
     assert isinstance(second, ToolResultOffloaded)
-    assert second.path == first.path.replace(".txt", ".2.txt")
+    assert second.path == list(candidate_paths(first.path, BIG + "more\n"))[1]
+    assert second.path.endswith(".txt") and second.path.count(".") == 2
     assert workspace.read_text(first.path) == BIG
     assert workspace.read_text(second.path) == BIG + "more\n"
 
@@ -261,11 +282,11 @@ def test_a_smaller_pointer_for_the_same_result_is_used() -> None:
 
 def test_a_pointer_grown_by_a_name_collision_keeps_the_result_inline() -> None:
     # The pointer is sized with the first-choice path; when that name is taken, the next one
-    # (".2.txt") makes it a little longer, and with this preview that tips it over.
+    # (named by the content's digest) makes it longer, and with this preview that tips it over.
     policy = _policy(threshold={"tokens": 200}, preview_lines=2, preview_line_chars=267)
     counter = ContextEngine(Workspace("memory://probe"), policy).token_counter
     first = result_path(THREAD, "call_abc", JUST_OVER)
-    second = first.replace(".txt", ".2.txt")
+    second = list(candidate_paths(first, JUST_OVER, limit=2))[1]
 
     def cost(path: str) -> int:
         pointer = render_result(
@@ -273,7 +294,7 @@ def test_a_pointer_grown_by_a_name_collision_keeps_the_result_inline() -> None:
         )
         return counter.count_text(pointer)
 
-    assert (cost(first), cost(second)) == (207, 211)
+    assert (cost(first), cost(second)) == (207, 229)
     workspace = Workspace("memory://collide")
     workspace.write_text(first, "someone else's result")
     engine = ContextEngine(workspace, policy)
