@@ -4,12 +4,14 @@ A workspace reaches its bytes through a :class:`Store`: a small protocol (info, 
 ranged read, batched fetch, atomic / create-only write, remove, and the link check that
 confinement needs). :func:`open_storage` picks the implementation once, when a workspace is
 opened: :class:`LocalStore` for a folder on this machine, :class:`FsspecStore` for any fsspec
-filesystem (memory, S3, ...). Backend differences and the translation of backend exceptions
-into ctxfs's error tree (:mod:`ctxfs.backends._errors`) live here and nowhere else.
+filesystem (memory, S3, ...); :func:`check_store` then asks it once whether it can be used.
+Backend differences and the translation of backend exceptions into ctxfs's error tree
+(:mod:`ctxfs.backends._errors`) live here and nowhere else.
 """
 
 from __future__ import annotations
 
+from ctxfs.backends._check import check_store
 from ctxfs.backends._errors import translate_error, translate_errors
 from ctxfs.backends._factory import local_folder_of, open_storage, protocol_of
 from ctxfs.backends._fsspec import FsspecStore
@@ -20,6 +22,7 @@ __all__ = [
     "FsspecStore",
     "LocalStore",
     "Store",
+    "check_store",
     "local_folder_of",
     "open_storage",
     "protocol_of",

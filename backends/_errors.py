@@ -3,16 +3,26 @@
 The stores (:mod:`ctxfs.backends`) wrap every call to their backend in
 :func:`translate_errors`; nothing above them sees a backend exception. The local disk raises
 builtin ``OSError`` subclasses, fsspec filesystems mostly do too (s3fs maps S3 error codes
-onto them), botocore raises its own, and some backends raise anything at all. The rule that
-matters: only a real "not found" becomes :class:`~ctxfs._errors.PathNotFoundError`; a
-permission, network or server failure becomes :class:`~ctxfs._errors.BackendError`, so it
-never reads as "missing".
+onto them, keeping botocore's error as the cause), botocore raises its own, and some backends
+raise anything at all. The rules that matter:
+
+- Only a real "not found" becomes :class:`~ctxfs._errors.PathNotFoundError`; a permission,
+  network or server failure becomes :class:`~ctxfs._errors.BackendError`, so it never reads
+  as "missing". A missing S3 bucket is not a missing file either: it is a
+  :class:`~ctxfs._errors.BackendError` that names the bucket.
+- Storage-wide failures say what a person can act on: the bucket does not exist, there are
+  no credentials, access was denied, the endpoint refused the connection.
+- A path the storage cannot use (a loop of symbolic links, a name too long for the disk) is
+  an :class:`~ctxfs._errors.UnsafePathError` about that path, not a storage failure.
+- Messages name virtual paths only, never where the workspace lives on this machine's disk.
 """
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 from ctxfs._errors import (
     BackendError,
@@ -20,16 +30,39 @@ from ctxfs._errors import (
     NotADirectoryPathError,
     PathExistsError,
     PathNotFoundError,
+    UnsafePathError,
     WorkspaceError,
 )
 
 __all__ = ["translate_error", "translate_errors"]
 
+_MISSING_BUCKET = frozenset({"NoSuchBucket"})
+_DENIED = frozenset({"AccessDenied", "AllAccessDisabled", "403", "Forbidden"})
+_BAD_CREDENTIALS = frozenset(
+    {
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "InvalidToken",
+        "TokenRefreshRequired",
+    }
+)
 
-def translate_error(exc: BaseException, path: str) -> WorkspaceError:
-    """The ctxfs error for a backend exception raised while working on virtual ``path``."""
+
+def translate_error(exc: BaseException, path: str, *, bucket: str | None = None) -> WorkspaceError:
+    """The ctxfs error for a backend exception raised while working on virtual ``path``.
+
+    Args:
+        exc: What the backend raised.
+        path: The virtual path the operation was about.
+        bucket: The S3 bucket the store lives in, to name it in messages (``None`` for
+            other storage).
+    """
     if isinstance(exc, WorkspaceError):
         return exc
+    storage = _storage_error(exc, path, bucket)
+    if storage is not None:
+        return storage
     if isinstance(exc, FileNotFoundError):
         return PathNotFoundError(f"{path}: no such file or directory", path=path)
     if isinstance(exc, FileExistsError):
@@ -38,20 +71,92 @@ def translate_error(exc: BaseException, path: str) -> WorkspaceError:
         return IsADirectoryPathError(f"{path}: is a directory, not a file", path=path)
     if isinstance(exc, NotADirectoryError):
         return NotADirectoryPathError(f"{path}: is a file, not a directory", path=path)
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return UnsafePathError(
+            f"path {path!r} goes through a loop of symbolic links; it cannot be used",
+            path=path,
+        )
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        return UnsafePathError(
+            f"path {path!r} is too long for this storage; use a shorter path", path=path
+        )
     if isinstance(exc, PermissionError):
-        return BackendError(f"{path}: storage refused access ({exc})", path=path)
+        return BackendError(f"{path}: storage refused access ({_reason(exc)})", path=path)
     return BackendError(
-        f"{path}: storage could not be reached or failed ({type(exc).__name__}: {exc})",
-        path=path,
+        f"{path}: storage could not be reached or failed ({_reason(exc)})", path=path
     )
 
 
 @contextmanager
-def translate_errors(path: str) -> Iterator[None]:
+def translate_errors(path: str, *, bucket: str | None = None) -> Iterator[None]:
     """Re-raise any exception from the block as the matching ctxfs error about ``path``."""
     try:
         yield
     except WorkspaceError:
         raise
     except Exception as exc:
-        raise translate_error(exc, path) from exc
+        raise translate_error(exc, path, bucket=bucket) from exc
+
+
+def _reason(exc: BaseException) -> str:
+    """What went wrong, without the file names an ``OSError`` carries (host paths)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _storage_error(exc: BaseException, path: str, bucket: str | None) -> BackendError | None:
+    """A failure of the storage as a whole (S3 and other botocore clients), in words a
+    person acts on; ``None`` when ``exc`` is about ``path`` itself.
+
+    botocore is an optional dependency, so its errors are recognised by name and shape.
+    """
+    where = f"bucket {bucket!r}" if bucket else "the storage"
+    for error in _chain(exc):
+        kind = type(error).__name__
+        if kind in ("NoCredentialsError", "PartialCredentialsError"):
+            return BackendError(
+                f"no credentials for {where}: give key and secret in storage_options, or "
+                "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an AWS profile",
+                path=path,
+            )
+        if kind in ("EndpointConnectionError", "ConnectTimeoutError", "ConnectionClosedError"):
+            url = urlsplit(str(getattr(error, "kwargs", {}).get("endpoint_url", "")))
+            endpoint = f"{url.scheme}://{url.netloc}" if url.netloc else "its endpoint"
+            return BackendError(
+                f"could not connect to the storage at {endpoint} ({kind}); check the endpoint "
+                "URL and that the server is running",
+                path=path,
+            )
+        if kind == "ProfileNotFound":
+            return BackendError(f"{error}; name an existing AWS profile", path=path)
+        response = getattr(error, "response", None)
+        if not isinstance(response, dict):
+            continue
+        code = str(response.get("Error", {}).get("Code", ""))
+        operation = getattr(error, "operation_name", "")
+        if code in _MISSING_BUCKET or (operation == "HeadBucket" and code in ("404", "NotFound")):
+            return BackendError(
+                f"{where} does not exist; create it, or fix the workspace URL", path=path
+            )
+        if code in _DENIED:
+            return BackendError(
+                f"access denied to {where} ({operation or 'request'} on {path}); check the "
+                "credentials' permissions",
+                path=path,
+            )
+        if code in _BAD_CREDENTIALS:
+            return BackendError(
+                f"the credentials for {where} were refused ({code}); check key, secret and token",
+                path=path,
+            )
+    return None

@@ -10,15 +10,22 @@ mapping from virtual paths onto ``root`` inside the filesystem. What it adds:
   filesystems such as s3fs run concurrently, in batches bounded by file count and by bytes.
 - **Bounded read-ahead** for paged reads: s3fs reads 50 MiB blocks by default, which a page
   of 2,000 lines does not need.
+- **An access check** (:meth:`FsspecStore.check`) for opening: one write and delete of a
+  hidden probe object where writing could be refused.
+
+Names of the form ``.ctxfs-<32 hex digits>.tmp`` (the probe, and the temporary files of
+:class:`~ctxfs.backends.LocalStore` on a filesystem shared with one) are never listed.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, BinaryIO
 
 from fsspec import AbstractFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
 
 from ctxfs._errors import (
     IsADirectoryPathError,
@@ -28,6 +35,7 @@ from ctxfs._errors import (
 )
 from ctxfs._results import FileInfo
 from ctxfs.backends._errors import translate_error, translate_errors
+from ctxfs.backends._temp import is_temporary_name, temporary_name
 
 __all__ = ["FETCH_BATCH_BYTES", "FETCH_BATCH_FILES", "READ_BLOCK_BYTES", "FsspecStore"]
 
@@ -75,6 +83,8 @@ class FsspecStore:
         protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
         self._url = url if url is not None else f"{protocols[0]}://{self.root.lstrip('/')}"
         self._conditional_put = not _CONDITIONAL_PUT_PROTOCOLS.isdisjoint(protocols)
+        # Named in messages about the storage as a whole ("bucket 'x' does not exist").
+        self._bucket = self.root.strip("/").split("/")[0] if self._conditional_put else None
         self._batch_files = fetch_batch_files
         self._batch_bytes = fetch_batch_bytes
 
@@ -97,6 +107,12 @@ class FsspecStore:
     def _host(self, path: str) -> str:
         return self.root if path == "/" else f"{self.root}{path}"
 
+    def _errors(self, path: str) -> AbstractContextManager[None]:
+        return translate_errors(path, bucket=self._bucket)
+
+    def _translate(self, exc: BaseException, path: str) -> Exception:
+        return translate_error(exc, path, bucket=self._bucket)
+
     def _virtual(self, name: str) -> str:
         name = name.rstrip("/")
         if not name.startswith("/") and self.root.startswith("/"):
@@ -115,17 +131,19 @@ class FsspecStore:
 
     def info(self, path: str) -> FileInfo:
         """Metadata of ``path``."""
-        with translate_errors(path):
+        with self._errors(path):
             raw = self.fs.info(self._host(path))
         return self._to_info(raw, path)
 
     def ls(self, path: str) -> list[FileInfo]:
         """The children of folder ``path``."""
-        with translate_errors(path):
+        with self._errors(path):
             entries = self.fs.ls(self._host(path), detail=True)
         result: list[FileInfo] = []
         for raw in entries:
             info = self._to_info(raw)
+            if is_temporary_name(info.name):
+                continue
             if info.path == path:
                 # fsspec lists a file as itself; some stores list a folder's marker too.
                 if not info.is_dir:
@@ -137,13 +155,13 @@ class FsspecStore:
     def walk(self, path: str) -> Iterator[FileInfo]:
         """Every file below ``path``, from one ``find``."""
         try:
-            with translate_errors(path):
+            with self._errors(path):
                 found = self.fs.find(self._host(path), withdirs=False, detail=True)
         except PathNotFoundError:
             return
         for raw in found.values():
             info = self._to_info(raw)
-            if not info.is_dir:
+            if not info.is_dir and not is_temporary_name(info.name):
                 yield info
 
     # -- reading ----------------------------------------------------------------------------
@@ -152,14 +170,14 @@ class FsspecStore:
     def open_read(self, path: str) -> Iterator[BinaryIO]:
         """A stream reading ahead at most :data:`READ_BLOCK_BYTES`."""
         with (
-            translate_errors(path),
+            self._errors(path),
             self.fs.open(self._host(path), "rb", block_size=READ_BLOCK_BYTES) as stream,
         ):
             yield stream
 
     def read_bytes(self, path: str) -> bytes:
         """The whole file."""
-        with translate_errors(path):
+        with self._errors(path):
             return bytes(self.fs.cat_file(self._host(path)))
 
     def _batches(self, files: Iterable[FileInfo]) -> Iterator[list[FileInfo]]:
@@ -181,14 +199,14 @@ class FsspecStore:
         """Each file's content, in concurrent batches; vanished files are skipped."""
         for batch in self._batches(files):
             hosts = [self._host(info.path) for info in batch]
-            with translate_errors(batch[0].path):
+            with self._errors(batch[0].path):
                 contents = self.fs.cat(hosts, on_error="return")
             for info, host in zip(batch, hosts, strict=True):
                 data = contents.get(host)
                 if isinstance(data, FileNotFoundError):
                     continue
                 if isinstance(data, BaseException):
-                    raise translate_error(data, info.path) from data
+                    raise self._translate(data, info.path) from data
                 if data is not None:
                     yield info, bytes(data)
 
@@ -197,13 +215,13 @@ class FsspecStore:
     def write(self, path: str, data: bytes, *, create_only: bool = False) -> None:
         """One whole-object write; create-only by conditional PUT where the store has one."""
         host = self._host(path)
-        with translate_errors(path):
+        with self._errors(path):
             if create_only and self._conditional_put:
                 self.fs.pipe_file(host, data, mode="create")
                 return
         if create_only and self._exists(path):
             raise PathExistsError(f"{path}: already exists", path=path)
-        with translate_errors(path):
+        with self._errors(path):
             self.fs.pipe_file(host, data)
 
     def _exists(self, path: str) -> bool:
@@ -214,9 +232,27 @@ class FsspecStore:
             return False
         return True
 
+    def check(self, *, write: bool) -> None:
+        """Check that the store can be written, by writing and deleting a hidden probe.
+
+        Reading is checked by the caller (:func:`~ctxfs.backends.check_store`); a memory
+        filesystem always accepts writes, so it is not probed.
+
+        Raises:
+            BackendError: The write was refused; the message says why (no such bucket, no
+                credentials, access denied...).
+        """
+        if not write or isinstance(self.fs, MemoryFileSystem):
+            return
+        probe = "/" + temporary_name()
+        self.write(probe, b"")
+        # A store that lets us write but not delete keeps a probe nobody sees.
+        with contextlib.suppress(Exception):
+            self.fs.rm_file(self._host(probe))
+
     def remove(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file, or every object below a folder."""
         if not recursive and self.info(path).is_dir:
             raise IsADirectoryPathError(f"{path}: is a directory", path=path)
-        with translate_errors(path):
+        with self._errors(path):
             self.fs.rm(self._host(path), recursive=recursive)

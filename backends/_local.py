@@ -19,21 +19,18 @@ dangling links are not listed (reading a FIFO would block the agent).
 from __future__ import annotations
 
 import os
-import re
 import stat
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from ctxfs._errors import IsADirectoryPathError, PathNotFoundError, UnsafePathError
+from ctxfs._errors import BackendError, IsADirectoryPathError, PathNotFoundError, UnsafePathError
 from ctxfs._results import FileInfo
 from ctxfs.backends._errors import translate_error, translate_errors
+from ctxfs.backends._temp import is_temporary_name, temporary_name
 from ctxfs.sandbox._local import host_path, real_virtual_path
 
 __all__ = ["LocalStore"]
-
-_TEMP_NAME = re.compile(r"\.ctxfs-[0-9a-f]{32}\.tmp")
 
 
 def _child(folder: str, name: str) -> str:
@@ -111,7 +108,7 @@ class LocalStore:
     def _describe(self, folder: str, entry: os.DirEntry[str]) -> FileInfo | None:
         """A listed entry as a FileInfo, or ``None`` if it is not part of the workspace."""
         path = _child(folder, entry.name)
-        if _TEMP_NAME.fullmatch(entry.name):
+        if is_temporary_name(entry.name):
             return None
         try:
             if entry.is_symlink() and not self._inside(entry.path, path):
@@ -188,8 +185,7 @@ class LocalStore:
         folder = os.path.dirname(host)
         with translate_errors(path):
             _make_folders(folder)
-            # A fixed-length name: the target's own name may already be at the 255-byte limit.
-            temp = os.path.join(folder, f".ctxfs-{uuid.uuid4().hex}.tmp")
+            temp = os.path.join(folder, temporary_name())
             try:
                 with open(temp, "xb") as handle:
                     handle.write(data)
@@ -202,6 +198,23 @@ class LocalStore:
             finally:
                 if os.path.lexists(temp):
                     os.unlink(temp)
+
+    def check(self, *, write: bool) -> None:
+        """Check that the root folder can be listed (and, with ``write``, written in).
+
+        Asks the operating system for the permissions, without writing anything.
+
+        Raises:
+            BackendError: It cannot; the message does not name the folder's host path.
+        """
+        needed = os.R_OK | os.X_OK | (os.W_OK if write else 0)
+        # The effective ids are what the kernel checks when the folder is used.
+        effective = os.access in os.supports_effective_ids
+        if not os.access(self.root, needed, effective_ids=effective):
+            what = "read and written" if write else "read"
+            raise BackendError(
+                f"the workspace folder cannot be {what}: permission denied", path="/"
+            )
 
     def remove(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file or link (never what a link points to), or a whole folder."""

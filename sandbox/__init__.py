@@ -13,6 +13,7 @@ from ctxfs.sandbox._local import check_host_path, host_path, real_virtual_path
 from ctxfs.sandbox._paths import (
     MAX_NAME_BYTES,
     MAX_PATH_BYTES,
+    case_key,
     is_within,
     normalize_path,
     relative_to,
@@ -23,6 +24,7 @@ __all__ = [
     "MAX_PATH_BYTES",
     "Limits",
     "TimeBudget",
+    "case_key",
     "check_host_path",
     "host_path",
     "is_within",

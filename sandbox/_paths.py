@@ -8,12 +8,14 @@ checks (symlinks on local disk) live in :mod:`ctxfs.sandbox._local`.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from ctxfs._errors import UnsafePathError
 
 __all__ = [
     "MAX_NAME_BYTES",
     "MAX_PATH_BYTES",
+    "case_key",
     "is_within",
     "normalize_path",
     "relative_to",
@@ -101,6 +103,24 @@ def normalize_path(raw: str) -> str:
             f"path is longer than {MAX_PATH_BYTES} bytes; use a shorter path", path=raw
         )
     return virtual
+
+
+def case_key(path: str) -> str:
+    """The form of a virtual path that read-only checks compare, with case folded.
+
+    Disks are case-insensitive by default on macOS and Windows (and macOS also ignores the
+    difference between composed and decomposed accents), so ``/TOOL_RESULTS/x`` or
+    ``/tool_reſults/x`` may be the very file ``/tool_results/x``. Read-only areas are
+    therefore compared on this key on every store: case folded the way either system folds
+    it (upper-casing first, so a dotless ``ı`` meets ``i`` as on Windows) and compatibility
+    forms unified. On a case-sensitive store this refuses a few more names than it must;
+    it never lets one through.
+
+    Example:
+        >>> case_key("/TOOL_Results") == case_key("/tool_reſults") == "/tool_results"
+        True
+    """
+    return unicodedata.normalize("NFKC", path.upper()).casefold()
 
 
 def is_within(path: str, prefix: str) -> bool:

@@ -29,8 +29,15 @@ from ctxfs._grep import GrepOptions, OutputMode, compile_pattern, search_file, t
 from ctxfs._quote import quote
 from ctxfs._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs._textread import read_page
-from ctxfs.backends import Store, open_storage
-from ctxfs.sandbox import Limits, TimeBudget, is_within, normalize_path, relative_to
+from ctxfs.backends import Store, check_store, open_storage
+from ctxfs.sandbox import (
+    Limits,
+    TimeBudget,
+    case_key,
+    is_within,
+    normalize_path,
+    relative_to,
+)
 
 __all__ = ["Workspace"]
 
@@ -62,6 +69,19 @@ class Workspace:
             ``endpoint_url``, ``key``, ``secret``, ``client_kwargs``...).
         read_only: Virtual folders that writes, edits and deletes must leave alone.
         limits: Size caps and time limits (see :class:`ctxfs.sandbox.Limits`).
+        check: Check the storage now (see below). ``False`` defers every failure to the
+            first operation that meets it.
+
+    Opening checks the storage once (:func:`ctxfs.backends.check_store`): that it can be
+    read and, unless ``read_only`` covers ``/``, written. A missing bucket, missing
+    credentials, refused access or an unreachable endpoint raise
+    :class:`~ctxfs._errors.BackendError` here, with the reason, rather than at first use.
+    :meth:`view` makes no new check.
+
+    Raises:
+        BackendError: The storage check failed.
+        ValueError: Options that do not fit the target (see
+            :func:`ctxfs.backends.open_storage`).
 
     A ``memory://`` workspace has a private store: two Workspace objects never see each
     other's files, even with the same URL. To share one, pass the same filesystem object
@@ -76,13 +96,17 @@ class Workspace:
         storage_options: Mapping[str, Any] | None = None,
         read_only: Iterable[str] = (),
         limits: Limits | None = None,
+        check: bool = True,
     ) -> None:
         store = open_storage(target, root=root, storage_options=storage_options)
         self._init(store, read_only, limits or Limits())
+        if check:
+            check_store(store, write=not self.is_read_only("/"))
 
     def _init(self, store: Store, read_only: Iterable[str], limits: Limits) -> None:
         self._store = store
         self._read_only = tuple(sorted({normalize_path(p) for p in read_only}))
+        self._read_only_keys = tuple(case_key(p) for p in self._read_only)
         self._limits = limits
 
     def view(self, *, read_only: Iterable[str] = ()) -> Workspace:
@@ -136,8 +160,20 @@ class Workspace:
         return virtual
 
     def is_read_only(self, path: str) -> bool:
-        """Whether the (normalised) virtual path lies in a read-only area."""
-        return any(is_within(path, prefix) for prefix in self._read_only)
+        """Whether the (normalised) virtual path lies in a read-only area.
+
+        Compared with case folded (:func:`ctxfs.sandbox.case_key`), whatever the store: on a
+        case-insensitive disk ``/TOOL_RESULTS/x`` is ``/tool_results/x``, so it must be
+        refused everywhere the same way.
+        """
+        return self._area_of(path) is not None
+
+    def _area_of(self, path: str) -> str | None:
+        key = case_key(path)
+        for area, area_key in zip(self._read_only, self._read_only_keys, strict=True):
+            if is_within(key, area_key):
+                return area
+        return None
 
     def _writable(self, path: str) -> str:
         virtual = normalize_path(path)
@@ -145,8 +181,8 @@ class Workspace:
         # the root must not open a way to write into a read-only area.
         real = self._store.real_path(virtual)
         target = virtual if self.is_read_only(virtual) else real
-        if self.is_read_only(target):
-            area = next(p for p in self._read_only if is_within(target, p))
+        area = self._area_of(target)
+        if area is not None:
             where = virtual if target == virtual else f"{virtual} (a link to {target})"
             raise ReadOnlyPathError(
                 f"{where} is in the read-only area {area}/ (written by ctxfs itself); "
@@ -402,7 +438,7 @@ class Workspace:
                 f"{virtual} is a directory; pass recursive=True to delete it and its content",
                 path=virtual,
             )
-        if info.is_dir and any(is_within(p, virtual) for p in self._read_only):
+        if info.is_dir and any(is_within(p, case_key(virtual)) for p in self._read_only_keys):
             raise ReadOnlyPathError(
                 f"{virtual} contains a read-only area; it cannot be deleted", path=virtual
             )

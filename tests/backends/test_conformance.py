@@ -45,17 +45,23 @@ def _dead_endpoint() -> str:
 
 
 def test_s3_dead_endpoint_raises_backend_error_never_missing() -> None:
-    workspace = Workspace(
-        "s3://ctxfs-test/ws",
-        storage_options={
-            "endpoint_url": _dead_endpoint(),
-            "key": "testing",
-            "secret": "testing",
-            "client_kwargs": {"region_name": "us-east-1"},
-            "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 1},
-        },
+    endpoint = _dead_endpoint()
+    options = {
+        "endpoint_url": endpoint,
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"region_name": "us-east-1"},
+        "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 1},
+    }
+    with pytest.raises(BackendError) as opening:
+        Workspace("s3://ctxfs-test/ws", storage_options=options)
+    assert str(opening.value) == (
+        f"could not connect to the storage at {endpoint} (EndpointConnectionError); check the "
+        "endpoint URL and that the server is running"
     )
-    with pytest.raises(BackendError, match=r"could not be reached"):
+    # Unchecked, every operation still says "could not ask", never "missing".
+    workspace = Workspace("s3://ctxfs-test/ws", storage_options=options, check=False)
+    with pytest.raises(BackendError, match=r"could not connect to the storage"):
         workspace.exists("/notes.md")
     with pytest.raises(BackendError):
         workspace.info("/notes.md")
@@ -205,6 +211,17 @@ def test_a_crashed_local_write_leaves_no_temp_file_in_listings(tmp_path: Path) -
     workspace.write_text("/a/f.txt", "kept")
     # What a write killed between creating its temporary file and renaming it leaves behind.
     (tmp_path / "ws" / "a" / f".ctxfs-{'0' * 32}.tmp").write_text("half")
+    assert [e.path for e in workspace.ls("/a")] == ["/a/f.txt"]
+    assert workspace.glob(".*", "/a").paths == ()
+    assert workspace.grep("half", glob=".*").files == ()
+    assert workspace.glob("**").paths == ("/a/f.txt",)
+
+
+def test_temporary_names_are_never_listed_on_any_store(workspace: Workspace) -> None:
+    # A write in progress, or cut short, or the probe of an access check: on local disk a
+    # temporary file, on object storage a probe object; no listing shows either.
+    workspace.write_text("/a/f.txt", "kept")
+    workspace.store.write(f"/a/.ctxfs-{'0' * 32}.tmp", b"half")
     assert [e.path for e in workspace.ls("/a")] == ["/a/f.txt"]
     assert workspace.glob(".*", "/a").paths == ()
     assert workspace.grep("half", glob=".*").files == ()
