@@ -20,6 +20,7 @@ from ctxfs._errors import (
 )
 from ctxfs._events import (
     ArchiveFailed,
+    ArchiveRepaired,
     CompactionResult,
     ContextEvent,
     ContextOverBudget,
@@ -57,6 +58,7 @@ from ctxfs.tools import ToolFunction, tool_functions, workspace_tools
 __all__ = [
     "ArchiveError",
     "ArchiveFailed",
+    "ArchiveRepaired",
     "ArchiveSegment",
     "BackendError",
     "CompactionResult",

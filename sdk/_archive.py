@@ -33,8 +33,10 @@ not depend on it. One writer per thread at a time.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -67,8 +69,11 @@ INDEX_NAME = "index.json"
 """File name of the per-thread index."""
 
 _INDEX_FORMAT = "ctxfs-transcript-index"
-_INDEX_VERSION = 2  # 1 also stored each summary's text next to the message; still readable
+# 1 also stored each summary's text next to the message; 2 had no per-segment records (each
+# segment gets its record when such an index is read). Both are still read.
+_INDEX_VERSION = 3
 _MAX_PROBES = 64
+_RECORD = re.compile(r"segment-\d{4,}\.json")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,6 +176,7 @@ class TranscriptArchive:
         self._thread_id = thread_id
         self._clock = clock or _default_clock
         self._dir = thread_transcript_dir(thread_id)
+        self._repairs: list[str] = []
 
     @property
     def directory(self) -> str:
@@ -189,24 +195,107 @@ class TranscriptArchive:
 
     # -- reading --------------------------------------------------------------------------
 
-    def segments(self) -> tuple[ArchiveSegment, ...]:
+    def record_path(self, number: int) -> str:
+        """Returns the path of segment ``number``'s record: its index entry, on its own."""
+        return f"{self._dir}/segment-{number:04d}.json"
+
+    def segments(self, *, expected: Sequence[str] = ()) -> tuple[ArchiveSegment, ...]:
         """Returns the committed segments, oldest first (empty if nothing was archived).
 
+        The index is a cache of the segments' own records, and never the only copy: when it
+        is missing, torn or malformed, or lacks a segment that ``expected`` names, it is
+        rebuilt from the records (what was done is added to :attr:`repairs`), so a lost or
+        half-written index never makes committed segments disappear or their numbers reused.
+
+        Args:
+            expected: Markdown paths of segments known to be committed (a summary in the
+                context names them); each must be in the answer.
+
         Raises:
-            ArchiveError: The index exists but cannot be read or parsed.
+            ArchiveError: The storage could not be asked, or an expected segment has no
+                record either.
         """
         try:
             raw = self._workspace.read_text(self.index_path)
         except PathNotFoundError:
-            return ()
+            return self._rebuild("the index was missing", expected)
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not read {self.index_path}: {exc}") from exc
         try:
             data = json.loads(raw)
-            entries = data["segments"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ArchiveError(f"{self.index_path} is not a transcript index: {exc}") from None
-        return tuple(ArchiveSegment.from_json(entry) for entry in entries)
+            entries = tuple(ArchiveSegment.from_json(entry) for entry in data["segments"])
+        except (ValueError, KeyError, TypeError, RecursionError, ArchiveError) as exc:
+            reason = f"the index could not be read ({type(exc).__name__}: {exc})"
+            return self._rebuild(reason, expected)
+        listed = {segment.markdown_path for segment in entries}
+        missing = [path for path in expected if path not in listed]
+        if missing:
+            return self._rebuild(f"the index lacked {', '.join(missing)}", expected)
+        if not isinstance(data.get("version"), int) or data["version"] < _INDEX_VERSION:
+            self._migrate(entries)
+        return entries
+
+    def _migrate(self, entries: Sequence[ArchiveSegment]) -> None:
+        """Gives every segment of an index written before records existed its record."""
+        for segment in entries:
+            path = self.record_path(segment.number)
+            if not self._put(path, _json_bytes(segment.to_json())):
+                raise ArchiveError(f"{path} holds a record that differs from the index")
+        self._write_index(entries)
+
+    @property
+    def repairs(self) -> tuple[str, ...]:
+        """What :meth:`segments` found wrong with the index and rebuilt, in order."""
+        return tuple(self._repairs)
+
+    def _rebuild(self, reason: str, expected: Sequence[str]) -> tuple[ArchiveSegment, ...]:
+        records = set(self._listed_records())
+        for markdown in expected:  # read directly: a stale listing must not hide them
+            if markdown.startswith(self._dir + "/") and markdown.endswith(".md"):
+                records.add(markdown[: -len(".md")] + ".json")
+        found: dict[int, ArchiveSegment] = {}
+        for path in sorted(records):
+            segment = self._read_record(path)
+            if segment is not None:
+                found[segment.number] = segment
+        listed = {segment.markdown_path for segment in found.values()}
+        lost = [path for path in expected if path not in listed]
+        if lost:
+            raise ArchiveError(
+                f"{reason}, and the records of {', '.join(lost)} could not be read either; "
+                "nothing is dropped until they can"
+            )
+        segments = tuple(found[n] for n in sorted(found))
+        if not segments and reason == "the index was missing":
+            return ()  # a thread with nothing archived yet
+        self._repairs.append(f"{reason}; rebuilt from {len(segments)} segment record(s)")
+        self._write_index(list(segments))
+        return segments
+
+    def _listed_records(self) -> list[str]:
+        try:
+            entries = self._workspace.ls(self._dir)
+        except PathNotFoundError:
+            return []
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not list {self._dir}: {exc}") from exc
+        return [
+            e.path
+            for e in entries
+            if e.type == "file" and _RECORD.fullmatch(e.path.rsplit("/", 1)[-1]) is not None
+        ]
+
+    def _read_record(self, path: str) -> ArchiveSegment | None:
+        try:
+            raw = self._workspace.read_bytes(path)
+        except PathNotFoundError:
+            return None
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not read {path}: {exc}") from exc
+        try:
+            return ArchiveSegment.from_json(json.loads(raw))
+        except (ValueError, TypeError, RecursionError, ArchiveError):
+            return None  # a torn record: its segment was never committed
 
     def read_segment(self, segment: ArchiveSegment) -> list[BaseMessage]:
         """Returns the messages of a segment, restored exactly from its JSONL file.
@@ -263,7 +352,8 @@ class TranscriptArchive:
         try:
             jsonl = encode_jsonl(messages)
             markdown = render_markdown(messages, thread_id=self._thread_id, start=start).encode(
-                "utf-8"
+                "utf-8",
+                "backslashreplace",  # a lone surrogate must not block the archive
             )
         except (TypeError, ValueError) as exc:  # unserializable payload, lone surrogate
             raise ArchiveError(f"the messages cannot be serialized: {exc}") from exc
@@ -326,7 +416,20 @@ class TranscriptArchive:
                     )
                 return existing
         final = replace(segment, summary_message=messages_to_dict([summary])[0])
+        try:
+            record = _json_bytes(final.to_json())
+        except (TypeError, ValueError) as exc:
+            raise ArchiveError(f"the summary cannot be serialized: {exc}") from exc
+        # The record is the commit; the index that follows is a cache rebuilt from records.
+        path = self.record_path(final.number)
+        if not self._put(path, record):
+            raise ArchiveError(f"{path} already holds a different record; nothing is dropped")
+        self._verify(path, record)
         entries.append(final)
+        self._write_index(entries)
+        return final
+
+    def _write_index(self, entries: Sequence[ArchiveSegment]) -> None:
         document = {
             "format": _INDEX_FORMAT,
             "version": _INDEX_VERSION,
@@ -334,15 +437,14 @@ class TranscriptArchive:
             "segments": [s.to_json() for s in entries],
         }
         try:
-            data = (json.dumps(document, ensure_ascii=True, indent=1) + "\n").encode("ascii")
+            data = _json_bytes(document, indent=1)
             self._workspace.write_bytes(self.index_path, data)
         except (TypeError, ValueError) as exc:
             raise ArchiveError(f"the summary cannot be serialized: {exc}") from exc
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not write {self.index_path}: {exc}") from exc
-        # Not read back: the index only points at files verified above, and an index that
-        # did not land fails the next read with an ArchiveError, so nothing is dropped then.
-        return final
+        # Not read back: the index only points at files verified above, and every segment
+        # also has its own record, from which a lost or torn index is rebuilt.
 
     def _put(self, path: str, data: bytes) -> bool:
         """Writes create-only; True if ``path`` now holds ``data``, False if taken."""
@@ -370,15 +472,43 @@ class TranscriptArchive:
 
 
 def encode_jsonl(messages: Sequence[BaseMessage]) -> bytes:
-    """Returns the lossless JSONL bytes of ``messages`` (ASCII, one message per line)."""
-    lines = [json.dumps(d, ensure_ascii=True) for d in messages_to_dict(list(messages))]
+    """Returns the lossless JSONL bytes of ``messages`` (ASCII, one message per line).
+
+    Values JSON cannot hold are still archived: ``bytes`` as a tagged base64 string
+    (restored exactly by :func:`decode_jsonl`), anything else as a tagged ``repr``.
+    Lone surrogates are escaped as JSON allows (``\\udXXX``) and come back as they were.
+    """
+    lines = [
+        json.dumps(d, ensure_ascii=True, default=_tagged) for d in messages_to_dict(list(messages))
+    ]
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
 def decode_jsonl(data: bytes) -> list[BaseMessage]:
     """Returns the messages of :func:`encode_jsonl` bytes."""
     lines = data.decode("ascii").split("\n")
-    return messages_from_dict([json.loads(line) for line in lines if line])
+    return messages_from_dict([json.loads(line, object_hook=_untagged) for line in lines if line])
+
+
+_BYTES_TAG = "__ctxfs_bytes_base64__"
+_REPR_TAG = "__ctxfs_repr__"
+
+
+def _tagged(value: object) -> object:
+    if isinstance(value, bytes | bytearray):
+        return {_BYTES_TAG: base64.b64encode(bytes(value)).decode("ascii")}
+    return {_REPR_TAG: repr(value)}
+
+
+def _untagged(data: dict[str, Any]) -> object:
+    if len(data) == 1 and isinstance(data.get(_BYTES_TAG), str):
+        return base64.b64decode(data[_BYTES_TAG])
+    return data
+
+
+def _json_bytes(value: object, *, indent: int | None = None) -> bytes:
+    text = json.dumps(value, ensure_ascii=True, indent=indent, default=_tagged)
+    return (text + "\n").encode("ascii")
 
 
 def _fence(text: str) -> str:
@@ -441,5 +571,6 @@ def render_markdown(messages: Sequence[BaseMessage], *, thread_id: str, start: i
                     if isinstance(value, str):
                         lines += [f"- {name}:", *_verbatim(value)]
                     else:
-                        lines.append(f"- {name}: {json.dumps(value, ensure_ascii=False)}")
+                        shown = json.dumps(value, ensure_ascii=False, default=repr)
+                        lines.append(f"- {name}: {shown}")
     return "\n".join(lines) + "\n"

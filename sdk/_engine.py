@@ -36,6 +36,7 @@ from ctxfs._archive import TranscriptArchive
 from ctxfs._clearing import ResultToClear, plan_clearing, pointer_for
 from ctxfs._events import (
     ArchiveFailed,
+    ArchiveRepaired,
     CompactionResult,
     ContextEvent,
     ContextOverBudget,
@@ -313,18 +314,20 @@ class ContextEngine:
             tokens=tokens,
             fixed=extra,
         )
+        repaired = [ArchiveRepaired(reason=reason) for reason in outcome.repairs]
         if outcome.failed is not None:
             # Nothing is dropped: the input comes back as it was, with only the failure.
             event = ArchiveFailed(reason=f"{outcome.failed}; nothing was dropped")
             why = f"the transcript could not be archived ({outcome.failed}), so nothing was dropped"
-            return self._result(policy, original, [event], before, before, fixed, why)
+            return self._result(policy, original, [*repaired, event], before, before, fixed, why)
         if outcome.event is None:
+            events += repaired
             return self._result(policy, current, events, before, tokens, fixed, outcome.why_not)
         # The lossless steps once more on the summarized history, so that compacting the
         # result again changes nothing.
         again = self._offload_inputs(outcome.messages, thread_id, policy, extra)
         final = self._clear_results(again.messages, thread_id, policy, extra)
-        events += [outcome.event, *again.events, *final.events]
+        events += [*repaired, outcome.event, *again.events, *final.events]
         after = final.tokens_after
         return self._result(policy, final.messages, events, before, after, fixed, outcome.why_not)
 

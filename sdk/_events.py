@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 __all__ = [
     "ArchiveFailed",
+    "ArchiveRepaired",
     "CompactionResult",
     "ContextEvent",
     "ContextOverBudget",
@@ -167,6 +168,18 @@ class ArchiveFailed(ContextEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ArchiveRepaired(ContextEvent):
+    """A thread's transcript index was missing, torn or stale, and was rebuilt from the
+    segments' own records; nothing committed was lost.
+
+    Attributes:
+        reason: What was wrong and what was done, for a log line.
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextOverBudget(ContextEvent):
     """The request could not be brought within the window; it is sent as it is.
 
@@ -296,6 +309,8 @@ def describe_event(event: ContextEvent) -> str:
             return f"offload failed, kept inline: {event.reason}"
         case ArchiveFailed():
             return f"archive failed, nothing dropped: {event.reason}"
+        case ArchiveRepaired():
+            return f"transcript index repaired: {event.reason}"
         case ContextOverBudget():
             return (
                 f"request over budget: {event.tokens:,} tokens for a limit of "

@@ -47,12 +47,14 @@ class SummaryOutcome:
         failed: Why the archive could not be written (nothing was dropped), or ``None``.
         why_not: Why nothing could be summarized, or why the result is still over the
             target, or ``None``.
+        repairs: What was wrong with the transcript index and rebuilt.
     """
 
     messages: list[BaseMessage]
     event: Summarized | None = None
     failed: str | None = None
     why_not: str | None = None
+    repairs: tuple[str, ...] = ()
 
 
 def summary_message_id(thread_id: str, segment_number: int) -> str:
@@ -108,12 +110,13 @@ def summarize_steps(
     dropped = current[start:cut]
     first_index = previous.next_index if previous is not None else start
     try:
-        index = archive.segments()  # read once; write_segment and commit share it
+        # read once; write_segment and commit share it
+        index = archive.segments(expected=previous.transcripts if previous else ())
         segment, committed = archive.write_segment(
             dropped, start=first_index, tokens=sum(counts[start:cut]), committed=index
         )
     except ArchiveError as exc:
-        return SummaryOutcome(messages=current, failed=str(exc))
+        return SummaryOutcome(messages=current, failed=str(exc), repairs=archive.repairs)
 
     message_id = summary_message_id(thread_id, segment.number)
     reused = archive.summary_of(segment) if committed else None
@@ -151,7 +154,7 @@ def summarize_steps(
         try:
             archive.commit(segment, summary=summary, committed=index)
         except ArchiveError as exc:
-            return SummaryOutcome(messages=current, failed=str(exc))
+            return SummaryOutcome(messages=current, failed=str(exc), repairs=archive.repairs)
 
     summarized = [*current[:system_end], summary, *current[cut:]]
     after = counter.count_messages(summarized)
@@ -169,7 +172,7 @@ def summarize_steps(
     if after + fixed > policy.summary_target_tokens:
         system = [*counts[:system_end], fixed]
         over = _why_over(policy, system, counter.count_message(summary), counts[cut:])
-    return SummaryOutcome(messages=summarized, event=event, why_not=over)
+    return SummaryOutcome(messages=summarized, event=event, why_not=over, repairs=archive.repairs)
 
 
 def _why_over(

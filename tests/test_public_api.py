@@ -7,6 +7,7 @@ import ctxfs
 PUBLIC = [
     "ArchiveError",
     "ArchiveFailed",
+    "ArchiveRepaired",
     "ArchiveSegment",
     "BackendError",
     "CompactionResult",

@@ -39,6 +39,7 @@ from langgraph.types import Command
 from ctxfs._engine import ContextEngine
 from ctxfs._events import (
     ArchiveFailed,
+    ArchiveRepaired,
     CompactionResult,
     ContextEvent,
     ContextOverBudget,
@@ -466,4 +467,4 @@ def is_context_overflow(exc: BaseException) -> bool:
 
 
 def _is_failure(event: ContextEvent) -> bool:
-    return isinstance(event, OffloadFailed | ArchiveFailed | ContextOverBudget)
+    return isinstance(event, OffloadFailed | ArchiveFailed | ArchiveRepaired | ContextOverBudget)
