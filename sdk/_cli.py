@@ -9,7 +9,14 @@ Subcommands:
     transcripts  List the archived conversation segments, or show one.
 
 Every failure is one line on stderr (``ctxfs <command>: <what went wrong>``) and a non-zero
-exit status, never a traceback.
+exit status, never a traceback:
+
+- ``0``: done; ``1``: ``grep`` found nothing.
+- ``2``: an error in what was asked (arguments, a trace or policy file, the workspace or its
+  storage), or a usage error reported by the argument parser.
+- ``70``: an internal error, a defect of ctxfs (the line names the exception; please report
+  it).
+- ``130``: interrupted.
 """
 
 from __future__ import annotations
@@ -24,7 +31,10 @@ from ctxfs._cli_replay import add_replay_parser
 from ctxfs._cli_workspace import EXIT_ERROR, add_workspace_parsers, parse_grep
 from ctxfs._errors import WorkspaceError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_INTERNAL", "build_parser", "main"]
+
+EXIT_INTERNAL = 70
+"""Exit status of an internal error (``EX_SOFTWARE``): a defect of ctxfs, not of the input."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,15 +104,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args, out, err))
     except (CliError, WorkspaceError, OSError) as exc:
-        _fail(args.command, str(exc), err)
+        _fail(args.command, _one_line(str(exc)), err)
         return EXIT_ERROR
     except KeyboardInterrupt:
         _fail(args.command, "interrupted", err)
         return 130
+    except Exception as exc:  # a defect: still one line, never a traceback
+        reason = _one_line(f"{type(exc).__name__}: {exc}")
+        _fail(args.command, f"internal error ({reason}); please report it", err)
+        return EXIT_INTERNAL
 
 
 def _fail(command: str, message: str, err: IO[str]) -> None:
     err.write(f"ctxfs {command}: {message}\n")
+
+
+def _one_line(text: str, limit: int = 1_000) -> str:
+    """A message on one line, cut short when long (it may quote a huge input)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit] + "…"
 
 
 def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

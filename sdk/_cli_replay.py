@@ -18,6 +18,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any
 
+from langchain_core.messages import AIMessage
 from pydantic import ValidationError
 
 from ctxfs._archive import thread_transcript_dir
@@ -111,6 +112,11 @@ def _positive_int(text: str) -> int:
 def run_replay(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     """Runs ``ctxfs replay``; returns the exit status."""
     history = read_trace(args.trace)
+    if not any(isinstance(message, AIMessage) for message in history):
+        raise CliError(
+            f"{args.trace}: the trace has no assistant message, so there is no model call to "
+            "replay; a trace records a conversation with at least one assistant turn"
+        )
     policy = load_policy(args.policy, args.max_input_tokens)
     url = args.workspace or tempfile.mkdtemp(prefix="ctxfs-replay-")
     workspace = open_workspace(url, args.endpoint_url)
@@ -177,6 +183,8 @@ def _read_settings(path: str) -> dict[str, Any]:
             f"policy file {path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno}); "
             "name the file .toml for TOML"
         ) from None
+    except RecursionError:
+        raise CliError(f"policy file {path}: nested too deeply to read") from None
     if not isinstance(data, dict):
         raise CliError(f"policy file {path}: expected an object of ContextPolicy settings")
     return data
@@ -303,7 +311,7 @@ def render_plain(
 ) -> str:
     """The replay as plain text: heading, one row per model call, totals."""
     rows = [_row(call) for call in result.calls]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(_HEADERS[:4])]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(_HEADERS[:4])]
     indent = " " * (sum(widths) + 2 * len(widths))
 
     def line(cells: Sequence[str], events: str) -> str:

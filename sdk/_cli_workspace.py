@@ -1,8 +1,9 @@
 """``ctxfs ls | cat | glob | grep | transcripts``: look into any workspace from a shell.
 
 The listings and search results are the agent's own tool outputs (the same functions format
-them), so what a person sees is what the model would see. Errors are the tools' error texts,
-on stderr with exit status 2; ``grep`` exits 1 when nothing matches, like ``rg``.
+them), so what a person sees is what the model would see. Errors are what went wrong, without
+the advice the tools add for a model, on stderr with exit status 2; ``grep`` exits 1 when
+nothing matches, like ``rg``. Workspaces are opened read-only: these commands never write.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import argparse
 import json
 from typing import IO, Any
 
+from pydantic import ValidationError
+
 from ctxfs._archive import INDEX_NAME, ArchiveSegment, TranscriptArchive
 from ctxfs._cli_common import CliError, open_workspace
-from ctxfs._errors import ArchiveError, PathNotFoundError, WorkspaceError
+from ctxfs._errors import ArchiveError, PathNotFoundError, ReadOnlyPathError, WorkspaceError
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace import Workspace
 from ctxfs.tools import ToolFunction, tool_functions
 from ctxfs.tools._format import format_grep
-from ctxfs.tools._function import error_text
 
 __all__ = ["EXIT_ERROR", "EXIT_NO_MATCH", "add_workspace_parsers", "parse_grep"]
 
@@ -175,27 +177,41 @@ def parse_grep(grep: argparse.ArgumentParser, words: list[str]) -> argparse.Name
 
 
 def _open(args: argparse.Namespace) -> Workspace:
-    return open_workspace(args.url, args.endpoint_url, must_exist=True)
+    return open_workspace(args.url, args.endpoint_url, must_exist=True, read_only=True)
 
 
 def _tools(workspace: Workspace) -> dict[str, ToolFunction]:
     return {f.name: f for f in tool_functions(workspace)}
 
 
-def _print_tool_output(text: str, out: IO[str]) -> int:
-    if text.startswith("Error: "):
-        raise CliError(text.removeprefix("Error: "))
+def _run_tool(tool: ToolFunction, out: IO[str], **arguments: object) -> int:
+    """Runs one agent tool and prints its output; a failure is raised as the bare reason."""
+    try:
+        validated = tool.args_schema.model_validate(arguments)
+    except ValidationError as exc:
+        raise CliError(_invalid(exc)) from None
+    try:
+        text = tool.function(**dict(validated))
+    except (WorkspaceError, ValueError) as exc:
+        raise CliError(str(exc)) from None
     out.write(text + "\n")
     return 0
 
 
+def _invalid(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        problems.append(f"{where}: {error['msg']} (got {error['input']!r})")
+    return "; ".join(problems)
+
+
 def _ls(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    return _print_tool_output(_tools(_open(args))["ls"](path=args.path), out)
+    return _run_tool(_tools(_open(args))["ls"], out, path=args.path)
 
 
 def _glob(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    tool = _tools(_open(args))["glob"]
-    return _print_tool_output(tool(pattern=args.pattern, path=args.path), out)
+    return _run_tool(_tools(_open(args))["glob"], out, pattern=args.pattern, path=args.path)
 
 
 def _cat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -206,11 +222,11 @@ def _cat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             arguments["offset"] = args.offset
         if args.limit is not None:
             arguments["limit"] = args.limit
-        return _print_tool_output(_tools(workspace)["read_file"](**arguments), out)
+        return _run_tool(_tools(workspace)["read_file"], out, **arguments)
     try:
         data = workspace.read_bytes(args.path)
     except WorkspaceError as exc:
-        raise CliError(error_text(exc).removeprefix("Error: ")) from None
+        raise CliError(str(exc)) from None
     _write_bytes(data, out)
     return 0
 
@@ -254,7 +270,7 @@ def _grep(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             separators=before > 0 or after > 0,
         )
     except (WorkspaceError, ValueError) as exc:
-        raise CliError(error_text(exc).removeprefix("Error: ")) from None
+        raise CliError(str(exc)) from None
     if not result.files:
         err.write(text + "\n")
         return EXIT_NO_MATCH
@@ -274,17 +290,15 @@ def _transcripts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         if not threads:
             out.write(f"No transcripts in {workspace.url} (nothing was summarized yet)\n")
         for number, thread in enumerate(threads):
-            out.write(
-                ("\n" if number else "") + _listing(TranscriptArchive(workspace, thread), thread)
-            )
+            out.write(("\n" if number else "") + _listing(workspace, thread))
         return 0
     if len(threads) != 1:
         names = ", ".join(repr(t) for t in threads) or "none"
         raise CliError(f"choose the thread of segment {args.show} with --thread ({names})")
-    archive = TranscriptArchive(workspace, threads[0])
-    segment = next((s for s in archive.segments() if s.number == args.show), None)
+    segments = _segments(workspace, threads[0])
+    segment = next((s for s in segments if s.number == args.show), None)
     if segment is None:
-        numbers = ", ".join(str(s.number) for s in archive.segments())
+        numbers = ", ".join(str(s.number) for s in segments)
         raise CliError(f"thread {threads[0]!r} has no segment {args.show} (segments: {numbers})")
     try:
         _write_bytes(workspace.read_bytes(segment.markdown_path), out)
@@ -307,13 +321,47 @@ def _threads(workspace: Workspace) -> list[str]:
             threads.append(str(data["thread_id"]))
         except PathNotFoundError:
             continue  # a folder without an index holds nothing committed
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ArchiveError(f"{index} is not a transcript index: {exc}") from None
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise ArchiveError(f"{index} is not a transcript index ({_reason(exc)})") from None
     return sorted(threads)
 
 
-def _listing(archive: TranscriptArchive, thread: str) -> str:
-    segments = archive.segments()
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "its JSON is nested too deeply"
+    if isinstance(exc, KeyError):
+        return f"no {exc} field"
+    return str(exc) or type(exc).__name__
+
+
+def _segments(workspace: Workspace, thread: str) -> tuple[ArchiveSegment, ...]:
+    """The thread's segments, as the archive reads them from its index."""
+    try:
+        return TranscriptArchive(workspace, thread).segments()
+    except (WorkspaceError, ValueError, TypeError, KeyError, RecursionError) as exc:
+        reason = _reason(exc)
+        if _caused_by_read_only(exc):
+            reason = (
+                "it is damaged, and rebuilding it from the segment records means writing, "
+                "which this command does not do"
+            )
+        raise ArchiveError(
+            f"the transcript index of thread {thread!r} cannot be read ({reason})"
+        ) from None
+
+
+def _caused_by_read_only(exc: BaseException | None) -> bool:
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, ReadOnlyPathError):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def _listing(workspace: Workspace, thread: str) -> str:
+    archive = TranscriptArchive(workspace, thread)
+    segments = _segments(workspace, thread)
     lines = [f"Thread {thread!r}: {len(segments)} segment(s) in {archive.directory}/"]
     for segment in segments:
         lines.append(_segment_line(segment))

@@ -103,6 +103,8 @@ class _TraceParser:
             record = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise self.fail(line, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise self.fail(line, "JSON nested too deeply to read") from None
         if not isinstance(record, dict):
             raise self.fail(
                 line, f"expected a JSON object (one message per line), got {_kind(record)}"

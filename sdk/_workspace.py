@@ -26,6 +26,7 @@ from ctxfs._errors import (
 )
 from ctxfs._glob import GlobMatcher, compile_glob
 from ctxfs._grep import GrepOptions, OutputMode, compile_pattern, search_file, timeout_error
+from ctxfs._layout import SDK_AREAS
 from ctxfs._quote import quote
 from ctxfs._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs._textread import read_page
@@ -184,8 +185,14 @@ class Workspace:
         area = self._area_of(target)
         if area is not None:
             where = virtual if target == virtual else f"{virtual} (a link to {target})"
+            if area == "/":
+                raise ReadOnlyPathError(
+                    f"{where} cannot be written: this workspace was opened read-only",
+                    path=virtual,
+                )
+            why = " (written by ctxfs itself)" if area in SDK_AREAS else ""
             raise ReadOnlyPathError(
-                f"{where} is in the read-only area {area}/ (written by ctxfs itself); "
+                f"{where} is in the read-only area {area}/{why}; "
                 "write your own files elsewhere, e.g. /notes/",
                 path=virtual,
             )

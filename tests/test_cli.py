@@ -202,6 +202,7 @@ BAD_TRACES = [
         "2: tool call id 'a' was already used on line 1",
     ),
     ([""], " the trace holds no messages"),
+    (['{"role": "user", "content": ' + "[" * 100_000 + "]" * 100_000 + "}"], "1: JSON nested too"),
 ]
 
 
@@ -236,6 +237,7 @@ def test_missing_and_undecodable_files(tmp_path: Path, capsys: pytest.CaptureFix
         ),
         ("[1]", "policy file p: expected an object of ContextPolicy settings\n"),
         ("{", "policy file p:1: not valid JSON: Expecting property name enclosed in double"),
+        ("[" * 100_000 + "]" * 100_000, "policy file p: nested too deeply to read\n"),
     ],
 )
 def test_bad_policies_are_one_line(
@@ -286,3 +288,31 @@ def test_installed_console_script(trace: Path) -> None:
         timeout=120,
     )
     assert (done.returncode, done.stderr) == (2, "ctxfs replay: missing.jsonl: no such file\n")
+
+
+def test_a_trace_without_an_assistant_message_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_trace(tmp_path, [{"role": "user", "content": "hello?"}], "quiet.jsonl")
+    status, out, err = run(capsys, "replay", str(path), "--max-input-tokens", "1000")
+    assert (status, out) == (2, "")
+    assert err == (
+        f"ctxfs replay: {path}: the trace has no assistant message, so there is no model call "
+        "to replay; a trace records a conversation with at least one assistant turn\n"
+    )
+
+
+def test_an_internal_error_is_one_line_with_its_own_status(
+    trace: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctxfs._cli_replay
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(ctxfs._cli_replay, "replay", broken)
+    assert run(capsys, "replay", "t.jsonl", "--max-input-tokens", "1000") == (
+        70,
+        "",
+        "ctxfs replay: internal error (RuntimeError: boom second line); please report it\n",
+    )

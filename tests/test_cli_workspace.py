@@ -87,7 +87,9 @@ def test_grep_double_dash_ends_the_options(ws: str, capsys: pytest.CaptureFixtur
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["cat", "{ws}", "/nope.txt"], "ctxfs cat: /nope.txt: no such file or directory; "),
+        (["cat", "{ws}", "/nope.txt"], "ctxfs cat: /nope.txt: no such file or directory\n"),
+        (["cat", "{ws}", "/nope.txt", "-n"], "ctxfs cat: /nope.txt: no such file or directory\n"),
+        (["cat", "{ws}", "/logs", "--offset", "-1"], "ctxfs cat: offset: Input should be"),
         (["ls", "{ws}", "/../.."], "ctxfs ls: path '/../..' climbs above the workspace root"),
         (["grep", "{ws}", "("], "ctxfs grep: invalid regular expression"),
         (["ls", "{ws}/missing"], "ctxfs ls: no workspace at {ws}/missing: no such folder"),
@@ -135,3 +137,79 @@ def test_s3_workspace_with_endpoint_url(
     monkeypatch.setenv("CTXFS_S3_ENDPOINT_URL", s3_endpoint)
     assert run(capsys, "grep", url, "beta") == (0, "/notes/a.md:2:beta\n", "")
     assert run(capsys, "cat", url, "/notes/a.md") == (0, "alpha\nbeta\n", "")
+
+
+def test_a_catastrophic_glob_pattern_returns_at_once(
+    ws: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Workspace(ws).write_text("/" + "a" * 100, "")
+    assert run(capsys, "glob", ws, "*a*a*a*a*a*a*a*b") == (
+        0,
+        "No files match '*a*a*a*a*a*a*a*b' under /\n",
+        "",
+    )
+
+
+def test_looking_never_writes(ws: str, capsys: pytest.CaptureFixture[str]) -> None:
+    before = sorted(p.relative_to(ws) for p in Path(ws).rglob("*"))
+    for argv in (["ls", ws], ["glob", ws, "**"], ["grep", ws, "ok"], ["cat", ws, "/notes/plan.md"]):
+        assert run(capsys, *argv)[0] == 0
+    assert sorted(p.relative_to(ws) for p in Path(ws).rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("index", "reason"),
+    [
+        ('{"format": "ctxfs-transcript-index", "thread_id": "t", "segments": [', "Expecting"),
+        ("[" * 100_000 + "]" * 100_000, "its JSON is nested too deeply"),
+        ("[1, 2]", "list indices must be integers or slices, not str"),
+    ],
+)
+def test_a_corrupted_transcript_index_is_one_line(
+    ws: str, capsys: pytest.CaptureFixture[str], index: str, reason: str
+) -> None:
+    Workspace(ws).write_text("/transcripts/t-0123456789abcdef/index.json", index)
+    status, out, err = run(capsys, "transcripts", ws)
+    assert (status, out) == (2, "")
+    assert err.startswith(
+        "ctxfs transcripts: /transcripts/t-0123456789abcdef/index.json is not a transcript "
+        f"index ({reason}"
+    ), err
+    assert err.count("\n") == 1
+
+
+def test_a_missing_bucket_is_not_an_empty_workspace(
+    s3_endpoint: str,
+    s3_bucket: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    url = "s3://no-such-bucket/run"
+    assert run(capsys, "ls", url, "--endpoint-url", s3_endpoint) == (
+        2,
+        "",
+        f"ctxfs ls: cannot open the workspace {url}: bucket 'no-such-bucket' does not exist; "
+        "create it, or fix the workspace URL\n",
+    )
+
+
+def test_a_refused_connection_is_one_line_without_advice_for_a_model(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.backends.test_conformance import _dead_endpoint
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    endpoint = _dead_endpoint()
+    status, out, err = run(capsys, "grep", "s3://bucket-x/run", "x", "--endpoint-url", endpoint)
+    assert (status, out) == (2, "")
+    assert err == (
+        "ctxfs grep: cannot open the workspace s3://bucket-x/run: could not connect to the "
+        f"storage at {endpoint} (EndpointConnectionError); check the endpoint URL and that the "
+        "server is running\n"
+    )
