@@ -40,6 +40,7 @@ from ctxfs.integrations._core import (
     is_context_overflow,
     state_update,
 )
+from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -114,6 +115,8 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     - **Tools.** Contributes the workspace tools (``ls``, ``read_file``, ``write_file``,
       ``edit_file``, ``glob``, ``grep``) to the agent, so it can read back what was offloaded.
+      What one call returns is at most the policy's ``tool_output`` (a share of the window);
+      the tools page beyond it.
     - **Tool results** (``wrap_tool_call``): a result over the policy's threshold is written
       to ``/tool_results/<thread>/`` and replaced by a pointer with a preview *before* it is
       returned to the graph, so the oversized text never enters the state or the checkpoint.
@@ -218,9 +221,17 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if tools is True:
             from ctxfs.tools import workspace_tools
 
-            self.tools = workspace_tools(engine.workspace)
+            # Sized to the window, asked at each call: a window read from the model's
+            # profile is known only from the first model call on.
+            self.tools = workspace_tools(engine.workspace, max_output_tokens=self._tool_budget)
         else:
             self.tools = list(tools) if tools else []
+
+    def _tool_budget(self) -> int:
+        policy = self.engine.policy
+        if policy.max_input_tokens is None:
+            return DEFAULT_MAX_OUTPUT_TOKENS  # no model call yet: no window to size it to
+        return max(MIN_OUTPUT_TOKENS, policy.tool_output_tokens)
 
     @property
     def engine(self) -> ContextEngine:

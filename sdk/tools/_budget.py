@@ -53,23 +53,31 @@ class OutputBudget:
         True
 
     Args:
-        max_tokens: Most tokens of one tool call's output, notes included.
+        max_tokens: Most tokens of one tool call's output, notes included; or a function
+            returning it, asked at every call (for a window learned later, from the model).
         counter: What counts them.
 
     Raises:
         ValueError: ``max_tokens`` is under :data:`MIN_OUTPUT_TOKENS`.
     """
 
-    def __init__(self, max_tokens: int, counter: TokenCounter) -> None:
-        if max_tokens < MIN_OUTPUT_TOKENS:
-            raise ValueError(
-                f"max_output_tokens must be at least {MIN_OUTPUT_TOKENS} (room for a paging "
-                f"note and some content), got {max_tokens}"
-            )
-        self.max_tokens = max_tokens
+    def __init__(self, max_tokens: int | Callable[[], int], counter: TokenCounter) -> None:
+        self._limit = max_tokens
+        if not callable(max_tokens):
+            _check(max_tokens)
         self._counter = counter
         # Duck-typed, as the engine does: a byte bound is an optional extra of a counter.
         self._bound: Callable[[str], int] | None = getattr(counter, "upper_bound", None)
+
+    @property
+    def max_tokens(self) -> int:
+        """Most tokens of one tool call's output, notes included."""
+        limit = self._limit
+        if callable(limit):
+            value = limit()
+            _check(value)
+            return value
+        return limit
 
     @property
     def max_chars(self) -> int:
@@ -190,3 +198,11 @@ class OutputBudget:
 
 def _join(entries: Sequence[str], notes: Sequence[str]) -> str:
     return "\n".join([*entries, *notes])
+
+
+def _check(max_tokens: int) -> None:
+    if max_tokens < MIN_OUTPUT_TOKENS:
+        raise ValueError(
+            f"max_output_tokens must be at least {MIN_OUTPUT_TOKENS} (room for a paging "
+            f"note and some content), got {max_tokens}"
+        )

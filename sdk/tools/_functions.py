@@ -39,7 +39,7 @@ def tool_functions(
     workspace: Workspace,
     *,
     read_only_areas: Iterable[str] = SDK_AREAS,
-    max_output_tokens: int | None = None,
+    max_output_tokens: int | Callable[[], int] | None = None,
     token_counter: TokenCounter | Callable[[str], int] | None = None,
 ) -> list[ToolFunction]:
     """The agent's file tools as plain callables with JSON schemas.
@@ -59,8 +59,8 @@ def tool_functions(
         workspace: The workspace the tools work in.
         read_only_areas: Folders the tools must not write, edit or delete in, on top of the
             workspace's own read-only areas. Defaults to the SDK's areas.
-        max_output_tokens: Most tokens one call returns; ``None`` for
-            :data:`~ctxfs.tools.DEFAULT_MAX_OUTPUT_TOKENS`. At least
+        max_output_tokens: Most tokens one call returns, or a function returning it (asked
+            at every call); ``None`` for :data:`~ctxfs.tools.DEFAULT_MAX_OUTPUT_TOKENS`. At least
             :data:`~ctxfs.tools.MIN_OUTPUT_TOKENS`. An integration sets it from the model's
             window, so that reading back what was offloaded never overflows it.
         token_counter: What counts those tokens: a :class:`~ctxfs.TokenCounter` or a

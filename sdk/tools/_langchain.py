@@ -27,7 +27,7 @@ def workspace_tools(
     workspace: Workspace,
     *,
     read_only_areas: Iterable[str] = SDK_AREAS,
-    max_output_tokens: int | None = None,
+    max_output_tokens: int | Callable[[], int] | None = None,
     token_counter: TokenCounter | Callable[[str], int] | None = None,
 ) -> list[BaseTool]:
     """The agent's file tools as LangChain tools, ready for ``create_agent`` or a ``ToolNode``.

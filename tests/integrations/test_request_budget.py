@@ -279,12 +279,34 @@ def test_a_result_over_a_quarter_of_a_small_window_is_offloaded() -> None:
     assert not any(isinstance(e, ContextOverBudget) for e in events)
 
 
+def test_reading_a_3000_line_file_in_a_4000_token_window_stays_in_it() -> None:
+    policy = ContextPolicy(max_input_tokens=4_000)
+    assert policy.tool_output_tokens == 800
+    lines = "\n".join(f"{n:05d} settle batch {n} amount {n * 7 % 1000} ok" for n in range(3_000))
+    assert COUNTER.count_text(lines) > 30_000
+    events: list[ContextEvent] = []
+    model = ScriptedChatModel(responses=[tool_call("read_file", {"file_path": "/big.log"}), "ok"])
+    ws = Workspace("memory://read-big")
+    ws.write_text("/big.log", lines)
+    middleware = ContextMiddleware(ws, policy, on_event=lambda e, _: events.append(e))
+    agent = create_agent(model, [], middleware=[middleware], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [("user", "read it")]}, {"configurable": {"thread_id": "b"}})
+    page = model.requests[1][-1]
+    assert isinstance(page, ToolMessage) and page.name == "read_file"
+    assert COUNTER.count_text(page.text) <= 800
+    assert "offset=" in page.text  # where to read on
+    assert request_tokens(model.requests[1], model.request_tools[1]) <= 3_600
+    assert not any(isinstance(e, ContextOverBudget) for e in events)
+
+
 def test_the_window_comes_from_the_model_profile() -> None:
     model = ScriptedChatModel(responses=["ok"], profile={"max_input_tokens": 32_000})
     middleware = ContextMiddleware(Workspace("memory://profile"), ContextPolicy())
     agent = create_agent(model, [], middleware=[middleware])
     agent.invoke({"messages": [("user", "hi")]})
     assert middleware.engine.policy.max_input_tokens == 32_000
+    read_file = next(t for t in middleware.tools if t.name == "read_file")
+    assert read_file is not None and middleware.engine.policy.tool_output_tokens == 6_400
 
 
 def test_no_window_anywhere_is_a_clear_error() -> None:
