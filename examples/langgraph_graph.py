@@ -2,7 +2,8 @@
 
 Two pieces around the usual model / tools loop:
 
-- ``compaction_node(engine)`` runs before every model call and writes the compacted history
+- ``compaction_node(engine, tools=tools)`` runs before every model call, budgets the whole
+  request (messages and tool schemas) and writes the compacted history
   back to the state (only when a trigger fires);
 - ``offload_tool_node(ToolNode(tools), engine)`` offloads large tool results before they are
   written to the state.
@@ -50,14 +51,17 @@ def _find_errors(messages: Sequence[BaseMessage]) -> AIMessage:
 def build_graph(model: BaseChatModel, workspace: Workspace) -> Any:
     """The graph: compact -> model -> (tools -> compact -> model)* -> end."""
     engine = ContextEngine(workspace, ContextPolicy(max_input_tokens=16_000))
-    tools = [fetch_metrics, *workspace_tools(workspace)]
+    # the recovery tools page at the policy's share of the window instead of overflowing it
+    sized = workspace_tools(workspace, max_output_tokens=engine.policy.tool_output_tokens)
+    tools = [fetch_metrics, *sized]
     bound = model.bind_tools(tools)
 
     def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [bound.invoke(state["messages"])]}
 
     graph = StateGraph(MessagesState)
-    graph.add_node("compact", compaction_node(engine))
+    # the budget is the whole request: the tool schemas the model is bound to count too
+    graph.add_node("compact", compaction_node(engine, tools=tools))
     graph.add_node("model", call_model)
     graph.add_node("tools", offload_tool_node(ToolNode(tools), engine))
     graph.add_edge(START, "compact")
