@@ -5,12 +5,15 @@
   :func:`tool_exchange` and :func:`long_history`.
 - :class:`RecordingStore`: wraps a :class:`~ctxfs.backends.Store` and records each call
   (:class:`StoreCall`), to assert what a workspace asked its storage.
+- :class:`FaultyStore`: wraps a store and fails the calls its :class:`Fault` s pick out (an
+  error, a spurious "not found", a torn write, a lost response), deterministically.
 - :mod:`ctxfs.testing.conformance`: the workspace conformance suite, a pytest class to run
   against your own fsspec filesystem or store (needs pytest; imported only from there).
 """
 
 from __future__ import annotations
 
+from ctxfs.testing._faulty import Fault, FaultKind, FaultyStore, FiredFault
 from ctxfs.testing._recording import RecordingStore, StoreCall
 from ctxfs.testing._scripted import (
     Reply,
@@ -22,6 +25,10 @@ from ctxfs.testing._scripted import (
 )
 
 __all__ = [
+    "Fault",
+    "FaultKind",
+    "FaultyStore",
+    "FiredFault",
     "RecordingStore",
     "Reply",
     "ScriptExhaustedError",

@@ -80,6 +80,20 @@ class OutputBudget:
         return limit
 
     @property
+    def described(self) -> str:
+        """The limit as a tool description states it: ``"25000 tokens"``, or, when it is
+        asked at every call, what it follows."""
+        if callable(self._limit):
+            return "the token limit of one call (a share of the context window)"
+        return f"{self._limit} tokens"
+
+    def fixed(self) -> OutputBudget:
+        """This budget with its limit asked once: one tool call uses one value throughout."""
+        if not callable(self._limit):
+            return self
+        return OutputBudget(self.max_tokens, self._counter)
+
+    @property
     def max_chars(self) -> int:
         """Most characters a page within the budget can have (see :data:`MAX_CHARS_PER_TOKEN`)."""
         return self.max_tokens * MAX_CHARS_PER_TOKEN

@@ -91,7 +91,7 @@ class _Tools:
     def functions(self) -> list[ToolFunction]:
         limits = self.limits
         areas = _areas_note(self.ws.read_only)
-        tokens = self.budget.max_tokens
+        tokens = self.budget.described
         read_text = _READ_FILE.format(
             lines=limits.default_read_lines,
             line_chars=limits.max_line_chars,
@@ -119,7 +119,10 @@ class _Tools:
             ),
             ("grep", grep_text, GrepArgs, self.grep),
         ]
-        clip = self.budget.clip
+
+        def clip(text: str) -> str:
+            return self.budget.fixed().clip(text)
+
         return [
             ToolFunction(name, _unwrap(text), args, run, clip_output=clip)
             for name, text, args, run in specs
@@ -128,13 +131,14 @@ class _Tools:
     def ls(self, path: str) -> str:
         entries = self.ws.ls(path)
         cap = self.limits.max_glob_results
-        return format_ls(self.ws.resolve(path), entries, cap, self.budget)
+        return format_ls(self.ws.resolve(path), entries, cap, self.budget.fixed())
 
     def read_file(self, file_path: str, offset: int, limit: int, column: int = 0) -> str:
+        budget = self.budget.fixed()
         page = self.ws.read_lines(
-            file_path, offset, limit, column=column, max_chars=self.budget.max_chars
+            file_path, offset, limit, column=column, max_chars=budget.max_chars
         )
-        return format_read(page, max_read_chars=self.limits.max_read_chars, budget=self.budget)
+        return format_read(page, max_read_chars=self.limits.max_read_chars, budget=budget)
 
     def write_file(self, file_path: str, content: str) -> str:
         existed = self.ws.exists(file_path)
@@ -148,7 +152,8 @@ class _Tools:
 
     def glob(self, pattern: str, path: str) -> str:
         result = self.ws.glob(pattern, path)
-        return format_glob(result, pattern=pattern, path=self.ws.resolve(path), budget=self.budget)
+        path = self.ws.resolve(path)
+        return format_glob(result, pattern=pattern, path=path, budget=self.budget.fixed())
 
     def grep(
         self,
@@ -187,7 +192,7 @@ class _Tools:
             offset=offset,
             line_numbers=line_numbers,
             separators=before > 0 or after > 0,
-            budget=self.budget,
+            budget=self.budget.fixed(),
         )
 
 
@@ -223,7 +228,7 @@ List a folder of the workspace: one path per line, folders end with '/'.
 
 Paths are absolute workspace paths starting at '/'. Start with ls('/') to see what there is;
 use glob to find files by name at any depth, and grep to search their contents. A listing
-shows at most {cap} entries and {tokens} tokens; the last line then says how many were left
+shows at most {cap} entries and {tokens}; the last line then says how many were left
 out."""
 
 _READ_FILE = """\
@@ -234,8 +239,8 @@ By default up to {lines} lines are read from the start. For a long file, pass of
 offset=100 starts at line 101) and limit. When more of the file remains, the output ends with
 a line saying how many lines are left and the exact offset to call read_file with next. Lines
 longer than {line_chars} characters are clipped and marked with the column to read on from; a
-page also stops before {tokens} tokens (and {chars} characters). Only UTF-8 text files can
-be read.
+page also stops before {tokens} (and {chars} characters). Only UTF-8 text files can be
+read.
 
 When the conversation says a tool result, a tool argument or earlier messages were saved to a
 file, read that file with this tool to get the full text back (or grep it for what you
@@ -265,7 +270,7 @@ A pattern without '/' matches file names at any depth ('*.md' finds /a/b/c.md); 
 '/' is matched against the path relative to the path argument (default '/'). Supported: '*'
 (within one folder name), '**' (any number of folders), '?', '[abc]', '{{a,b}}'. Names
 starting with '.' match only when the pattern spells the dot ('.env', '**/.*'). At most {cap}
-paths and {tokens} tokens are returned; if more match, the output says how many: narrow the
+paths and {tokens} are returned; if more match, the output says how many: narrow the
 pattern or the path."""
 
 _GREP = """\
@@ -287,7 +292,7 @@ span lines and makes '.' match newlines too. Lines longer than {line_chars} char
 clipped in the output.
 
 Output is paged: at most head_limit entries (files or lines; default 250, 0 for no entry
-limit) starting at offset, and never more than {tokens} tokens. When more remain, the last line
+limit) starting at offset, and never more than {tokens}. When more remain, the last line
 gives the offset for the next call. Binary files, and files too large to search, are skipped
 and named in a note. The whole search runs under a {timeout}-second time limit: a pattern
 that backtracks catastrophically, or a search over too much text, returns an error; simplify
