@@ -44,13 +44,22 @@ class LocalStore:
         root: The folder that is the workspace's ``/``; made absolute, and created if it
             does not exist.
 
+    Raises:
+        BackendError: The folder cannot be created (a file is in the way, no permission).
+
     Attributes:
         root: The absolute host path of the root folder.
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.path.abspath(os.path.expanduser(os.fspath(root)))
-        os.makedirs(self.root, exist_ok=True)
+        try:
+            os.makedirs(self.root, exist_ok=True)
+        except OSError as exc:
+            reason = "a file is in the way" if isinstance(exc, FileExistsError) else exc.strerror
+            raise BackendError(
+                f"the workspace folder cannot be created ({reason})", path="/"
+            ) from exc
         self._real_root = os.path.realpath(self.root)
 
     @property
