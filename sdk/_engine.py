@@ -42,6 +42,7 @@ from ctxfs._events import (
     ContextOverBudget,
     OffloadFailed,
     OffloadResult,
+    PrefixChanged,
     ToolInputOffloaded,
     ToolResultCleared,
     ToolResultOffloaded,
@@ -67,6 +68,7 @@ from ctxfs._policy import (
     SummaryTrigger,
     Threshold,
 )
+from ctxfs._prefix import shared_prefix
 from ctxfs._request import RequestParts, Tool
 from ctxfs._saving import Unsaved, exists, read_saved, save_text
 from ctxfs._summarize import summarize_steps
@@ -303,7 +305,7 @@ class ContextEngine:
                 if not policy.summarization.enabled
                 else "no summarization trigger fired"
             )
-            return self._result(policy, current, events, before, tokens, fixed, quiet)
+            return self._result(policy, original, current, events, before, tokens, fixed, quiet)
         archive = TranscriptArchive(self._workspace, thread_id, clock=self._clock)
         outcome = yield from summarize_steps(
             current,
@@ -319,21 +321,27 @@ class ContextEngine:
             # Nothing is dropped: the input comes back as it was, with only the failure.
             event = ArchiveFailed(reason=f"{outcome.failed}; nothing was dropped")
             why = f"the transcript could not be archived ({outcome.failed}), so nothing was dropped"
-            return self._result(policy, original, [*repaired, event], before, before, fixed, why)
+            return self._result(
+                policy, original, original, [*repaired, event], before, before, fixed, why
+            )
         if outcome.event is None:
             events += repaired
-            return self._result(policy, current, events, before, tokens, fixed, outcome.why_not)
+            why_not = outcome.why_not
+            return self._result(policy, original, current, events, before, tokens, fixed, why_not)
         # The lossless steps once more on the summarized history, so that compacting the
         # result again changes nothing.
         again = self._offload_inputs(outcome.messages, thread_id, policy, extra)
         final = self._clear_results(again.messages, thread_id, policy, extra)
         events += [*repaired, outcome.event, *again.events, *final.events]
         after = final.tokens_after
-        return self._result(policy, final.messages, events, before, after, fixed, outcome.why_not)
+        return self._result(
+            policy, original, final.messages, events, before, after, fixed, outcome.why_not
+        )
 
     def _result(
         self,
         policy: ContextPolicy,
+        original: Sequence[BaseMessage],
         messages: list[BaseMessage],
         events: Sequence[ContextEvent],
         before: int,
@@ -344,6 +352,10 @@ class ContextEngine:
         target = policy.summary_target_tokens
         extra = fixed.system + fixed.tools
         reached = after + extra <= target
+        shared = shared_prefix(original, messages)
+        if shared < len(original):
+            given_up = self._counter.count_messages(original[shared:])
+            events = [*events, PrefixChanged(first_changed=shared, tokens_given_up=given_up)]
         request, limit = after + extra, policy.request_limit_tokens
         if request > limit:
             reason = why_not or _why_not_compacted(policy)

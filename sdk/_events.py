@@ -28,6 +28,7 @@ __all__ = [
     "ContextOverBudget",
     "OffloadFailed",
     "OffloadResult",
+    "PrefixChanged",
     "Summarized",
     "ToolInputOffloaded",
     "ToolResultCleared",
@@ -180,6 +181,22 @@ class ArchiveRepaired(ContextEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PrefixChanged(ContextEvent):
+    """Compaction changed messages a provider's prompt cache held: from ``first_changed`` on,
+    the next request is read anew instead of from the cache.
+
+    Attributes:
+        first_changed: Position (in the history before compaction) of the first message
+            that changed or left.
+        tokens_given_up: Tokens of the history from that message on: what was cached and
+            is not any more.
+    """
+
+    first_changed: int
+    tokens_given_up: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextOverBudget(ContextEvent):
     """The request could not be brought within the window; it is sent as it is.
 
@@ -309,6 +326,11 @@ def describe_event(event: ContextEvent) -> str:
             return f"offload failed, kept inline: {event.reason}"
         case ArchiveFailed():
             return f"archive failed, nothing dropped: {event.reason}"
+        case PrefixChanged():
+            return (
+                f"prompt prefix changed at message {event.first_changed} "
+                f"({event.tokens_given_up:,} cached tokens given up)"
+            )
         case ArchiveRepaired():
             return f"transcript index repaired: {event.reason}"
         case ContextOverBudget():

@@ -34,6 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._engine import ContextEngine
 from ctxfs._events import ContextEvent
+from ctxfs._prefix import shared_prefix
 from ctxfs._request import Tool
 
 __all__ = ["ModelCall", "ReplayResult", "replay"]
@@ -53,6 +54,11 @@ class ModelCall:
         events: What the engine did since the previous call: offloads of the tool results
             that arrived, then whatever compaction did before this call.
         reason: Why compaction could not reach its target, or ``None``.
+        cached_tokens: Of ``tokens``, those a provider's prefix cache would reuse from the
+            previous call: the tool schemas and the leading messages it sent unchanged
+            (see :mod:`ctxfs._prefix`).
+        prefix_broken: Whether the previous call's messages are no longer a prefix of this
+            call's: compaction changed something the cache held.
         seconds: Wall time of the compaction before this call (the before-model hook an
             agent would wait for). Not compared: two replays of one trace are equal.
     """
@@ -63,7 +69,14 @@ class ModelCall:
     baseline_tokens: int
     events: tuple[ContextEvent, ...] = ()
     reason: str | None = None
+    cached_tokens: int = 0
+    prefix_broken: bool = False
     seconds: float = field(default=0.0, compare=False)
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Of ``tokens``, those a provider would read anew (and, for some, write to cache)."""
+        return self.tokens - self.cached_tokens
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +125,27 @@ class ReplayResult:
         return sum(c.baseline_tokens for c in self.calls)
 
     @property
+    def cached_tokens(self) -> int:
+        """Input tokens over the run that a prefix cache would reuse."""
+        return sum(c.cached_tokens for c in self.calls)
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Input tokens over the run that a prefix cache would not reuse."""
+        return sum(c.uncached_tokens for c in self.calls)
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """The share of input tokens a prefix cache would reuse (0 with no calls)."""
+        total = self.total_input_tokens
+        return self.cached_tokens / total if total else 0.0
+
+    @property
+    def prefix_breaks(self) -> int:
+        """Model calls at which compaction changed what the prefix cache held."""
+        return sum(c.prefix_broken for c in self.calls)
+
+    @property
     def calls_over_budget(self) -> int:
         """Model calls whose context, with ctxfs, was larger than the window."""
         return sum(c.tokens > self.max_input_tokens for c in self.calls)
@@ -151,12 +185,17 @@ def replay(
     baseline = fixed
     calls: list[ModelCall] = []
     pending: list[ContextEvent] = []
+    sent: list[BaseMessage] = []  # what the previous call sent
     for position, message in enumerate(history):
         if isinstance(message, AIMessage):  # a model call is about to happen
             started = time.perf_counter()
             result = engine.compact(context, thread_id=thread_id, tools=tools)
             seconds = time.perf_counter() - started
             context = result.messages
+            shared = shared_prefix(sent, context)
+            cached = fixed + counter.count_messages(context[:shared]) if sent else 0
+            broken = bool(sent) and shared < len(sent)
+            sent = list(context)
             calls.append(
                 ModelCall(
                     index=len(calls) + 1,
@@ -165,6 +204,8 @@ def replay(
                     baseline_tokens=baseline,
                     events=(*pending, *result.events),
                     reason=result.reason,
+                    cached_tokens=cached,
+                    prefix_broken=broken,
                     seconds=seconds,
                 )
             )

@@ -33,6 +33,7 @@ PUBLIC = [
     "PathNotFoundError",
     "PatternError",
     "Pointer",
+    "PrefixChanged",
     "ReadOnlyPathError",
     "ReadResult",
     "Recovery",

@@ -17,6 +17,7 @@ from ctxfs import (
     ContextPolicy,
     KeepToolResults,
     OffloadFailed,
+    PrefixChanged,
     Summarized,
     ToolResultCleared,
     ToolResultClearing,
@@ -360,7 +361,13 @@ def test_a_small_batch_goes_ahead_when_it_keeps_a_summary_away() -> None:
     )
     result = engine(pol).compact(base, thread_id=THREAD)
     assert not result.summarized
-    assert [type(e) for e in result.events] == [ToolResultCleared, ToolResultCleared]
+    assert [type(e) for e in result.events] == [
+        ToolResultCleared,
+        ToolResultCleared,
+        PrefixChanged,
+    ]
+    changed = result.events[-1]
+    assert isinstance(changed, PrefixChanged) and changed.first_changed == 3
     assert result.reached_target
 
 

@@ -106,3 +106,23 @@ def test_the_tool_schemas_count_in_every_request_with_and_without_ctxfs() -> Non
     for a, b in zip(plain.calls, with_tools.calls, strict=True):
         assert b.tokens == a.tokens + schemas
         assert b.baseline_tokens == a.baseline_tokens + schemas
+
+
+def test_prefix_cache_telemetry_agrees_with_the_compaction_events() -> None:
+    from ctxfs import PrefixChanged
+
+    policy = ContextPolicy(max_input_tokens=4_000, tool_results={"threshold": {"tokens": 300}})
+    engine = ContextEngine(Workspace("memory://cache"), policy)
+    result = replay(parse_trace(_trace(30, result_lines=12)), engine, thread_id="t")
+    assert result.prefix_breaks >= 1
+    previous = None
+    for call in result.calls:
+        assert 0 <= call.cached_tokens <= call.tokens
+        changed = [e for e in call.events if isinstance(e, PrefixChanged)]
+        # a break is exactly a compaction that changed what was sent before, once
+        assert call.prefix_broken == bool(changed) and len(changed) <= 1
+        if previous is not None and not call.prefix_broken:
+            assert call.cached_tokens == previous.tokens  # append-only: all of it is reused
+        previous = call
+    assert result.cached_tokens + result.uncached_tokens == result.total_input_tokens
+    assert 0 < result.cache_hit_rate < 1
