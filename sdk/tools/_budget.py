@@ -167,10 +167,11 @@ class OutputBudget:
 
         For an entry too large to be shown whole: ``render`` builds the whole output around
         a piece of it (with its marker and notes). Needs about ``log2(len(text))`` counts of
-        that output.
+        that output, of at most :attr:`max_chars` characters each.
         """
         if not self.fits(render(text[:1])):
             return None
+        text = text[: self.max_chars]  # no longer prefix can fit (see MAX_CHARS_PER_TOKEN)
         low, high = 1, len(text)  # render(text[:low]) fits
         if self.fits(render(text)):
             return text
