@@ -34,7 +34,7 @@ from ctxfs._errors import (
     WorkspaceError,
 )
 
-__all__ = ["translate_error", "translate_errors"]
+__all__ = ["reason_of", "storage_error", "translate_error", "translate_errors"]
 
 _MISSING_BUCKET = frozenset({"NoSuchBucket"})
 _DENIED = frozenset({"AccessDenied", "AllAccessDisabled", "403", "Forbidden"})
@@ -60,7 +60,7 @@ def translate_error(exc: BaseException, path: str, *, bucket: str | None = None)
     """
     if isinstance(exc, WorkspaceError):
         return exc
-    storage = _storage_error(exc, path, bucket)
+    storage = storage_error(exc, path, bucket)
     if storage is not None:
         return storage
     if isinstance(exc, FileNotFoundError):
@@ -81,9 +81,9 @@ def translate_error(exc: BaseException, path: str, *, bucket: str | None = None)
             f"path {path!r} is too long for this storage; use a shorter path", path=path
         )
     if isinstance(exc, PermissionError):
-        return BackendError(f"{path}: storage refused access ({_reason(exc)})", path=path)
+        return BackendError(f"{path}: storage refused access ({reason_of(exc)})", path=path)
     return BackendError(
-        f"{path}: storage could not be reached or failed ({_reason(exc)})", path=path
+        f"{path}: storage could not be reached or failed ({reason_of(exc)})", path=path
     )
 
 
@@ -98,7 +98,7 @@ def translate_errors(path: str, *, bucket: str | None = None) -> Iterator[None]:
         raise translate_error(exc, path, bucket=bucket) from exc
 
 
-def _reason(exc: BaseException) -> str:
+def reason_of(exc: BaseException) -> str:
     """What went wrong, without the file names an ``OSError`` carries (host paths)."""
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
@@ -114,7 +114,7 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def _storage_error(exc: BaseException, path: str, bucket: str | None) -> BackendError | None:
+def storage_error(exc: BaseException, path: str, bucket: str | None) -> BackendError | None:
     """A failure of the storage as a whole (S3 and other botocore clients), in words a
     person acts on; ``None`` when ``exc`` is about ``path`` itself.
 

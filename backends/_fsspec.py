@@ -28,13 +28,19 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
 from ctxfs._errors import (
+    BackendError,
     IsADirectoryPathError,
     NotADirectoryPathError,
     PathExistsError,
     PathNotFoundError,
 )
 from ctxfs._results import FileInfo
-from ctxfs.backends._errors import translate_error, translate_errors
+from ctxfs.backends._errors import (
+    reason_of,
+    storage_error,
+    translate_error,
+    translate_errors,
+)
 from ctxfs.backends._temp import is_temporary_name, temporary_name
 
 __all__ = ["FETCH_BATCH_BYTES", "FETCH_BATCH_FILES", "READ_BLOCK_BYTES", "FsspecStore"]
@@ -240,15 +246,25 @@ class FsspecStore:
 
         Raises:
             BackendError: The write was refused; the message says why (no such bucket, no
-                credentials, access denied...).
+                credentials, access denied, a filesystem that cannot write at all...).
         """
         if not write or isinstance(self.fs, MemoryFileSystem):
             return
-        probe = "/" + temporary_name()
-        self.write(probe, b"")
+        host = self._host("/" + temporary_name())
+        try:
+            self.fs.pipe_file(host, b"")
+        except Exception as exc:
+            storage = storage_error(exc, "/", self._bucket)
+            if storage is not None:
+                raise storage from exc
+            raise BackendError(
+                f"the storage cannot be written ({reason_of(exc)}); to only read it, open the "
+                "workspace with read_only=['/']",
+                path="/",
+            ) from exc
         # A store that lets us write but not delete keeps a probe nobody sees.
         with contextlib.suppress(Exception):
-            self.fs.rm_file(self._host(probe))
+            self.fs.rm_file(host)
 
     def remove(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file, or every object below a folder."""

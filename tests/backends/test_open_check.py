@@ -160,3 +160,20 @@ def test_a_symlink_loop_and_an_overlong_path_are_path_errors_without_host_paths(
     for out in (read(file_path="/a"), read(file_path=deep)):
         assert out.startswith("Error: path ")
         assert str(tmp_path) not in out
+
+
+def test_a_filesystem_that_cannot_write_is_refused_unless_opened_read_only(
+    tmp_path: Path,
+) -> None:
+    import zipfile
+
+    from fsspec.implementations.zip import ZipFileSystem
+
+    with zipfile.ZipFile(tmp_path / "docs.zip", "w") as archive:
+        archive.writestr("docs/a.txt", "alpha\n")
+    fs = ZipFileSystem(str(tmp_path / "docs.zip"))
+    with pytest.raises(BackendError) as caught:
+        Workspace(fs)
+    assert str(caught.value).startswith("the storage cannot be written (")
+    assert str(caught.value).endswith("); to only read it, open the workspace with read_only=['/']")
+    assert Workspace(fs, read_only=["/"]).read_text("/docs/a.txt") == "alpha\n"
