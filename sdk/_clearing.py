@@ -94,6 +94,7 @@ __all__ = [
     "ClearingKind",
     "ClearingPlan",
     "ResultToClear",
+    "batch_goes",
     "kept_results",
     "plan_clearing",
     "pointer_for",
@@ -220,6 +221,8 @@ def plan_clearing(
     counter: TokenCounter,
     thread_id: str,
     tokens: int | None = None,
+    also_frees: int = 0,
+    go: bool = False,
 ) -> ClearingPlan:
     """Decides which old tool results to clear, and whether to clear them now.
 
@@ -234,6 +237,10 @@ def plan_clearing(
         counter: Counts messages (see ``counts``) and the pointers, for the estimate.
         thread_id: Names the folder saved results go to.
         tokens: Tokens of the whole history, if already counted.
+        also_frees: Tokens the same batch frees otherwise (old tool inputs moved with it):
+            the batch goes when both together are worth the cache break.
+        go: The batch goes whatever it frees (another step of the same compaction already
+            changes the prefix).
 
     Returns:
         Every eligible result, what clearing them frees, and whether to go ahead; a plan
@@ -252,11 +259,11 @@ def plan_clearing(
     # A pointer costs at least the message overhead, so this bounds what the batch frees
     # without writing a pointer out. Between two batches most passes stop here.
     most = sum(max(0, size(i) - MESSAGE_OVERHEAD_TOKENS) for i, _, _ in eligible)
-    if not _goes(policy, tokens, len(messages), most):
+    if not go and not batch_goes(policy, tokens, len(messages), most + also_frees):
         return ClearingPlan((), 0, False)
     chosen = _estimate(messages, eligible, size, policy, counter, thread_id)
     frees = sum(r.tokens - r.estimate for r in chosen)
-    if not _goes(policy, tokens, len(messages), frees):
+    if not go and not batch_goes(policy, tokens, len(messages), frees + also_frees):
         return ClearingPlan((), 0, False)
     return ClearingPlan(tuple(chosen), frees, True)
 
@@ -378,7 +385,7 @@ def _with_estimate(item: ResultToClear, estimate: int) -> ResultToClear:
     )
 
 
-def _goes(policy: ContextPolicy, tokens: int, messages: int, frees: int) -> bool:
+def batch_goes(policy: ContextPolicy, tokens: int, messages: int, frees: int) -> bool:
     """Whether a batch freeing ``frees`` tokens is worth the cache break now.
 
     Monotone in ``frees``: true for some batch, it is true for every larger one.

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -114,6 +114,7 @@ class ContextEngine:
         self._clock = clock
         self._lock = threading.RLock()
         self._parts = RequestParts(self._counter)
+        self._arg_counts: dict[str, int] = {}
 
     @property
     def workspace(self) -> Workspace:
@@ -295,8 +296,7 @@ class ContextEngine:
             policy = _forced(policy)
         extra = fixed.system + fixed.tools
         original = list(messages)
-        inputs = self._offload_inputs(original, thread_id, policy, extra)
-        cleared = self._clear_results(inputs.messages, thread_id, policy, extra)
+        inputs, cleared = self._lossless(original, thread_id, policy, extra)
         current, events = cleared.messages, [*inputs.events, *cleared.events]
         before, tokens = inputs.tokens_before, cleared.tokens_after
         if not policy.summary_fires(tokens + extra, len(current)):
@@ -500,13 +500,71 @@ class ContextEngine:
         with self._lock:
             return self._offload_inputs(messages, thread_id, self.window_from(None), 0)
 
+    def _lossless(
+        self, messages: list[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+    ) -> tuple[OffloadResult, OffloadResult]:
+        """Old inputs and old results moved as one batch, so the prefix changes once.
+
+        With clearing on, the batch goes when what it frees together is worth the cache
+        break (see :func:`ctxfs._clearing.batch_goes`): inputs never move on their own, a
+        call after the results.
+        """
+        if not policy.clearing.enabled:
+            inputs = self._offload_inputs(messages, thread_id, policy, extra)
+            return inputs, self._clear_results(inputs.messages, thread_id, policy, extra)
+        before = self._counter.count_messages(messages)
+        unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
+        if before + extra < policy.clearing_trigger_tokens:
+            return unchanged, unchanged
+        frees = self._input_frees(messages, policy) if policy.tool_inputs.enabled else 0
+        plan = plan_clearing(
+            messages,
+            policy=policy,
+            counter=self._counter,
+            thread_id=thread_id,
+            tokens=before + extra,
+            also_frees=frees,
+        )
+        if not plan.go:
+            return unchanged, unchanged
+        inputs = self._offload_inputs(messages, thread_id, policy, extra, go=True)
+        cleared = self._clear_results(inputs.messages, thread_id, policy, extra, go=True)
+        return inputs, cleared
+
+    def _input_frees(self, messages: Sequence[BaseMessage], policy: ContextPolicy) -> int:
+        """About what offloading the old inputs would free (each pointer ~ 80 tokens)."""
+        frees = 0
+        for i in range(max(0, len(messages) - policy.tool_inputs.keep_messages)):
+            message = messages[i]
+            if isinstance(message, AIMessage) and message.tool_calls:
+                held = input_pointers(message)
+                for index, _, arg, value in _input_candidates(message, policy):
+                    if (index, arg) not in held:
+                        frees += max(0, self._arg_tokens(value) - _INPUT_POINTER_TOKENS)
+        return frees
+
+    def _arg_tokens(self, value: str) -> int:
+        # An old argument is looked at on every call until its batch goes: count it once.
+        tokens = self._arg_counts.get(value)
+        if tokens is None:
+            if len(self._arg_counts) >= 4_096:
+                self._arg_counts.clear()
+            tokens = self._arg_counts[value] = self._counter.count_text(value)
+        return tokens
+
     def _offload_inputs(
-        self, messages: Sequence[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+        self,
+        messages: Sequence[BaseMessage],
+        thread_id: str,
+        policy: ContextPolicy,
+        extra: int,
+        *,
+        go: bool = False,
     ) -> OffloadResult:
         before = self._counter.count_messages(messages)
         settings = policy.tool_inputs
         out = list(messages)
-        if not settings.enabled or before + extra < policy.input_trigger_tokens:
+        if not settings.enabled or (not go and before + extra < policy.input_trigger_tokens):
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
         events: list[ContextEvent] = []
         for i in range(max(0, len(out) - settings.keep_messages)):
@@ -525,61 +583,56 @@ class ContextEngine:
         policy: ContextPolicy,
         events: list[ContextEvent],
     ) -> AIMessage:
-        settings = policy.tool_inputs
         held = input_pointers(message)
-        for index, call in enumerate(message.tool_calls):
-            for arg in settings.args.get(call["name"], ()):
-                value = call["args"].get(arg)
-                if not isinstance(value, str) or len(value) < settings.min_chars:
-                    continue
-                if offloadable_text(value) is None or (index, arg) in held:
-                    continue  # NUL-bearing text could not be read back; pointers stay
-                call_id = call["id"] or ""
-                tokens = self._counter.count_text(value)
-                target = target_path_of(call["args"])
+        for index, call, arg, value in _input_candidates(message, policy):
+            if (index, arg) in held:
+                continue  # pointers stay
+            call_id = call["id"] or ""
+            tokens = self._arg_tokens(value)
+            target = target_path_of(call["args"])
 
-                pointer = Pointer(
-                    kind="input",
-                    path=input_path(thread_id, call_id, arg, value),
-                    lines=count_lines(value),
-                    chars=len(value),
-                    tokens=tokens,
-                    tool_call_id=call_id,
-                    arg=arg,
-                    call_index=index,
-                    target=target,
+            pointer = Pointer(
+                kind="input",
+                path=input_path(thread_id, call_id, arg, value),
+                lines=count_lines(value),
+                chars=len(value),
+                tokens=tokens,
+                tool_call_id=call_id,
+                arg=arg,
+                call_index=index,
+                target=target,
+            )
+            # As for results: a pointer never costs more than the argument it replaces.
+            rendered = render_input(pointer, tool_name=call["name"])
+            if self._counter.count_text(rendered) >= tokens:
+                continue
+            try:
+                path = save_text(self._workspace, pointer.path, value)
+            except Unsaved as failure:
+                events.append(
+                    OffloadFailed(
+                        tool_call_id=call_id, reason=failure.reason, path=failure.path, arg=arg
+                    )
                 )
-                # As for results: a pointer never costs more than the argument it replaces.
+                continue
+            if path != pointer.path:
+                pointer = replace(pointer, path=path)
                 rendered = render_input(pointer, tool_name=call["name"])
                 if self._counter.count_text(rendered) >= tokens:
                     continue
-                try:
-                    path = save_text(self._workspace, pointer.path, value)
-                except Unsaved as failure:
-                    events.append(
-                        OffloadFailed(
-                            tool_call_id=call_id, reason=failure.reason, path=failure.path, arg=arg
-                        )
-                    )
-                    continue
-                if path != pointer.path:
-                    pointer = replace(pointer, path=path)
-                    rendered = render_input(pointer, tool_name=call["name"])
-                    if self._counter.count_text(rendered) >= tokens:
-                        continue
-                message = point_input(message, pointer, rendered)
-                held = input_pointers(message)
-                events.append(
-                    ToolInputOffloaded(
-                        tool_call_id=call_id,
-                        tool_name=call["name"],
-                        arg=arg,
-                        path=path,
-                        target_path=target,
-                        chars=len(value),
-                        tokens=tokens,
-                    )
+            message = point_input(message, pointer, rendered)
+            held = input_pointers(message)
+            events.append(
+                ToolInputOffloaded(
+                    tool_call_id=call_id,
+                    tool_name=call["name"],
+                    arg=arg,
+                    path=path,
+                    target_path=target,
+                    chars=len(value),
+                    tokens=tokens,
                 )
+            )
         return message
 
     # -- step 3: clearing old tool results ------------------------------------------------
@@ -613,15 +666,22 @@ class ContextEngine:
             return self._clear_results(messages, thread_id, self.window_from(None), 0)
 
     def _clear_results(
-        self, messages: Sequence[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+        self,
+        messages: Sequence[BaseMessage],
+        thread_id: str,
+        policy: ContextPolicy,
+        extra: int,
+        *,
+        go: bool = False,
     ) -> OffloadResult:
         counter = self._counter
         before = counter.count_messages(messages)
         out = list(messages)
-        if not policy.clearing.enabled or before + extra < policy.clearing_trigger_tokens:
+        below = before + extra < policy.clearing_trigger_tokens
+        if not policy.clearing.enabled or (below and not go):
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
         plan = plan_clearing(
-            out, policy=policy, counter=counter, thread_id=thread_id, tokens=before + extra
+            out, policy=policy, counter=counter, thread_id=thread_id, tokens=before + extra, go=go
         )
         if not plan.go:
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
@@ -731,3 +791,25 @@ def _why_not_compacted(policy: ContextPolicy) -> str:
     if not policy.summarization.enabled:
         return "summarization is off, and the lossless steps could not free enough"
     return "compaction could not free enough"
+
+
+_INPUT_POINTER_TOKENS = 80
+"""About what an input pointer costs, for deciding whether a batch is worth it."""
+
+
+def _input_candidates(
+    message: AIMessage, policy: ContextPolicy
+) -> Iterator[tuple[int, Mapping[str, Any], str, str]]:
+    """The arguments of a message's calls that input offload may move: (call index, call,
+    argument, value). Any string argument of any tool, unless ``args`` names the tool."""
+    settings = policy.tool_inputs
+    for index, call in enumerate(message.tool_calls):
+        names = settings.args.get(call["name"])
+        for arg, value in call["args"].items():
+            if names is not None and arg not in names:
+                continue
+            if not isinstance(value, str) or len(value) < settings.min_chars:
+                continue
+            if offloadable_text(value) is None:
+                continue  # NUL-bearing text could not be read back
+            yield index, call, arg, value

@@ -45,7 +45,6 @@ from ctxfs._summarizer import DEFAULT_SUMMARY_PROMPT
 
 __all__ = [
     "DEFAULT_EXEMPT_TOOLS",
-    "DEFAULT_OFFLOADED_ARGS",
     "ContextPolicy",
     "KeepRecent",
     "KeepToolResults",
@@ -60,11 +59,6 @@ __all__ = [
 DEFAULT_EXEMPT_TOOLS: frozenset[str] = frozenset({"read_file", "grep", "glob", "ls"})
 """Recovery tools: they page through large files instead of being offloaded."""
 
-DEFAULT_OFFLOADED_ARGS: Mapping[str, tuple[str, ...]] = {
-    "write_file": ("content",),
-    "edit_file": ("old_string", "new_string"),
-}
-"""Tool arguments saved to files when old tool inputs are offloaded."""
 
 
 class _Settings(BaseModel):
@@ -207,13 +201,20 @@ class ToolInputOffload(_Settings):
     Once the history's token count reaches ``trigger``, every offloadable argument outside the
     ``keep_messages`` most recent messages is offloaded (not just enough to get under the
     trigger: one larger change beats a trickle of small ones that defeat prompt caching).
+    With clearing on, old inputs move in the same batch as old results, when that batch is
+    worth the cache break: one compaction changes the prompt prefix once.
+
+    Any string argument of any tool counts (a ``bash`` heredoc, a ``Write`` content...):
+    ``args`` narrows it down for the tools it names.
 
     Attributes:
         enabled: Turn input offloading off entirely with ``False``.
         trigger: Offload when the history reaches this many tokens (default 85 % of the
             window).
         keep_messages: The most recent messages, never touched (default 20).
-        args: Which string arguments of which tools are offloaded, by tool name.
+        args: For the tools it names, the only arguments offloaded, e.g.
+            ``{"write_file": ["content"]}``; every other tool's string arguments all count
+            (the default: ``{}``).
         min_chars: Arguments shorter than this many characters stay inline (default 2,000):
             a pointer costs about as much as a small argument.
     """
@@ -221,7 +222,7 @@ class ToolInputOffload(_Settings):
     enabled: bool = True
     trigger: Threshold = Field(default_factory=lambda: Threshold(fraction=0.85))
     keep_messages: int = 20
-    args: dict[str, tuple[str, ...]] = Field(default_factory=lambda: dict(DEFAULT_OFFLOADED_ARGS))
+    args: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     min_chars: int = 2_000
 
     @field_validator("keep_messages")

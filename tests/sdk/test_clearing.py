@@ -19,6 +19,7 @@ from ctxfs import (
     OffloadFailed,
     PrefixChanged,
     Summarized,
+    ToolInputOffloaded,
     ToolResultCleared,
     ToolResultClearing,
     ToolResultOffloaded,
@@ -411,3 +412,30 @@ def test_acompact_clears_like_compact() -> None:
     assert one.messages == two.messages and one.events == two.events
     assert any(isinstance(e, ToolResultCleared) for e in one.events)
     assert not any(isinstance(e, ToolResultOffloaded | Summarized) for e in one.events)
+
+
+def test_old_inputs_move_with_the_clearing_batch_so_the_prefix_changes_once() -> None:
+    pol = ContextPolicy(
+        max_input_tokens=20_000,
+        tool_inputs={"min_chars": 200, "keep_messages": 2},
+        clearing={"keep": {"results": 1}, "clear_at_least": {"tokens": 2_500}},
+    )
+    eng = engine(pol)
+    messages: list[BaseMessage] = [SystemMessage("agent", id="sys")]
+    calls_with_inputs = calls_with_clearing = 0
+    for n in range(40):
+        write: Any = {"name": "write", "args": {"path": f"/f{n}", "text": "code " * 300}}
+        messages += [
+            AIMessage("", tool_calls=[{**write, "id": f"w{n}"}], id=f"aw{n}"),
+            ToolMessage(output(n), tool_call_id=f"w{n}", name="write", id=f"tw{n}"),
+        ]
+        result = eng.compact(messages, thread_id=THREAD)
+        moved = any(isinstance(e, ToolInputOffloaded) for e in result.events)
+        cleared = any(isinstance(e, ToolResultCleared) for e in result.events)
+        calls_with_inputs += moved
+        calls_with_clearing += cleared
+        if moved and not result.summarized:
+            assert cleared, "old inputs moved on their own: a second prefix break"
+        assert sum(isinstance(e, PrefixChanged) for e in result.events) <= 1
+        messages = result.messages
+    assert calls_with_inputs >= 2 and calls_with_clearing >= 2

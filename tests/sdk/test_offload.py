@@ -458,3 +458,35 @@ def test_failed_input_write_keeps_the_argument() -> None:
     event = result.events[0]
     assert isinstance(event, OffloadFailed)
     assert (event.tool_call_id, event.arg) == ("call_w", "content")
+
+
+def test_any_large_string_argument_of_any_tool_is_offloaded_unless_args_narrows_it() -> None:
+    heredoc = "cat > run.sh <<'EOF'\n" + "echo step\n" * 400 + "EOF"
+    call: Any = {"name": "bash", "args": {"command": heredoc, "timeout": 30}, "id": "b1"}
+    history: list[BaseMessage] = [
+        AIMessage("", tool_calls=[call], id="a1"),
+        ToolMessage("ok", tool_call_id="b1", name="bash"),
+        HumanMessage("1"),
+        HumanMessage("2"),
+    ]
+    engine = ContextEngine(Workspace("memory://generic"), _policy())
+    out = engine.offload_tool_inputs(history, thread_id=THREAD)
+    (event,) = out.events
+    assert isinstance(event, ToolInputOffloaded) and (event.tool_name, event.arg) == (
+        "bash",
+        "command",
+    )
+    moved = out.messages[0]
+    assert isinstance(moved, AIMessage) and moved.tool_calls[0]["args"]["timeout"] == 30
+    assert resolve_pointers(out.messages, engine.workspace)[0].tool_calls == history[0].tool_calls  # type: ignore[attr-defined]
+    narrowed = ContextPolicy(
+        max_input_tokens=100_000,
+        tool_inputs={
+            "trigger": {"tokens": 10},
+            "keep_messages": 2,
+            "min_chars": 50,
+            "args": {"bash": ["stdin"]},
+        },
+    )
+    untouched = ContextEngine(Workspace("memory://narrow"), narrowed)
+    assert untouched.offload_tool_inputs(history, thread_id=THREAD).events == ()

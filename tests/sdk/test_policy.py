@@ -26,10 +26,7 @@ def test_defaults() -> None:
     assert policy.tool_inputs.trigger == Threshold(fraction=0.85)
     assert policy.tool_inputs.keep_messages == 20
     assert policy.tool_inputs.min_chars == 2_000
-    assert policy.tool_inputs.args == {
-        "write_file": ("content",),
-        "edit_file": ("old_string", "new_string"),
-    }
+    assert policy.tool_inputs.args == {}  # every string argument of every tool
     assert policy.result_threshold_tokens == 20_000
     # Clearing is on by default and starts at 30 %: input offload runs from the same point,
     # so it is always tried first; its own trigger (85 %) applies when clearing is off.
