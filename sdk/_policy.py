@@ -60,7 +60,6 @@ DEFAULT_EXEMPT_TOOLS: frozenset[str] = frozenset({"read_file", "grep", "glob", "
 """Recovery tools: they page through large files instead of being offloaded."""
 
 
-
 class _Settings(BaseModel):
     """Base of every settings model: frozen, keyword-only, unknown keys refused helpfully."""
 
