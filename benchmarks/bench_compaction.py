@@ -64,6 +64,8 @@ class Outcome:
     removed_bytes: int
     recovered_bytes: int
     seconds: float
+    cached: int = 0
+    breaks: int = 0
 
 
 def run(
@@ -96,6 +98,8 @@ def run(
         removed_bytes=recovery.removed_bytes,
         recovered_bytes=recovery.recovered_bytes,
         seconds=seconds,
+        cached=result.cached_tokens,
+        breaks=result.prefix_breaks,
     )
 
 
@@ -186,12 +190,21 @@ def main() -> None:
         plain = sum(o.tokens_unmanaged for o in outcomes)
         removed = sum(o.removed_bytes for o in outcomes)
         recovered = sum(o.recovered_bytes for o in outcomes)
+        cached = sum(o.cached for o in outcomes)
+        uncached = managed - cached
         print(
             f"budget {budget:>7,}: peak {max(o.peak for o in outcomes):,} "
             f"(calls over budget: {sum(o.over_budget for o in outcomes)}), "
             f"summaries {sum(o.summaries for o in outcomes)}, input tokens {managed:,} vs "
             f"{plain:,} unmanaged ({1 - managed / plain:.1%} saved), removed {removed:,} bytes, "
             f"recoverable byte-exact {recovered / removed if removed else 1:.2%}"
+        )
+        print(
+            f"  prompt cache: {cached:,} cached, {uncached:,} uncached "
+            f"({cached / managed if managed else 0:.1%} hit), "
+            f"{sum(o.breaks for o in outcomes)} prefix breaks; cost at uncached 1.25 / cached "
+            f"0.1: {(1.25 * uncached + 0.1 * cached) / 1e6:.2f}M, at 1 / 0.1: "
+            f"{(uncached + 0.1 * cached) / 1e6:.2f}M"
         )
 
 
