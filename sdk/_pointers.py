@@ -227,7 +227,8 @@ def result_pointer(message: BaseMessage) -> Pointer | None:
     pointer = Pointer.from_metadata(data)
     if pointer is None or pointer.kind == "input" or pointer.digest != digest(message.content):
         return None
-    return pointer
+    # metadata copied onto another call's result is content
+    return pointer if pointer.tool_call_id == message.tool_call_id else None
 
 
 def input_pointers(message: BaseMessage) -> dict[tuple[int, str], Pointer]:
@@ -245,7 +246,10 @@ def input_pointers(message: BaseMessage) -> dict[tuple[int, str], Pointer]:
             index = pointer.call_index
             if index is None or not 0 <= index < len(message.tool_calls):
                 continue
-            value = message.tool_calls[index]["args"].get(pointer.arg)
+            call = message.tool_calls[index]
+            if pointer.tool_call_id != (call.get("id") or ""):
+                continue  # metadata copied onto another call
+            value = call["args"].get(pointer.arg)
             if isinstance(value, str) and digest(value) == pointer.digest:
                 found[(index, pointer.arg)] = pointer
         return found
