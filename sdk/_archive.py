@@ -215,6 +215,9 @@ class TranscriptArchive:
             ArchiveError: The storage could not be asked, or an expected segment has no
                 record either.
         """
+        # a summary may name segments of another thread (a forked or parent thread): only
+        # this thread's own are vouched for here
+        expected = [path for path in expected if path.startswith(self._dir + "/")]
         try:
             raw = self._workspace.read_text(self.index_path)
         except PathNotFoundError:
@@ -369,6 +372,15 @@ class TranscriptArchive:
             if self._put(jsonl_path, jsonl) and self._put(markdown_path, markdown):
                 self._verify(jsonl_path, jsonl)
                 self._verify(markdown_path, markdown)
+                recorded = self._read_record(self.record_path(number))
+                if (
+                    recorded is not None
+                    and (recorded.start, recorded.stop) == (start, stop)
+                    and recorded.jsonl_sha256 == _sha(jsonl)
+                ):
+                    # committed by an earlier run whose index write failed: adopt it
+                    self._write_index([*committed, recorded])
+                    return recorded, True
                 segment = ArchiveSegment(
                     number=number,
                     start=start,

@@ -731,18 +731,23 @@ class ContextPolicy(_Settings):
         """After summarizing, the context should hold at most this many tokens.
 
         The lowest token trigger of :attr:`Summarization.trigger` (so the trigger no longer
-        fires), or the window itself when only a ``messages`` trigger is set.
+        fires), or the window itself when only a ``messages`` trigger is set; never more
+        than :attr:`request_limit_tokens`, so the room kept for the answer stays free.
         """
         limit = self.summarization.trigger.token_limit(self.window)
-        return min(limit, self.window) if limit is not None else self.window
+        target = min(limit, self.window) if limit is not None else self.window
+        return min(target, self.request_limit_tokens)
 
     def summary_fires(self, tokens: int, messages: int) -> bool:
-        """Returns whether a summarization trigger fires for a history of this size."""
+        """Returns whether a summarization trigger fires for a request of this size.
+
+        A request over :attr:`request_limit_tokens` fires it too, whatever the triggers say.
+        """
         settings = self.summarization
         if not settings.enabled:
             return False
         limit = settings.trigger.token_limit(self.window)
-        if limit is not None and tokens >= limit:
+        if (limit is not None and tokens >= limit) or tokens > self.request_limit_tokens:
             return True
         return settings.trigger.messages is not None and messages >= settings.trigger.messages
 

@@ -70,15 +70,21 @@ def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
 
 
 def _persisted(
-    before: Sequence[BaseMessage], result: CompactionResult | None, response: ModelCallResult[Any]
+    request: ModelRequest[Any], result: CompactionResult | None, response: ModelCallResult[Any]
 ) -> ModelCallResult[Any]:
     """The model's answer, with what compaction changed written to the graph state.
 
     The model node first appends the answer; the command then applies the change through the
     ``add_messages`` reducer. Replaced messages (same ids) are swapped in place; when
     messages were dropped, the state is rebuilt from the compacted list, followed by the
-    answer (so it is not lost by the rebuild).
+    answer (so it is not lost by the rebuild). Nothing is written when the request's
+    messages are not the state's (a middleware outside this one edited them for this
+    request only): its edit must not become the state.
     """
+    before = request.messages
+    state = request.state.get("messages") if isinstance(request.state, dict) else None
+    if state is None or not _same(before, state):
+        return response
     if result is None:
         return response
     update = state_update(before, result.messages)
@@ -257,9 +263,12 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
-            result = self._hooks.compact_request(request.messages, thread, shape, force=True)
+            # from what was sent, so a segment archived by the first compaction is not
+            # archived again under another range
+            sent = result.messages if result is not None else request.messages
+            result = self._hooks.compact_request(sent, thread, shape, force=True)
             response = handler(self._retry(request, result, thread, shape, exc))
-        return _persisted(request.messages, result, response)
+        return _persisted(request, result, response)
 
     async def awrap_model_call(
         self,
@@ -276,7 +285,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 raise
             result = await self._hooks.acompact_request(request.messages, thread, shape, force=True)
             response = await handler(self._retry(request, result, thread, shape, exc))
-        return _persisted(request.messages, result, response)
+        return _persisted(request, result, response)
 
     # The request logic, written once for both twins.
 

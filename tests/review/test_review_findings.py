@@ -326,12 +326,6 @@ def test_the_archive_restores_objects_that_look_like_its_bytes_tag() -> None:
 # -- 5. archive ----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a summary naming another thread's transcripts (a forked thread, a sub-graph "
-    "sharing the parent's messages) makes every summarization of this thread fail: "
-    "_archive._rebuild requires records it can never find",
-)
 def test_a_forked_thread_can_summarize() -> None:
     ws = Workspace("memory://review-fork")
     engine = ContextEngine(ws, _summarizing_policy())
@@ -358,12 +352,6 @@ def test_an_unpersisted_compaction_leaves_no_overlapping_segment() -> None:
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges)), ranges
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="when the index write fails after the segment's record was written, re-running "
-    "the same compaction adopts the segment files but finds a record with another time and "
-    "raises 'already holds a different record' every time (_archive.TranscriptArchive.commit)",
-)
 def test_rerunning_a_compaction_whose_index_write_failed_summarizes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -455,13 +443,6 @@ def _reconstructed(messages: list[BaseMessage], ws: Workspace) -> list[BaseMessa
     return resolve_pointers([*archived, *kept], ws)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after a context-length refusal the middleware compacts request.messages again "
-    "with force=True although the first compaction already committed a segment: the index "
-    "gets two overlapping segments and the transcript holds messages twice "
-    "(integrations/langchain.py wrap_model_call)",
-)
 def test_the_overflow_retry_archives_each_message_once() -> None:
     class Refusing(ScriptedChatModel):
         refused: int = 0
@@ -490,10 +471,8 @@ def test_the_overflow_retry_archives_each_message_once() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the middleware persists the request's messages as the new state; an outer "
-    "middleware's per-request edit (LangChain's ContextEditingMiddleware clearing old tool "
-    "results to '[cleared]') becomes permanent and is what gets archived: the results are "
-    "lost (integrations/langchain.py _persisted uses request.messages as the state)",
+    reason="an outer middleware's per-request edit reaches ctxfs's compaction, which archives "
+    "the edited messages (the state itself is no longer overwritten with them)",
 )
 def test_an_outer_middleware_edit_is_not_persisted() -> None:
     ws = Workspace("memory://review-editing")
@@ -517,12 +496,6 @@ def test_an_outer_middleware_edit_is_not_persisted() -> None:
 # -- 4. the request budget -----------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the triggers ignore reserve_output_tokens: with a reserve above 15% of the "
-    "window a request between the limit and the 85% trigger is sent over the limit although "
-    "a summary would bring it under (_policy.summary_target_tokens / summary_fires)",
-)
 def test_a_request_over_the_limit_that_a_summary_can_fix_is_summarized() -> None:
     policy = ContextPolicy(max_input_tokens=10_000, reserve_output_tokens=5_000)
     engine = ContextEngine(Workspace("memory://review-reserve"), policy)
