@@ -490,10 +490,28 @@ def encode_jsonl(messages: Sequence[BaseMessage]) -> bytes:
     (restored exactly by :func:`decode_jsonl`), anything else as a tagged ``repr``.
     Lone surrogates are escaped as JSON allows (``\\udXXX``) and come back as they were.
     """
-    lines = [
-        json.dumps(d, ensure_ascii=True, default=_tagged) for d in messages_to_dict(list(messages))
-    ]
+    lines = [_encode_line(d) for d in messages_to_dict(list(messages))]
     return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def _encode_line(data: object) -> str:
+    line = json.dumps(data, ensure_ascii=True, default=_tagged)
+    if _ESCAPE in line or _BYTES_TAG in line or _REPR_TAG in line:
+        # a tag may be ctxfs's own or the message's data: escape the data's keys, so that
+        # decoding gives back exactly what was there
+        line = json.dumps(_escaped(data), ensure_ascii=True, default=_tagged)
+    return line
+
+
+def _escaped(value: object) -> object:
+    if isinstance(value, dict):
+        return {
+            (_ESCAPE + k if isinstance(k, str) and k.startswith(_KEYS) else k): _escaped(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_escaped(v) for v in value]
+    return value
 
 
 def decode_jsonl(data: bytes) -> list[BaseMessage]:
@@ -504,6 +522,8 @@ def decode_jsonl(data: bytes) -> list[BaseMessage]:
 
 _BYTES_TAG = "__ctxfs_bytes_base64__"
 _REPR_TAG = "__ctxfs_repr__"
+_ESCAPE = "__ctxfs_escaped__"
+_KEYS = (_BYTES_TAG, _REPR_TAG, _ESCAPE)
 
 
 def _tagged(value: object) -> object:
@@ -515,6 +535,8 @@ def _tagged(value: object) -> object:
 def _untagged(data: dict[str, Any]) -> object:
     if len(data) == 1 and isinstance(data.get(_BYTES_TAG), str):
         return base64.b64decode(data[_BYTES_TAG])
+    if any(isinstance(k, str) and k.startswith(_ESCAPE) for k in data):
+        return {(k[len(_ESCAPE) :] if k.startswith(_ESCAPE) else k): v for k, v in data.items()}
     return data
 
 

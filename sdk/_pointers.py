@@ -40,6 +40,7 @@ __all__ = [
     "brief_call",
     "content_shape",
     "count_lines",
+    "digest",
     "head_line",
     "input_pointers",
     "point_input",
@@ -280,13 +281,27 @@ def _adopt(old: LegacyPointer, tool_call_id: str) -> Pointer:
 # -- putting pointers on messages -----------------------------------------------------------
 
 
+def _shadowed(message: BaseMessage, ours: bool) -> object:
+    """What a message carried under :data:`METADATA_KEY` before ctxfs's metadata went there:
+    kept inside ctxfs's metadata and given back when the pointer is resolved."""
+    existing = message.additional_kwargs.get(METADATA_KEY)
+    if ours:  # ctxfs's own metadata: carry on what it kept
+        return existing.get("shadowed") if isinstance(existing, Mapping) else None
+    return existing
+
+
 def point_result(message: ToolMessage, pointer: Pointer, text: str) -> ToolMessage:
     """Returns a copy of ``message`` holding ``text``, the rendering of ``pointer``.
 
-    Keeps the id, ``tool_call_id``, ``name``, ``status`` and ``artifact``.
+    Keeps the id, ``tool_call_id``, ``name``, ``status`` and ``artifact``, and whatever the
+    message carried under :data:`METADATA_KEY` (given back by the resolution).
     """
     stamped = replace(pointer, digest=digest(text))
-    kwargs = {**message.additional_kwargs, METADATA_KEY: stamped.to_metadata()}
+    data = stamped.to_metadata()
+    shadowed = _shadowed(message, result_pointer(message) is not None)
+    if shadowed is not None:
+        data["shadowed"] = shadowed
+    kwargs = {**message.additional_kwargs, METADATA_KEY: data}
     return message.model_copy(update={"content": text, "additional_kwargs": kwargs})
 
 
@@ -298,7 +313,13 @@ def point_input(message: AIMessage, pointer: Pointer, text: str) -> AIMessage:
     held = input_pointers(message)
     held[(pointer.call_index, pointer.arg)] = stamped
     entries = [p.to_metadata() for _, p in sorted(held.items())]
-    kwargs = {**message.additional_kwargs, METADATA_KEY: {"kind": "inputs", "inputs": entries}}
+    existing = message.additional_kwargs.get(METADATA_KEY)
+    ours = isinstance(existing, Mapping) and existing.get("kind") == "inputs"
+    data: dict[str, Any] = {"kind": "inputs", "inputs": entries}
+    shadowed = _shadowed(message, ours)
+    if shadowed is not None:
+        data["shadowed"] = shadowed
+    kwargs = {**message.additional_kwargs, METADATA_KEY: data}
     return replace_tool_arg(message, pointer.call_index, pointer.arg, text, kwargs=kwargs)
 
 

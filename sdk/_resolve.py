@@ -57,7 +57,12 @@ def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> l
         held = pointer_of(message)
         if held is not None:
             assert isinstance(message, ToolMessage)
-            out.append(_resolve_result(message, held, workspace, tools))
+            try:
+                out.append(_resolve_result(message, held, workspace, tools))
+            except WorkspaceError:
+                if not held.legacy:
+                    raise
+                out.append(message)  # an old-layout text whose file does not agree: content
         elif isinstance(message, AIMessage) and (inputs := input_pointers(message)):
             out.append(_resolve_inputs(message, inputs, workspace))
         else:
@@ -72,7 +77,7 @@ def _resolve_result(
         text = _repeat(pointer.call or {}, workspace, tools)
     else:
         text = _read(workspace, pointer)
-    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != METADATA_KEY}
+    kwargs = _unstamped(message)
     content = restore_content(text, pointer.shape)
     return message.model_copy(update={"content": content, "additional_kwargs": kwargs})
 
@@ -80,11 +85,21 @@ def _resolve_result(
 def _resolve_inputs(
     message: AIMessage, inputs: Mapping[tuple[int, str], Pointer], workspace: Workspace
 ) -> AIMessage:
-    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != METADATA_KEY}
+    kwargs = _unstamped(message)
     for (index, arg), pointer in sorted(inputs.items()):
         message = replace_tool_arg(message, index, arg, _read(workspace, pointer), kwargs=kwargs)
         kwargs = message.additional_kwargs
     return message
+
+
+def _unstamped(message: BaseMessage) -> dict[str, Any]:
+    """The message's ``additional_kwargs`` as they were before ctxfs's metadata went in."""
+    kwargs = dict(message.additional_kwargs)
+    data = kwargs.pop(METADATA_KEY, None)
+    shadowed = data.get("shadowed") if isinstance(data, Mapping) else None
+    if shadowed is not None:
+        kwargs[METADATA_KEY] = shadowed
+    return kwargs
 
 
 def _read(workspace: Workspace, pointer: Pointer) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs._messages import target_path_of
-from ctxfs._pointers import input_pointers, result_pointer
+from ctxfs._pointers import digest, input_pointers, result_pointer
 
 __all__ = [
     "SECTION_INTENT",
@@ -86,9 +86,18 @@ def _metadata(message: BaseMessage) -> Mapping[str, Any] | None:
     if not isinstance(message, HumanMessage):
         return None
     data = message.additional_kwargs.get("ctxfs")
-    if isinstance(data, Mapping) and data.get("kind") == "summary":
-        return data
-    return None
+    if not isinstance(data, Mapping) or data.get("kind") != "summary":
+        return None
+    content = message.content
+    if not isinstance(content, str):
+        return None
+    # Only a summary ctxfs wrote, as it wrote it: its metadata holds a digest of its text
+    # (summaries from before the digest are known by their tag), so metadata copied onto
+    # another message, or a summary whose text was replaced, is a message like any other.
+    recorded = data.get("digest")
+    if recorded is None:
+        return data if content.startswith(SUMMARY_TAG) else None
+    return data if recorded == digest(content) else None
 
 
 def is_summary(message: BaseMessage) -> bool:
@@ -229,9 +238,10 @@ def build_summary_message(
         intent=intent,
         summary=summary,
     )
-    metadata = {**final.to_metadata(), "source": source}
+    text = "\n".join(lines)
+    metadata = {**final.to_metadata(), "source": source, "digest": digest(text)}
     return HumanMessage(
-        content="\n".join(lines), id=message_id, additional_kwargs={"ctxfs": metadata}
+        content=text, id=message_id, additional_kwargs={"ctxfs": metadata}
     )
 
 

@@ -188,11 +188,6 @@ def test_openai_arguments_string_is_restored_byte_exact() -> None:
     assert _dump(resolve_pointers(out, engine.workspace)) == _dump([original])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="point_result overwrites additional_kwargs['ctxfs'] and _resolve_result deletes "
-    "the key: whatever a message carried there before (user data, a stale copy) is lost",
-)
 def test_a_tool_message_keeps_what_it_carried_under_the_ctxfs_key() -> None:
     engine = _offloading_engine("user-kwargs")
     original = ToolMessage(
@@ -207,11 +202,6 @@ def test_a_tool_message_keeps_what_it_carried_under_the_ctxfs_key() -> None:
     assert _dump(resolve_pointers([kept], engine.workspace)) == _dump([original])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="point_input overwrites additional_kwargs['ctxfs'] of the AI message and "
-    "_resolve_inputs deletes it",
-)
 def test_an_ai_message_keeps_what_it_carried_under_the_ctxfs_key() -> None:
     engine = _offloading_engine(
         "user-kwargs-ai", tool_inputs={"trigger": {"tokens": 1}, "keep_messages": 0}
@@ -260,12 +250,6 @@ def test_input_pointers_copied_to_another_call_are_content() -> None:
     assert resolve_pointers([copy], engine.workspace) == [copy]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a metadata-less text in the exact pointer layout for its own call id is read as "
-    "a legacy pointer, and resolve_pointers raises when the file it names is missing "
-    "(_legacy_pointers.legacy_result_pointer, _resolve._read)",
-)
 def test_a_legacy_lookalike_naming_no_file_is_content() -> None:
     ws = Workspace("memory://review-legacy")
     fake = Pointer(kind="result", path=result_path("t", "c1", "x"), lines=3, chars=20, tokens=9)
@@ -289,12 +273,6 @@ def test_a_reused_call_id_echoing_a_pointer_text_is_content() -> None:
     assert resolve_pointers([echo], engine.workspace) == [echo]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="summaries are recognised by metadata alone (no digest, unlike pointers): a human "
-    "message right after the system prompt carrying summary metadata is folded away as a "
-    "previous summary and never archived (_summary._metadata, _blocks.split_blocks)",
-)
 def test_a_message_with_copied_summary_metadata_is_archived() -> None:
     ws = Workspace("memory://review-fake-summary")
     engine = ContextEngine(ws, _summarizing_policy())
@@ -311,11 +289,6 @@ def test_a_message_with_copied_summary_metadata_is_archived() -> None:
     assert "task" in {m.id for m in [*archived, *kept]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the transcript archive decodes any JSON object {'__ctxfs_bytes_base64__': str} "
-    "as bytes, including one that was content (_archive._untagged)",
-)
 def test_the_archive_restores_objects_that_look_like_its_bytes_tag() -> None:
     message = HumanMessage(
         "hi", id="h", additional_kwargs={"blob": {"__ctxfs_bytes_base64__": "aGk="}}
