@@ -34,6 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._archive import TranscriptArchive
 from ctxfs._clearing import ResultToClear, plan_clearing, pointer_for
+from ctxfs._errors import WorkspaceError
 from ctxfs._events import (
     ArchiveFailed,
     ArchiveRepaired,
@@ -75,6 +76,7 @@ from ctxfs._summarize import summarize_steps
 from ctxfs._summarizer import ModelAnswer, acall_model, call_model
 from ctxfs._tokens import TokenCounter, as_token_counter, count_exceeding
 from ctxfs._workspace import Workspace
+from ctxfs.tools import ToolFunction, tool_functions
 
 __all__ = ["ContextEngine"]
 
@@ -115,6 +117,7 @@ class ContextEngine:
         self._lock = threading.RLock()
         self._parts = RequestParts(self._counter)
         self._arg_counts: dict[str, int] = {}
+        self._tools: dict[str, ToolFunction] | None = None
 
     @property
     def workspace(self) -> Workspace:
@@ -720,8 +723,10 @@ class ContextEngine:
     ) -> tuple[Pointer, str]:
         """Returns the pointer for one result and its text, after the I/O it needs."""
         call_id = message.tool_call_id
-        # A re-read whose path is gone was not a view of saved content: it is saved instead.
-        if item.kind == "reread" and exists(self._workspace, item.path):
+        # A re-read stands for repeating its call, so it is one only if the repeat gives back
+        # exactly what the model saw (the same tool page size, a single saved file that is
+        # never rewritten); otherwise it is saved like any other result.
+        if item.kind == "reread" and self._repeats(item):
             tokens = self._counter.count_text(item.text)
             shape = content_shape(message.content)
             return pointer_for(
@@ -740,6 +745,24 @@ class ContextEngine:
         shape = content_shape(message.content)
         saved = replace(item, kind="saved")
         return pointer_for(saved, path, item.text, tokens, tool_call_id=call_id, shape=shape)
+
+    def _repeats(self, item: ResultToClear) -> bool:
+        """Whether repeating a re-read's call now shows exactly the text the model saw."""
+        call = item.repeat or {}
+        name, args = call.get("name"), call.get("args")
+        if not isinstance(name, str) or not isinstance(args, Mapping):
+            return False
+        try:
+            if not exists(self._workspace, item.path):
+                return False
+            if self._workspace.info(item.path).type != "file":
+                return False  # a folder's view changes as files are saved in it
+        except _IO_ERRORS:
+            return False
+        if self._tools is None:  # the recovery tools, as resolution runs them
+            self._tools = {f.name: f for f in tool_functions(self._workspace)}
+        function = self._tools.get(name)
+        return function is not None and function(**dict(args)) == item.text
 
     def _read_offloaded(self, pointer: Pointer) -> str:
         """The full text an offload pointer names, checked against the size it gave."""
@@ -813,3 +836,6 @@ def _input_candidates(
             if offloadable_text(value) is None:
                 continue  # NUL-bearing text could not be read back
             yield index, call, arg, value
+
+
+_IO_ERRORS = (WorkspaceError, OSError)

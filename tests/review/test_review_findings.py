@@ -105,12 +105,6 @@ def _with_recovery_call(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a re-read pointer is resolved by repeating the call with default-budget tools "
-    "(25k tokens), not the budget the agent's tools had (the middleware sizes them to 20% "
-    "of the window), and the length it recorded is not checked: _resolve._repeat",
-)
 def test_a_reread_view_resolves_to_the_text_the_model_saw() -> None:
     engine = _clearing_engine("reread-budget")
     ws = engine.workspace
@@ -128,12 +122,6 @@ def test_a_reread_view_resolves_to_the_text_the_model_saw() -> None:
     assert resolve_pointers(result.messages, ws)[5].content == view
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a re-read of a folder (grep over /tool_results) resolves to today's matches, "
-    "not the ones shown: not byte-exact once another result is saved (_clearing._saved_view "
-    "accepts folders)",
-)
 def test_a_reread_of_a_folder_resolves_to_the_matches_it_showed() -> None:
     engine = _clearing_engine("reread-folder")
     ws = engine.workspace
