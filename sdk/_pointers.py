@@ -319,8 +319,27 @@ def point_input(message: AIMessage, pointer: Pointer, text: str) -> AIMessage:
     shadowed = _shadowed(message, ours)
     if shadowed is not None:
         data["shadowed"] = shadowed
+    # A provider's own copy of the call (OpenAI's JSON ``arguments``) is re-serialized when an
+    # argument changes: its original string is kept, to be given back byte-exact.
+    originals = dict(existing.get("openai_arguments") or {}) if ours else {}  # type: ignore[union-attr]
+    call_id = message.tool_calls[pointer.call_index].get("id")
+    raw = _openai_arguments(message, call_id)
+    if call_id is not None and raw is not None and call_id not in originals:
+        originals[call_id] = raw
+    if originals:
+        data["openai_arguments"] = originals
     kwargs = {**message.additional_kwargs, METADATA_KEY: data}
     return replace_tool_arg(message, pointer.call_index, pointer.arg, text, kwargs=kwargs)
+
+
+def _openai_arguments(message: AIMessage, call_id: str | None) -> str | None:
+    calls = message.additional_kwargs.get("tool_calls")
+    for raw in calls if isinstance(calls, list) else ():
+        function = raw.get("function") if isinstance(raw, dict) else None
+        if isinstance(function, dict) and raw.get("id") == call_id:
+            arguments = function.get("arguments")
+            return arguments if isinstance(arguments, str) else None
+    return None
 
 
 # -- rendering ------------------------------------------------------------------------------

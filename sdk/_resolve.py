@@ -85,11 +85,26 @@ def _resolve_result(
 def _resolve_inputs(
     message: AIMessage, inputs: Mapping[tuple[int, str], Pointer], workspace: Workspace
 ) -> AIMessage:
+    data = message.additional_kwargs.get(METADATA_KEY)
+    originals = data.get("openai_arguments") if isinstance(data, Mapping) else None
     kwargs = _unstamped(message)
     for (index, arg), pointer in sorted(inputs.items()):
         message = replace_tool_arg(message, index, arg, _read(workspace, pointer), kwargs=kwargs)
         kwargs = message.additional_kwargs
+    if isinstance(originals, Mapping) and isinstance(kwargs.get("tool_calls"), list):
+        calls = [_with_arguments(raw, originals) for raw in kwargs["tool_calls"]]
+        message = message.model_copy(update={"additional_kwargs": {**kwargs, "tool_calls": calls}})
     return message
+
+
+def _with_arguments(raw: object, originals: Mapping[str, Any]) -> object:
+    """A provider-format call with its original ``arguments`` string, if one was kept."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
+        return raw
+    original = originals.get(raw.get("id"))  # type: ignore[arg-type]
+    if not isinstance(original, str):
+        return raw
+    return {**raw, "function": {**raw["function"], "arguments": original}}
 
 
 def _unstamped(message: BaseMessage) -> dict[str, Any]:

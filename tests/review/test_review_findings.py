@@ -145,12 +145,6 @@ def test_a_reread_of_a_folder_resolves_to_the_matches_it_showed() -> None:
 # -- 1. no loss: provider-format copies and metadata ----------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="input offload re-serializes the OpenAI arguments JSON with json.dumps defaults "
-    "(', ' / ': ' separators, ensure_ascii=False), and resolving re-serializes it again: "
-    "the provider's original string is not restored (_messages._replace_in_openai_calls)",
-)
 def test_openai_arguments_string_is_restored_byte_exact() -> None:
     engine = _offloading_engine(
         "openai-args", tool_inputs={"trigger": {"tokens": 1}, "keep_messages": 0, "min_chars": 10}
