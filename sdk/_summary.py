@@ -240,9 +240,7 @@ def build_summary_message(
     )
     text = "\n".join(lines)
     metadata = {**final.to_metadata(), "source": source, "digest": digest(text)}
-    return HumanMessage(
-        content=text, id=message_id, additional_kwargs={"ctxfs": metadata}
-    )
+    return HumanMessage(content=text, id=message_id, additional_kwargs={"ctxfs": metadata})
 
 
 def _listing(paths: Sequence[str]) -> str:
