@@ -241,6 +241,9 @@ def replay_json(
                 "message_index": call.message_index,
                 "tokens": call.tokens,
                 "baseline_tokens": call.baseline_tokens,
+                "cached_tokens": call.cached_tokens,
+                "uncached_tokens": call.uncached_tokens,
+                "prefix_broken": call.prefix_broken,
                 "events": records,
             }
         )
@@ -260,6 +263,10 @@ def replay_json(
         "total_input_tokens": result.total_input_tokens,
         "baseline_total_input_tokens": result.baseline_total_input_tokens,
         "calls_over_budget": result.calls_over_budget,
+        "cached_tokens": result.cached_tokens,
+        "uncached_tokens": result.uncached_tokens,
+        "cache_hit_rate": round(result.cache_hit_rate, 4),
+        "prefix_breaks": result.prefix_breaks,
         "removed_bytes": recovery.removed_bytes,
         "recovered_bytes": recovery.recovered_bytes,
         "lost_message_ids": list(recovery.lost),
@@ -268,14 +275,16 @@ def replay_json(
 
 # -- tables ---------------------------------------------------------------------------------
 
-_HEADERS = ("call", "msg", "tokens", "without ctxfs", "events")
+_HEADERS = ("call", "msg", "tokens", "cached", "without ctxfs", "events")
+_COLUMNS = len(_HEADERS) - 1
 
 
-def _row(call: ModelCall) -> tuple[str, str, str, str]:
+def _row(call: ModelCall) -> tuple[str, ...]:
     return (
         str(call.index),
         str(call.message_index),
         f"{call.tokens:,}",
+        f"{call.cached_tokens:,}" + ("*" if call.prefix_broken else ""),
         f"{call.baseline_tokens:,}",
     )
 
@@ -300,6 +309,9 @@ def _totals(result: ReplayResult, recovery: Recovery) -> list[str]:
         f"peak tokens: {result.peak_tokens:,} (without ctxfs: {result.baseline_peak_tokens:,})",
         f"total input tokens: {total:,} (without ctxfs: {baseline:,}{saved})",
         f"calls over the window: {result.calls_over_budget}",
+        f"prompt cache: {result.cached_tokens:,} tokens a prefix cache would reuse, "
+        f"{result.uncached_tokens:,} read anew ({result.cache_hit_rate:.1%} reused), "
+        f"{plural(result.prefix_breaks, 'prefix break')} (* in the cached column)",
         f"events: {events}",
         f"removed from the context: {recovery.removed_bytes:,} bytes of "
         f"{plural(recovery.removed_messages, 'message')}, recoverable byte-exact: {share:.1%}",
@@ -311,14 +323,14 @@ def render_plain(
 ) -> str:
     """The replay as plain text: heading, one row per model call, totals."""
     rows = [_row(call) for call in result.calls]
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(_HEADERS[:4])]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(_HEADERS[:_COLUMNS])]
     indent = " " * (sum(widths) + 2 * len(widths))
 
     def line(cells: Sequence[str], events: str) -> str:
         text = "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
         return f"{text}  {events}".rstrip()
 
-    out = [*_heading(result, trace, workspace), "", line(_HEADERS[:4], _HEADERS[4])]
+    out = [*_heading(result, trace, workspace), "", line(_HEADERS[:_COLUMNS], _HEADERS[-1])]
     for call, row in zip(result.calls, rows, strict=True):
         described = [describe_event(e) for e in call.events] or [""]
         out.append(line(row, described[0]))
@@ -356,10 +368,10 @@ def render_rich(
             described.append(f"target not reached: {call.reason}")
         over = call.tokens > result.max_input_tokens
         tokens = f"[red]{row[2]}[/red]" if over else row[2]
-        table.add_row(row[0], row[1], tokens, row[3], _escape("\n".join(described)))
+        table.add_row(row[0], row[1], tokens, row[3], row[4], _escape("\n".join(described)))
     if result.trailing_events:
         text = "\n".join(describe_event(e) for e in result.trailing_events)
-        table.add_row("", "", "", "after", _escape(text))
+        table.add_row("", "", "", "", "after", _escape(text))
     console.print(table)
     for text in _totals(result, recovery):
         console.print(text, markup=False)

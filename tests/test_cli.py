@@ -59,14 +59,16 @@ def test_replay_prints_calls_events_and_totals(
         "Replayed t.jsonl: 5 messages, 2 model calls, window 4,000 tokens\n"
         f"Workspace: {trace.parent / 'ws'} (thread 't')\n"
         "\n"
-        "call  msg  tokens  without ctxfs  events\n"
-        "   1    2      21             21\n"
-        f"   2    4     255            526  result of read_log (490 tokens) offloaded -> "
+        "call  msg  tokens  cached  without ctxfs  events\n"
+        "   1    2      21       0             21\n"
+        f"   2    4     255      21            526  result of read_log (490 tokens) offloaded -> "
         f"{RESULT_PATH}\n"
         "\n"
         "peak tokens: 255 (without ctxfs: 526)\n"
         "total input tokens: 276 (without ctxfs: 547, 49.5% fewer)\n"
         "calls over the window: 0\n"
+        "prompt cache: 21 tokens a prefix cache would reuse, 255 read anew (7.6% reused), "
+        "0 prefix breaks (* in the cached column)\n"
         "events: tool result offloaded: 1\n"
         "removed from the context: 980 bytes of 1 message, recoverable byte-exact: 100.0%\n"
     )
@@ -93,8 +95,26 @@ def test_replay_json_is_machine_readable(trace: Path, capsys: pytest.CaptureFixt
         "tokens_after": 219,
     }
     assert document["model_calls"] == [
-        {"index": 1, "message_index": 2, "tokens": 21, "baseline_tokens": 21, "events": []},
-        {"index": 2, "message_index": 4, "tokens": 255, "baseline_tokens": 526, "events": [event]},
+        {
+            "index": 1,
+            "message_index": 2,
+            "tokens": 21,
+            "baseline_tokens": 21,
+            "cached_tokens": 0,
+            "uncached_tokens": 21,
+            "prefix_broken": False,
+            "events": [],
+        },
+        {
+            "index": 2,
+            "message_index": 4,
+            "tokens": 255,
+            "baseline_tokens": 526,
+            "cached_tokens": 21,
+            "uncached_tokens": 234,
+            "prefix_broken": False,
+            "events": [event],
+        },
     ]
     assert document["events"] == [{**event, "call": 2}]
     assert {k: document[k] for k in ("max_input_tokens", "peak_tokens", "total_input_tokens")} == {

@@ -11,6 +11,7 @@ import re
 from typing import Final
 
 from ctxfs._errors import PatternError
+from ctxfs._glob import _split_segments, _without_classes
 
 __all__ = ["oracle_matches"]
 
@@ -125,41 +126,6 @@ def _translate(glob: str, pattern: str) -> str:
             if index < last:
                 out.append("/")
     return "".join(out)
-
-
-def _without_classes(glob: str, pattern: str) -> str:
-    """Return the glob with every ``[...]`` class removed (to look for real separators)."""
-    parts: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob[i] == "[":
-            i = _class_end(glob, i, pattern)
-        else:
-            parts.append(glob[i])
-            i += 1
-    return "".join(parts)
-
-
-def _split_segments(glob: str, pattern: str) -> list[str]:
-    """Split a glob on ``/`` separators, keeping classes (which may contain ``/``) whole."""
-    segments: list[str] = []
-    current: list[str] = []
-    i = 0
-    while i < len(glob):
-        ch = glob[i]
-        if ch == "[":
-            end = _class_end(glob, i, pattern)
-            current.append(glob[i:end])
-            i = end
-            continue
-        if ch == "/":
-            segments.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    segments.append("".join(current))
-    return segments
 
 
 def _translate_segment(segment: str, pattern: str) -> str:
