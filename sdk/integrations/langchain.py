@@ -224,6 +224,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # at each invoke (see ctxfs._tokens).
             engine = ContextEngine(workspace, policy, as_token_counter(token_counter))
         self._hooks = ContextHooks(engine, on_event)
+        self._output_cache: dict[int, tuple[object, tuple[BaseTool, ...]]] = {}
         if tools is True:
             from ctxfs.tools import workspace_tools
 
@@ -289,11 +290,32 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # The request logic, written once for both twins.
 
-    @staticmethod
-    def _shape_of(request: ModelRequest[Any]) -> RequestShape:
-        return RequestShape(
-            system=request.system_message, tools=tuple(request.tools), model=request.model
+    def _shape_of(self, request: ModelRequest[Any]) -> RequestShape:
+        tools = (*request.tools, *self._output_tools(request.response_format))
+        return RequestShape(system=request.system_message, tools=tools, model=request.model)
+
+    def _output_tools(self, response_format: object) -> tuple[BaseTool, ...]:
+        """The tools ``create_agent`` binds for structured output (``ToolStrategy``, or an
+        ``AutoStrategy`` that may become one), made once per response format."""
+        from langchain.agents.structured_output import (
+            AutoStrategy,
+            OutputToolBinding,
+            ToolStrategy,
         )
+
+        if isinstance(response_format, AutoStrategy):
+            response_format = ToolStrategy(schema=response_format.schema)
+        if not isinstance(response_format, ToolStrategy):
+            return ()
+        key = id(response_format.schema)
+        cached = self._output_cache.get(key)
+        if cached is None or cached[0] is not response_format.schema:
+            made = tuple(
+                OutputToolBinding.from_schema_spec(spec).tool
+                for spec in response_format.schema_specs
+            )
+            cached = self._output_cache[key] = (response_format.schema, made)
+        return cached[1]
 
     def _sent(
         self,

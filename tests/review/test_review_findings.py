@@ -524,12 +524,6 @@ def test_messages_an_inner_middleware_adds_survive_a_summary() -> None:
     assert notes == {f"note{k}" for k in range(1, Noting.calls + 1)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the request budget counts request.tools only; create_agent also binds the "
-    "structured-output tools of response_format=ToolStrategy(...), which are sent but never "
-    "counted (integrations/langchain.py _shape_of)",
-)
 def test_structured_output_tools_are_counted_in_the_request() -> None:
     from langchain.agents.structured_output import ToolStrategy
     from pydantic import BaseModel, Field
