@@ -362,20 +362,11 @@ class ContextHooks:
     ) -> CompactionResult | None:
         """Compacts a request's messages and reports the events; ``None`` on a failure."""
         try:
-            result = self.engine.compact(
-                messages,
-                thread_id=thread,
-                system=request.system,
-                tools=request.tools,
-                model=request.model,
-                force=force,
-            )
+            result = self.engine.compact(messages, **_compact_args(thread, request, force))
         except Exception:  # the graph must go on with the history it has
             _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
             return None
-        for event in result.events:
-            self.report(event, thread)
-        return result
+        return self._reported(result, thread)
 
     async def acompact_request(
         self,
@@ -387,17 +378,13 @@ class ContextHooks:
     ) -> CompactionResult | None:
         """The async twin of :meth:`compact_request`."""
         try:
-            result = await self.engine.acompact(
-                messages,
-                thread_id=thread,
-                system=request.system,
-                tools=request.tools,
-                model=request.model,
-                force=force,
-            )
+            result = await self.engine.acompact(messages, **_compact_args(thread, request, force))
         except Exception:  # the graph must go on with the history it has
             _log.exception("ctxfs: compacting thread %s failed; history left as it was", thread)
             return None
+        return self._reported(result, thread)
+
+    def _reported(self, result: CompactionResult, thread: str) -> CompactionResult:
         for event in result.events:
             self.report(event, thread)
         return result
@@ -464,6 +451,17 @@ def is_context_overflow(exc: BaseException) -> bool:
         return True
     text = f"{type(exc).__name__} {exc}".lower()
     return any(word in text for word in _OVERFLOW_WORDS)
+
+
+def _compact_args(thread: str, request: RequestShape, force: bool) -> dict[str, Any]:
+    """The engine's ``compact`` keywords for a request (the sync and async calls share them)."""
+    return {
+        "thread_id": thread,
+        "system": request.system,
+        "tools": request.tools,
+        "model": request.model,
+        "force": force,
+    }
 
 
 def _is_failure(event: ContextEvent) -> bool:

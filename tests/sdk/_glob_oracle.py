@@ -11,7 +11,7 @@ import re
 from typing import Final
 
 from ctxfs._errors import PatternError
-from ctxfs._glob import _split_segments, _without_classes
+from ctxfs._glob import _class_end, _split_segments, _without_classes
 
 __all__ = ["oracle_matches"]
 
@@ -37,22 +37,6 @@ def oracle_matches(pattern: str, relpath: str) -> bool:
     source = "|".join(regexes)
     regex = re.compile(source if len(regexes) == 1 else f"(?:{source})")
     return regex.fullmatch(relpath) is not None
-
-
-def _class_end(text: str, start: int, pattern: str) -> int:
-    """Return the index just past the ``]`` closing the class that opens at ``start``."""
-    i = start + 1
-    if i < len(text) and text[i] in "!^":
-        i += 1
-    if i < len(text) and text[i] == "]":
-        i += 1  # a leading ']' is a member, not the end
-    end = text.find("]", i)
-    if end == -1:
-        raise PatternError(
-            f"unclosed '[' at position {start} in glob pattern {pattern!r}; "
-            "write a literal '[' as '[[]'"
-        )
-    return end + 1
 
 
 def _expand_braces(pattern: str) -> list[str]:
