@@ -312,7 +312,6 @@ class ContextHooks:
         thread_id: str | None = None,
         *,
         request: RequestShape | None = None,
-        measure: bool = True,
     ) -> dict[str, list[AnyMessage]] | None:
         """Compacts ``messages`` if a trigger fires and returns the graph state update.
 
@@ -321,18 +320,17 @@ class ContextHooks:
             thread_id: The conversation; by default the current run's.
             request: The rest of the request the model is sent (system message, tools,
                 model), as far as the integration knows it.
-            measure: Report a :class:`ContextMeasured` for this compaction.
 
         Returns:
             ``None`` when nothing changed (the state and the checkpoint are left alone), or a
             ``messages`` update (see :func:`state_update`).
         """
         thread = thread_id if thread_id is not None else current_thread_id()
-        result = self.compact_request(messages, thread, request or RequestShape())
+        shape = request or RequestShape()
+        result = self.compact_request(messages, thread, shape)
         if result is None:
             return None
-        if measure:
-            self.measure(result, thread, request or RequestShape())
+        self.measure(result, thread, shape)
         return state_update(messages, result.messages)
 
     async def acompact(
@@ -341,15 +339,14 @@ class ContextHooks:
         thread_id: str | None = None,
         *,
         request: RequestShape | None = None,
-        measure: bool = True,
     ) -> dict[str, list[AnyMessage]] | None:
         """The async twin of :meth:`compact`: engine work in worker threads, the model awaited."""
         thread = thread_id if thread_id is not None else current_thread_id()
-        result = await self.acompact_request(messages, thread, request or RequestShape())
+        shape = request or RequestShape()
+        result = await self.acompact_request(messages, thread, shape)
         if result is None:
             return None
-        if measure:
-            self.measure(result, thread, request or RequestShape())
+        self.measure(result, thread, shape)
         return state_update(messages, result.messages)
 
     def compact_request(
