@@ -17,6 +17,8 @@
     │                                          written, verified or read
     ├── TraceError (+ ValueError)              a recorded agent trace is malformed (names
     │                                          the file and line)
+    ├── MemoryFormatError (+ ValueError)       a long-term memory file is malformed (names
+    │                                          the file and the field)
     └── BackendError (+ OSError)               the storage could not be asked
                                                (network, permission, server error)
 
@@ -32,6 +34,7 @@ __all__ = [
     "BackendError",
     "EditError",
     "IsADirectoryPathError",
+    "MemoryFormatError",
     "NotADirectoryPathError",
     "NotTextError",
     "PathExistsError",
@@ -126,3 +129,19 @@ class TraceError(WorkspaceError, ValueError):
         super().__init__(f"{where}: {message}")
         self.source = source
         self.line = line
+
+
+class MemoryFormatError(WorkspaceError, ValueError):
+    """A long-term memory file (``/memories/.../memory.json``) is malformed.
+
+    Such a file is never overwritten: fix it (or delete it) first.
+
+    Attributes:
+        field: The field at fault, dotted (``facts.3.confidence``), or ``None`` when the
+            whole file is (not JSON, not an object).
+    """
+
+    def __init__(self, message: str, *, path: str, field: str | None = None) -> None:
+        where = f"{path}: field {field}" if field else path
+        super().__init__(f"{where}: {message}", path=path)
+        self.field = field
