@@ -6,6 +6,8 @@
     ├── UnsafePathError (+ ValueError)         path refused by the sandbox
     ├── PathNotFoundError (+ FileNotFoundError) nothing at that path
     ├── PathExistsError (+ FileExistsError)    create-only write onto an existing file
+    ├── ConflictError                          the file changed since it was read (a
+    │                                          conditional write lost a race)
     ├── IsADirectoryPathError (+ IsADirectoryError)
     ├── NotADirectoryPathError (+ NotADirectoryError)
     ├── ReadOnlyPathError (+ PermissionError)  write into a read-only area
@@ -32,6 +34,7 @@ from __future__ import annotations
 __all__ = [
     "ArchiveError",
     "BackendError",
+    "ConflictError",
     "EditError",
     "IsADirectoryPathError",
     "MemoryFormatError",
@@ -74,6 +77,17 @@ class PathNotFoundError(WorkspaceError, FileNotFoundError):
 
 class PathExistsError(WorkspaceError, FileExistsError):
     """A create-only write found the file already there."""
+
+
+class ConflictError(WorkspaceError):
+    """The file changed since it was read, so a conditional write did not happen.
+
+    Raised by a write given ``if_version`` (see :meth:`ctxfs.Workspace.read_versioned`) when
+    the stored file no longer has that version (another writer changed or deleted it), and by
+    :meth:`ctxfs.Workspace.update` and :meth:`ctxfs.Workspace.edit` when other writers kept
+    changing the file through every attempt. Nothing was written: read the file again and
+    redo the change on what it holds now.
+    """
 
 
 class IsADirectoryPathError(WorkspaceError, IsADirectoryError):
