@@ -31,7 +31,7 @@ from ctxfs._events import Summarized
 from ctxfs._naming import safe_name
 from ctxfs._policy import ContextPolicy
 from ctxfs._summarizer import ModelAnswer, extractive_body, format_prompt, render_for_model
-from ctxfs._summary import SummaryState, build_summary_message, collect_artifacts, summary_state
+from ctxfs._summary import build_summary_message, next_state, summary_state
 from ctxfs._tokens import TokenCounter
 
 __all__ = ["SummaryOutcome", "summarize_steps", "summary_message_id"]
@@ -124,13 +124,12 @@ def summarize_steps(
     if isinstance(reused, HumanMessage) and reused.id == message_id:
         summary, source = reused, "index"
     else:
-        files, offloaded = collect_artifacts(dropped, previous)
         extract = extractive_body(dropped, first_index=first_index, previous=previous)
-        state = SummaryState(
+        state = next_state(
+            previous,
+            dropped,
             next_index=first_index + len(dropped),
-            transcripts=(*(previous.transcripts if previous else ()), segment.markdown_path),
-            files=files,
-            offloaded=offloaded,
+            transcript=segment.markdown_path,
             intent=extract[0],
         )
         body: str | None = None
