@@ -21,6 +21,11 @@
     │                                          the file and line)
     ├── MemoryFormatError (+ ValueError)       a long-term memory file is malformed (names
     │                                          the file and the field)
+    ├── WorkflowError                          a staged workflow cannot start or go on
+    │   ├── WorkflowStateError (+ ValueError)  its state file is missing a field or malformed
+    │   │                                      (names the file and the field)
+    │   └── WorkflowConflictError              another runner wrote its state file meanwhile
+    │                                          (+ ConflictError)
     └── BackendError (+ OSError)               the storage could not be asked
                                                (network, permission, server error)
 
@@ -47,6 +52,9 @@ __all__ = [
     "SearchTimeoutError",
     "TraceError",
     "UnsafePathError",
+    "WorkflowConflictError",
+    "WorkflowError",
+    "WorkflowStateError",
     "WorkspaceError",
 ]
 
@@ -143,6 +151,29 @@ class TraceError(WorkspaceError, ValueError):
         super().__init__(f"{where}: {message}")
         self.source = source
         self.line = line
+
+
+class WorkflowError(WorkspaceError):
+    """A staged workflow (:mod:`ctxfs.workflows`) cannot start or go on.
+
+    Raised for a workflow id that is taken (``run``) or unknown (``resume``), and for a state
+    file whose stages do not match the workflow resuming it.
+    """
+
+
+class WorkflowStateError(WorkflowError, ValueError):
+    """A workflow's state file is not valid JSON or does not match the state format.
+
+    The message names the file and, when one is at fault, the field (``halt.raw_output``...).
+    """
+
+
+class WorkflowConflictError(WorkflowError, ConflictError):
+    """Another runner wrote the workflow's state file since this one last did.
+
+    Two runners on one workflow would repeat or interleave stages; the second to write stops
+    with this error and the state file keeps the other's progress.
+    """
 
 
 class MemoryFormatError(WorkspaceError, ValueError):

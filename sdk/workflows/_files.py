@@ -1,0 +1,218 @@
+"""Where a workflow's files live, and writing the state file under its version guard.
+
+::
+
+    /sessions/<workflow id>.json                      the state file
+    /sessions/<workflow id>/stages/<NN>-<stage>.json  each validated output on its own
+
+Every write is a whole-file atomic write of the workspace (a reader sees the old file or the
+new one, on every backend). The state file is only ever written over the version its writer
+read or wrote last: the check and the write are one compare-and-swap of the workspace, so of
+two runners the second to write gets :class:`~ctxfs.WorkflowConflictError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from ctxfs._errors import (
+    PathExistsError,
+    PathNotFoundError,
+    WorkflowConflictError,
+    WorkflowError,
+    WorkflowStateError,
+)
+from ctxfs._workspace import Workspace
+from ctxfs.workflows._state import WorkflowState, dump_state, load_state
+
+__all__ = [
+    "SESSIONS_DIR",
+    "create_state",
+    "list_workflows",
+    "read_stage_file",
+    "read_state",
+    "replace_state",
+    "stage_path",
+    "state_path",
+    "workflow_folder",
+    "write_stage_file",
+]
+
+SESSIONS_DIR = "/sessions"
+"""The workspace folder of workflow state files and stage outputs."""
+
+
+def state_path(workflow_id: str) -> str:
+    """The state file of a workflow."""
+    return f"{SESSIONS_DIR}/{workflow_id}.json"
+
+
+def workflow_folder(workflow_id: str) -> str:
+    """The folder of a workflow's stage outputs."""
+    return f"{SESSIONS_DIR}/{workflow_id}/stages"
+
+
+def stage_path(workflow_id: str, index: int, stage: str) -> str:
+    """The file of one stage's validated output (``index`` counts from 0)."""
+    return f"{workflow_folder(workflow_id)}/{index + 1:02d}-{stage}.json"
+
+
+def read_state(workspace: Workspace, workflow_id: str) -> WorkflowState:
+    """Reads a workflow's state file.
+
+    Raises:
+        WorkflowError: There is no such workflow in the workspace.
+        WorkflowStateError: The file is malformed (the message names the field).
+    """
+    path = state_path(workflow_id)
+    try:
+        data = workspace.read_bytes(path)
+    except PathNotFoundError:
+        raise WorkflowError(
+            f"no workflow {workflow_id!r} in {workspace.url}: {path} does not exist",
+            path=path,
+        ) from None
+    state = load_state(data, path)
+    if state.workflow_id != workflow_id:
+        raise WorkflowStateError(
+            f"{path}: workflow_id is {state.workflow_id!r}, but the file is named for "
+            f"{workflow_id!r}",
+            path=path,
+        )
+    return state
+
+
+def list_workflows(workspace: Workspace) -> list[str]:
+    """The ids of the workflows whose state files are in the workspace, sorted."""
+    try:
+        entries = workspace.ls(SESSIONS_DIR)
+    except PathNotFoundError:
+        return []
+    suffix = ".json"
+    return sorted(
+        entry.name[: -len(suffix)]
+        for entry in entries
+        if not entry.is_dir and entry.name.endswith(suffix)
+    )
+
+
+def create_state(workspace: Workspace, state: WorkflowState) -> None:
+    """Writes a new workflow's first state file, refusing to overwrite any.
+
+    Raises:
+        WorkflowError: The id is taken (a state file or a folder of outputs exists).
+    """
+    path = state_path(state.workflow_id)
+    taken = WorkflowError(
+        f"workflow {state.workflow_id!r} already exists in {workspace.url} ({path}); "
+        "resume it, or run with another workflow_id",
+        path=path,
+    )
+    if workspace.exists(path) or workspace.exists(f"{SESSIONS_DIR}/{state.workflow_id}"):
+        raise taken
+    try:
+        workspace.write_bytes(path, dump_state(state), create_only=True)
+    except PathExistsError:
+        raise taken from None
+
+
+def replace_state(workspace: Workspace, previous: WorkflowState, state: WorkflowState) -> None:
+    """Writes ``state`` over ``previous``, only if the file still holds ``previous.version``.
+
+    Raises:
+        WorkflowConflictError: Another runner (or a person) wrote the file meanwhile.
+    """
+    path = state_path(state.workflow_id)
+    expected = previous.version
+    if state.version != expected + 1:  # pragma: no cover - a defect of the runner
+        raise AssertionError("a state is written over the version just before it")
+
+    def change(current: bytes | None) -> bytes:
+        if current is None:
+            raise WorkflowConflictError(
+                f"{path} was deleted while this runner worked on it", path=path
+            )
+        stored = _stored_version(current, path)
+        if stored != expected:
+            raise WorkflowConflictError(
+                f"another runner wrote {path} (version {stored}, runner {_runner(current)}) "
+                f"since this one wrote version {expected}; this runner stops here, and the "
+                "file keeps the other's progress",
+                path=path,
+            )
+        return dump_state(state)
+
+    _update(workspace, path, change)
+
+
+def _update(workspace: Workspace, path: str, change: Callable[[bytes | None], bytes]) -> None:
+    # Workspace.update (compare-and-swap) is on its way; until then, read, check and write.
+    update = getattr(workspace, "update", None)
+    if update is not None:
+        update(path, change)
+        return
+    try:
+        current: bytes | None = workspace.read_bytes(path)
+    except PathNotFoundError:
+        current = None
+    workspace.write_bytes(path, change(current))
+
+
+def _stored_version(data: bytes, path: str) -> int:
+    try:
+        return load_state(data, path).version
+    except WorkflowStateError as exc:
+        raise WorkflowConflictError(
+            f"{path} changed since this runner wrote it and is no longer a state file "
+            f"({exc}); this runner stops here",
+            path=path,
+        ) from None
+
+
+def _runner(data: bytes) -> str:
+    try:
+        return str(json.loads(data)["runner"])
+    except (ValueError, KeyError, TypeError):
+        return "unknown"
+
+
+def write_stage_file(
+    workspace: Workspace,
+    path: str,
+    stage: str,
+    output: dict[str, Any],
+    started_at: datetime,
+    completed_at: datetime,
+) -> None:
+    """Writes one validated output on its own (overwriting an identical earlier attempt)."""
+    record = {
+        "stage": stage,
+        "output": output,
+        "started_at": started_at.isoformat(),
+        "completed_at": completed_at.isoformat(),
+    }
+    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+    workspace.write_bytes(path, text.encode("utf-8"))
+
+
+def read_stage_file(
+    workspace: Workspace, path: str, stage: str
+) -> tuple[dict[str, Any], datetime, datetime] | None:
+    """The output, start and end kept in a stage file, or ``None`` if it is absent or unusable.
+
+    A file that does not parse is ignored (the stage then runs again and rewrites it).
+    """
+    try:
+        record = json.loads(workspace.read_bytes(path))
+        if record["stage"] != stage or not isinstance(record["output"], dict):
+            return None
+        started = datetime.fromisoformat(record["started_at"])
+        completed = datetime.fromisoformat(record["completed_at"])
+    except PathNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return record["output"], started, completed

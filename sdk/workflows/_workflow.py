@@ -1,0 +1,442 @@
+"""The workflow runner: stages in strict sequence, state saved after each, resumable."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ctxfs._errors import WorkflowError, WorkflowStateError
+from ctxfs._tokens import TokenCounter, as_token_counter
+from ctxfs._workspace import Workspace
+from ctxfs.workflows._context import StageInput, StoredOutput, pack_memory, pack_previous
+from ctxfs.workflows._files import (
+    create_state,
+    read_stage_file,
+    read_state,
+    replace_state,
+    stage_path,
+    state_path,
+    workflow_folder,
+    write_stage_file,
+)
+from ctxfs.workflows._outputs import (
+    check_output,
+    confidence_of,
+    error_text,
+    raw_record,
+    summary_of,
+)
+from ctxfs.workflows._stage import (
+    MemoryRetriever,
+    Stage,
+    WorkflowPolicy,
+    check_name,
+    check_stages,
+)
+from ctxfs.workflows._state import (
+    CompletedStage,
+    MemorySnapshot,
+    Progress,
+    StageHalt,
+    WorkflowState,
+    WorkflowStatus,
+)
+
+__all__ = ["Workflow", "WorkflowRun"]
+
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    """Where a run or a resume left a workflow.
+
+    Attributes:
+        workflow_id: The workflow's id (pass it to :meth:`Workflow.resume`).
+        status: ``completed``, or ``halted`` when a stage's output did not validate (see
+            ``halt``), or ``running`` when it stopped otherwise (resume it).
+        outputs: Each completed stage's validated output (an instance of its schema), by
+            stage name, in stage order.
+        halt: The record of the invalid output, when halted.
+        state_path: The state file in the workspace.
+        state: The state file's content.
+    """
+
+    workflow_id: str
+    status: WorkflowStatus
+    outputs: Mapping[str, BaseModel]
+    halt: StageHalt | None
+    state_path: str
+    state: WorkflowState
+
+
+class _Progress:
+    """One call's moving parts: the state last written, and when."""
+
+    def __init__(self, state: WorkflowState, written_at: datetime) -> None:
+        self.state = state
+        self.written_at = written_at
+
+
+class Workflow:
+    """Ordered stages, each its own agent, passing validated outputs through a state file.
+
+    Stages run in strict sequence. Each stage's agent gets only its prompt, the task, the
+    earlier stages' validated outputs within ``policy.previous_outputs_tokens`` and the
+    long-term memory retrieved for the task within ``policy.memory_tokens`` (a
+    :class:`~ctxfs.workflows.StageInput`). After each stage, its output is validated against
+    the stage's schema, written to the workspace and recorded in the state file
+    ``/sessions/<workflow id>.json``. An output that does not validate halts the workflow
+    with a record in the state file; fix the output there and :meth:`resume`.
+
+    Example:
+        >>> from ctxfs import Workspace
+        >>> reply = {"summary": "Two sources agree.", "confidence": "high"}
+        >>> flow = Workflow(
+        ...     stages=[Stage(name="research", prompt="Research it.", agent=lambda _: reply)],
+        ...     workspace=Workspace("memory://flow"),
+        ... )
+        >>> flow.run("Is the ledger balanced?", workflow_id="w1").status
+        'completed'
+
+    Args:
+        stages: The stages, in order; names unique.
+        workspace: Where the state file, the outputs and the agents' files live.
+        policy: Budgets and the checkpoint interval (default :class:`WorkflowPolicy`).
+        memory: Finds long-term memory for the task, once when the workflow starts (kept in
+            the state file, so a resumed run sees the same).
+        counter: Counts tokens for the budgets (default: the project's tiktoken counter).
+        clock: Returns the current time, timezone-aware (for the state file's timestamps and
+            the checkpoint interval).
+
+    Raises:
+        ValueError: No stages, or two with one name.
+        TypeError: Something that is not a :class:`Stage` among the stages.
+    """
+
+    def __init__(
+        self,
+        *,
+        stages: Sequence[Stage],
+        workspace: Workspace,
+        policy: WorkflowPolicy | None = None,
+        memory: MemoryRetriever | None = None,
+        counter: TokenCounter | Callable[[str], int] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._stages = check_stages(stages)
+        self._workspace = workspace
+        self._policy = policy or WorkflowPolicy()
+        self._memory = memory
+        self._counter = as_token_counter(counter)
+        self._clock = clock or _utc_now
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        """The stages, in order."""
+        return self._stages
+
+    @property
+    def workspace(self) -> Workspace:
+        """Where the workflow's files live."""
+        return self._workspace
+
+    @property
+    def policy(self) -> WorkflowPolicy:
+        """The budgets and the checkpoint interval."""
+        return self._policy
+
+    # -- entry points ----------------------------------------------------------------------
+
+    def run(self, task: str, *, workflow_id: str | None = None) -> WorkflowRun:
+        """Starts a new workflow on ``task`` and runs it until it completes or halts.
+
+        Args:
+            task: What the workflow is to do; every stage sees it.
+            workflow_id: Its id (names its files); default: the start time plus a random
+                suffix.
+
+        Raises:
+            WorkflowError: The id is taken.
+            WorkflowConflictError: Another runner took the workflow over meanwhile.
+            Exception: Whatever a stage's agent raised (recorded in the state file's
+                ``errors`` first; resume to run that stage again).
+        """
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("a workflow needs a task: what it is to do")
+        now = self._now()
+        if workflow_id is None:
+            workflow_id = f"{now:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+        check_name("workflow_id", workflow_id)
+        memory = list(self._memory(task)) if self._memory is not None else []
+        state = WorkflowState(
+            workflow_id=workflow_id,
+            version=1,
+            task=task,
+            stages=[stage.name for stage in self._stages],
+            status="running",
+            current_stage=self._stages[0].name,
+            completed_stages=[],
+            memory=[str(item) for item in memory],
+            memory_snapshots=[],
+            halt=None,
+            errors=[],
+            progress=None,
+            runner=_runner_id(),
+            created_at=now,
+            updated_at=now,
+        )
+        create_state(self._workspace, state)
+        return self._drive(_Progress(state, now))
+
+    def resume(self, workflow_id: str, *, retry: bool = False) -> WorkflowRun:
+        """Continues a workflow from its first incomplete stage.
+
+        Completed stages are never run again. A stage whose output file was written before
+        the process died is taken from that file. A halted stage's ``halt.raw_output`` (fixed
+        by hand in the state file) is validated again: if it passes it becomes the stage's
+        output, else the workflow stays halted with the new error.
+
+        Args:
+            workflow_id: The workflow's id.
+            retry: For a halted workflow, run the halted stage's agent again instead of
+                validating the recorded output.
+
+        Raises:
+            WorkflowError: No such workflow, or its stages are not this workflow's.
+            WorkflowStateError: The state file is malformed (the field is named).
+            WorkflowConflictError: Another runner took the workflow over meanwhile.
+        """
+        check_name("workflow_id", workflow_id)
+        state = read_state(self._workspace, workflow_id)
+        names = [stage.name for stage in self._stages]
+        if state.stages != names:
+            raise WorkflowError(
+                f"workflow {workflow_id!r} has the stages {state.stages}, but this Workflow has "
+                f"{names}; resume it with the stages it was started with",
+                path=state_path(workflow_id),
+            )
+        self._outputs(state)  # a hand edit that broke a completed output is named now
+        if state.status == "completed":
+            return self._result(state)
+        progress = _Progress(state, self._now())
+        halt = state.halt
+        self._save(progress, status="running", halt=None, runner=_runner_id())
+        if halt is not None and not retry:
+            index = len(state.completed_stages)  # _outputs checked they are the first ones
+            if halt.stage != names[index]:
+                raise WorkflowStateError(
+                    f"{state_path(workflow_id)}: halt.stage is {halt.stage!r}, but the first "
+                    f"incomplete stage is {names[index]!r}",
+                    path=state_path(workflow_id),
+                )
+            stage = self._stages[index]
+            try:
+                output = check_output(stage.schema, halt.raw_output)
+            except (ValidationError, TypeError) as exc:
+                return self._halt(progress, stage, halt.raw_output, exc)
+            now = self._now()
+            self._complete(progress, index, stage, output, now, now)
+        return self._drive(progress)
+
+    def state(self, workflow_id: str) -> WorkflowState:
+        """Reads a workflow's state file (see :func:`~ctxfs.workflows.read_state`)."""
+        return read_state(self._workspace, workflow_id)
+
+    # -- running ---------------------------------------------------------------------------
+
+    def _drive(self, progress: _Progress) -> WorkflowRun:
+        done = {record.stage for record in progress.state.completed_stages}
+        for index, stage in enumerate(self._stages):
+            if stage.name in done:
+                continue
+            workflow_id = progress.state.workflow_id
+            path = stage_path(workflow_id, index, stage.name)
+            kept = read_stage_file(self._workspace, path, stage.name)
+            if kept is not None:  # written before the process died; the state was not
+                output_json, started, completed = kept
+                try:
+                    output = stage.schema.model_validate(output_json)
+                except ValidationError:
+                    pass
+                else:
+                    self._complete(progress, index, stage, output, started, completed)
+                    continue
+            started = self._now()
+            stage_input = self._input(progress, index, stage)
+            try:
+                reply = stage.agent(stage_input)
+            except Exception as exc:
+                failure = StageHalt(
+                    stage=stage.name,
+                    error=f"the agent raised {type(exc).__name__}: {exc}",
+                    raw_output=None,
+                    at=self._now(),
+                )
+                self._save(progress, errors=[*progress.state.errors, failure], progress=None)
+                raise
+            try:
+                output = check_output(stage.schema, reply)
+            except (ValidationError, TypeError) as exc:
+                return self._halt(progress, stage, raw_record(reply), exc)
+            self._complete(progress, index, stage, output, started, self._now())
+        return self._result(progress.state)
+
+    def _input(self, progress: _Progress, index: int, stage: Stage) -> StageInput:
+        state = progress.state
+        models = self._outputs(state)
+        stored = [
+            StoredOutput(
+                stage=record.stage,
+                output=record.output,
+                path=record.output_path,
+                summary=summary_of(models[record.stage]),
+                confidence=confidence_of(models[record.stage]),
+            )
+            for record in state.completed_stages
+        ]
+        previous, previous_text = pack_previous(
+            stored,
+            self._policy.previous_outputs_tokens,
+            self._counter,
+            workflow_folder(state.workflow_id),
+        )
+        memory, memory_text = pack_memory(state.memory, self._policy.memory_tokens, self._counter)
+
+        def checkpoint(note: str) -> None:
+            interval = self._policy.checkpoint_interval
+            if interval is None:
+                return
+            now = self._now()
+            if (now - progress.written_at).total_seconds() >= interval:
+                self._save(progress, progress=Progress(stage=stage.name, note=str(note), at=now))
+
+        return StageInput(
+            workflow_id=state.workflow_id,
+            stage=stage.name,
+            prompt=stage.prompt,
+            task=state.task,
+            previous=previous,
+            previous_text=previous_text,
+            memory=memory,
+            memory_text=memory_text,
+            schema=stage.schema,
+            checkpoint=checkpoint,
+        )
+
+    def _complete(
+        self,
+        progress: _Progress,
+        index: int,
+        stage: Stage,
+        output: BaseModel,
+        started: datetime,
+        completed: datetime,
+    ) -> None:
+        state = progress.state
+        path = stage_path(state.workflow_id, index, stage.name)
+        output_json = output.model_dump(mode="json")
+        write_stage_file(self._workspace, path, stage.name, output_json, started, completed)
+        record = CompletedStage(
+            stage=stage.name,
+            output=output_json,
+            output_path=path,
+            started_at=started,
+            completed_at=completed,
+        )
+        summary = summary_of(output) or json.dumps(output_json, ensure_ascii=False)
+        limit = self._policy.snapshot_chars
+        snapshot = MemorySnapshot(
+            stage=stage.name,
+            summary=summary if len(summary) <= limit else summary[: limit - 1] + "…",
+        )
+        following = self._stages[index + 1].name if index + 1 < len(self._stages) else None
+        self._save(
+            progress,
+            completed_stages=[*state.completed_stages, record],
+            memory_snapshots=[*state.memory_snapshots, snapshot],
+            current_stage=following,
+            status="running" if following is not None else "completed",
+            progress=None,
+        )
+
+    def _halt(
+        self, progress: _Progress, stage: Stage, raw: Any, error: ValidationError | TypeError
+    ) -> WorkflowRun:
+        record = StageHalt(
+            stage=stage.name, error=error_text(error), raw_output=raw, at=self._now()
+        )
+        self._save(
+            progress,
+            status="halted",
+            halt=record,
+            errors=[*progress.state.errors, record],
+            progress=None,
+        )
+        return self._result(progress.state)
+
+    def _save(self, current: _Progress, /, **changes: Any) -> None:
+        previous = current.state
+        now = self._now()
+        state = previous.model_copy(
+            update={**changes, "version": previous.version + 1, "updated_at": now}
+        )
+        # Round-trip through validation: a state that could not be read back is never written.
+        state = WorkflowState.model_validate(state.model_dump(mode="json"))
+        replace_state(self._workspace, previous, state)
+        current.state, current.written_at = state, now
+
+    # -- reading back ----------------------------------------------------------------------
+
+    def _outputs(self, state: WorkflowState) -> dict[str, BaseModel]:
+        schemas = {stage.name: stage.schema for stage in self._stages}
+        outputs: dict[str, BaseModel] = {}
+        path = state_path(state.workflow_id)
+        for number, record in enumerate(state.completed_stages):
+            expected = self._stages[number].name if number < len(self._stages) else None
+            if record.stage != expected:
+                raise WorkflowStateError(
+                    f"{path}: completed_stages.{number}.stage is {record.stage!r}, but stage "
+                    f"{number + 1} of this workflow is {expected!r} (stages complete in order)",
+                    path=path,
+                )
+            schema = schemas[record.stage]
+            try:
+                outputs[record.stage] = schema.model_validate(record.output)
+            except ValidationError as exc:
+                raise WorkflowStateError(
+                    f"{path}: completed_stages.{number}.output does not match the schema of "
+                    f"stage {record.stage!r}: {error_text(exc)}",
+                    path=path,
+                ) from None
+        return outputs
+
+    def _result(self, state: WorkflowState) -> WorkflowRun:
+        return WorkflowRun(
+            workflow_id=state.workflow_id,
+            status=state.status,
+            outputs=self._outputs(state),
+            halt=state.halt,
+            state_path=state_path(state.workflow_id),
+            state=state,
+        )
+
+    def _now(self) -> datetime:
+        now = self._clock()
+        if now.tzinfo is None:
+            raise ValueError("the workflow's clock must return timezone-aware datetimes")
+        return now
+
+
+def _runner_id() -> str:
+    return uuid.uuid4().hex[:12]
