@@ -26,6 +26,8 @@
     │   │                                      (names the file and the field)
     │   └── WorkflowConflictError              another runner wrote its state file meanwhile
     │                                          (+ ConflictError)
+    ├── UnknownSubAgentError (+ LookupError)   no sub-agent of that name is registered
+    │                                          (names the registered ones)
     └── BackendError (+ OSError)               the storage could not be asked
                                                (network, permission, server error)
 
@@ -51,6 +53,7 @@ __all__ = [
     "ReadOnlyPathError",
     "SearchTimeoutError",
     "TraceError",
+    "UnknownSubAgentError",
     "UnsafePathError",
     "WorkflowConflictError",
     "WorkflowError",
@@ -190,3 +193,20 @@ class MemoryFormatError(WorkspaceError, ValueError):
         where = f"{path}: field {field}" if field else path
         super().__init__(f"{where}: {message}", path=path)
         self.field = field
+
+
+class UnknownSubAgentError(WorkspaceError, LookupError):
+    """No sub-agent of that name is registered (:mod:`ctxfs.subagents`).
+
+    The message lists the registered names; :attr:`registered` holds them.
+
+    Attributes:
+        name: The name asked for.
+        registered: The names that are registered, in registration order.
+    """
+
+    def __init__(self, name: str, registered: tuple[str, ...]) -> None:
+        known = ", ".join(repr(n) for n in registered) or "none"
+        super().__init__(f"no sub-agent named {name!r}; registered: {known}")
+        self.name = name
+        self.registered = registered

@@ -1,0 +1,196 @@
+"""Where a sub-task is filed: its thread id, and the record tying it to its parent.
+
+A sub-task runs on the thread ``<parent thread>/task-<tool call id>``, so parallel calls never
+share one and a re-run after a crash finds the same one. Next to its transcripts, in
+``/transcripts/<thread>/task.json``, a record names the parent thread, the call, the
+sub-agent, the prompt and, once it ended, the :class:`~ctxfs.subagents.TaskResult`. The
+record is written when the sub-task starts (``running``) and rewritten, atomically, when it
+ends; a re-run of the same call with the same prompt returns the recorded result instead of
+working again, and one whose record is still ``running`` (the process died) starts over.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ctxfs._archive import thread_transcript_dir
+from ctxfs._errors import PathNotFoundError
+from ctxfs._layout import TRANSCRIPTS_DIR
+from ctxfs._workspace import Workspace
+from ctxfs.subagents._result import TaskResult
+
+__all__ = [
+    "RECORD_NAME",
+    "TaskRecord",
+    "child_thread_id",
+    "describe_relations",
+    "read_record",
+    "record_path",
+    "task_records",
+    "write_record",
+]
+
+RECORD_NAME = "task.json"
+"""File name of a sub-task's record, in its thread's transcript folder."""
+
+_FORMAT = "ctxfs-subagent-task"
+_VERSION = 1
+
+
+def child_thread_id(parent_thread_id: str, tool_call_id: str, attempt: int = 1) -> str:
+    """The thread a sub-task runs on: derived from the parent's thread and the call id.
+
+    ``attempt`` above 1 is for a provider that reuses a call id for another task: the
+    record of the first says so, and the second takes ``...task-<id>.2``.
+
+    Example:
+        >>> child_thread_id("main", "call_7")
+        'main/task-call_7'
+    """
+    base = f"{parent_thread_id}/task-{tool_call_id}"
+    return base if attempt == 1 else f"{base}.{attempt}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRecord:
+    """A sub-task's record (see the module docstring).
+
+    Attributes:
+        thread_id: The sub-task's thread.
+        parent_thread_id: The thread that handed it the task.
+        tool_call_id: The parent's ``task`` call.
+        subagent: The sub-agent's name.
+        prompt: The task it was handed.
+        result: How it ended, or ``None`` while it runs (or if the process died).
+    """
+
+    thread_id: str
+    parent_thread_id: str
+    tool_call_id: str
+    subagent: str
+    prompt: str
+    result: TaskResult | None = None
+
+    @property
+    def status(self) -> str:
+        """``running`` until it ended, then the result's status."""
+        return "running" if self.result is None else self.result.status
+
+    def to_json(self) -> dict[str, Any]:
+        """The record file's content."""
+        return {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "thread_id": self.thread_id,
+            "parent_thread_id": self.parent_thread_id,
+            "tool_call_id": self.tool_call_id,
+            "subagent": self.subagent,
+            "prompt": self.prompt,
+            "status": self.status,
+            "result": None if self.result is None else self.result.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> TaskRecord:
+        """Reads a record file's content.
+
+        Raises:
+            ValueError: It is not a task record.
+        """
+        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+            raise ValueError("not a sub-task record")
+        try:
+            raw = data["result"]
+            return cls(
+                thread_id=str(data["thread_id"]),
+                parent_thread_id=str(data["parent_thread_id"]),
+                tool_call_id=str(data["tool_call_id"]),
+                subagent=str(data["subagent"]),
+                prompt=str(data["prompt"]),
+                result=None if raw is None else TaskResult.from_json(raw),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a sub-task record: {type(exc).__name__}: {exc}") from None
+
+
+def record_path(thread_id: str) -> str:
+    """The record file of the sub-task running on ``thread_id``."""
+    return f"{thread_transcript_dir(thread_id)}/{RECORD_NAME}"
+
+
+def read_record(workspace: Workspace, thread_id: str) -> TaskRecord | None:
+    """The record of the sub-task on ``thread_id``, or ``None`` if there is none.
+
+    A record that cannot be parsed counts as none (it is rewritten when the sub-task runs).
+
+    Raises:
+        WorkspaceError: The storage could not be asked.
+    """
+    try:
+        data = workspace.read_bytes(record_path(thread_id))
+    except PathNotFoundError:
+        return None
+    try:
+        return TaskRecord.from_json(json.loads(data))
+    except (ValueError, RecursionError):
+        return None
+
+
+def write_record(workspace: Workspace, record: TaskRecord) -> None:
+    """Writes (or rewrites, atomically) the record of ``record.thread_id``.
+
+    Raises:
+        WorkspaceError: It could not be written.
+    """
+    data = json.dumps(record.to_json(), indent=1, ensure_ascii=False, sort_keys=True)
+    workspace.write_bytes(record_path(record.thread_id), data.encode("utf-8") + b"\n")
+
+
+def task_records(workspace: Workspace) -> tuple[TaskRecord, ...]:
+    """Every sub-task record in the workspace, sorted by parent thread, then thread.
+
+    Raises:
+        WorkspaceError: The storage could not be asked.
+    """
+    try:
+        folders = [e.path for e in workspace.ls(TRANSCRIPTS_DIR) if e.is_dir]
+    except PathNotFoundError:
+        return ()
+    found = []
+    for folder in folders:
+        try:
+            data = workspace.read_bytes(f"{folder}/{RECORD_NAME}")
+        except PathNotFoundError:
+            continue
+        try:
+            found.append(TaskRecord.from_json(json.loads(data)))
+        except (ValueError, RecursionError):
+            continue
+    return tuple(sorted(found, key=lambda r: (r.parent_thread_id, r.thread_id)))
+
+
+def describe_relations(workspace: Workspace, threads: list[str]) -> dict[str, list[str]]:
+    """Lines that say how threads relate, for ``ctxfs transcripts``: per thread id, the
+    sub-agent it runs (and for whom) and the sub-agent threads it started.
+
+    Parents that have sub-tasks but no transcript of their own are added to ``threads``
+    (in place, sorted), so that every thread with a relation is listed.
+
+    Raises:
+        WorkspaceError: The storage could not be asked.
+    """
+    lines: dict[str, list[str]] = {}
+    records = task_records(workspace)
+    for record in records:
+        lines.setdefault(record.thread_id, []).append(
+            f"  sub-agent {record.subagent!r} for thread {record.parent_thread_id!r} "
+            f"(task call {record.tool_call_id!r}): {record.status}"
+        )
+    for record in records:
+        lines.setdefault(record.parent_thread_id, []).append(
+            f"  -> sub-agent thread {record.thread_id!r} ({record.subagent}, {record.status})"
+        )
+    threads[:] = sorted({*threads, *lines})
+    return lines

@@ -1,0 +1,155 @@
+"""What a sub-agent hands back (:class:`TaskResult`), what it reports on its way
+(:class:`TaskProgress`), and how artifacts merge into the parent's state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+__all__ = ["TaskProgress", "TaskResult", "TaskStatus", "merge_artifacts"]
+
+TaskStatus = Literal["completed", "partial", "failed"]
+"""How a sub-task ended: it answered; it hit ``max_turns`` or ``max_tokens``; it raised."""
+
+
+def merge_artifacts(left: Iterable[str] | None, right: Iterable[str] | None) -> list[str]:
+    """The reducer of the ``artifacts`` state key: both lists, first seen first, no repeats.
+
+    Use it in a hand-written graph's state:
+    ``artifacts: Annotated[list[str], merge_artifacts]``.
+
+    Example:
+        >>> merge_artifacts(["/a.md", "/b.md"], ["/b.md", "/c.md"])
+        ['/a.md', '/b.md', '/c.md']
+    """
+    return list(dict.fromkeys([*(left or ()), *(right or ())]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskResult:
+    """The outcome of one sub-task.
+
+    Attributes:
+        subagent: The sub-agent's name.
+        thread_id: Its thread (transcripts under ``/transcripts``, offloads under
+            ``/tool_results``, both named from it).
+        parent_thread_id: The thread that handed it the task.
+        tool_call_id: The parent's ``task`` call.
+        status: ``completed``, ``partial`` (a limit was hit) or ``failed`` (it raised).
+        answer: Its final answer; for a partial result, the last thing it said (may be empty).
+        artifacts: Workspace paths it wrote or edited, first written first.
+        transcript: The Markdown transcript of its whole conversation (the last segment; any
+            earlier ones are in :attr:`transcripts`), or ``None`` if it could not be written.
+        transcripts: Every transcript segment of its thread, oldest first.
+        turns: Model calls it made.
+        tokens: Tokens it spent: every request as its model received it, plus every answer.
+        reason: Why it stopped early or failed (empty when completed).
+    """
+
+    subagent: str
+    thread_id: str
+    parent_thread_id: str
+    tool_call_id: str
+    status: TaskStatus
+    answer: str
+    artifacts: tuple[str, ...] = ()
+    transcript: str | None = None
+    transcripts: tuple[str, ...] = ()
+    turns: int = 0
+    tokens: int = 0
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the sub-agent did not fail (a partial result is not a failure)."""
+        return self.status != "failed"
+
+    def to_text(self) -> str:
+        """What the parent's model reads as the ``task`` tool's result."""
+        where = (
+            f"transcript: {self.transcript} (thread {self.thread_id!r})"
+            if self.transcript
+            else f"thread {self.thread_id!r} (its transcript could not be written)"
+        )
+        wrote = ", ".join(self.artifacts) if self.artifacts else "none"
+        footer = (
+            f"[sub-agent {self.subagent!r}: {self.turns} turn(s); files written: {wrote}; {where}]"
+        )
+        if self.status == "completed":
+            return f"{self.answer}\n\n{footer}"
+        if self.status == "partial":
+            said = self.answer or "(it had not written an answer yet)"
+            return (
+                f"[sub-agent {self.subagent!r} stopped before finishing: {self.reason}. "
+                f"Partial result follows; its files and transcript hold the rest.]\n\n"
+                f"{said}\n\n{footer}"
+            )
+        return (
+            f"Error: sub-agent {self.subagent!r} failed: {self.reason}. What it did is in its "
+            f"{where}; files written: {wrote}. Try the task again, split it, or do it yourself."
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (see :meth:`from_json`)."""
+        data = asdict(self)
+        data["artifacts"] = list(self.artifacts)
+        data["transcripts"] = list(self.transcripts)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TaskResult:
+        """Reads what :meth:`to_json` wrote.
+
+        Raises:
+            ValueError: A field is missing or of the wrong type.
+        """
+        try:
+            status = data["status"]
+            if status not in ("completed", "partial", "failed"):
+                raise ValueError(f"unknown status {status!r}")
+            return cls(
+                subagent=str(data["subagent"]),
+                thread_id=str(data["thread_id"]),
+                parent_thread_id=str(data["parent_thread_id"]),
+                tool_call_id=str(data["tool_call_id"]),
+                status=status,
+                answer=str(data["answer"]),
+                artifacts=tuple(str(p) for p in data["artifacts"]),
+                transcript=None if data["transcript"] is None else str(data["transcript"]),
+                transcripts=tuple(str(p) for p in data["transcripts"]),
+                turns=int(data["turns"]),
+                tokens=int(data["tokens"]),
+                reason=str(data["reason"]),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a task result: {type(exc).__name__}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskProgress:
+    """One step of a running sub-agent, sent to the parent's stream (``stream_mode="custom"``).
+
+    Attributes:
+        subagent: The sub-agent's name.
+        thread_id: Its thread.
+        parent_thread_id: The thread that handed it the task.
+        tool_call_id: The parent's ``task`` call.
+        kind: ``started``; ``model`` (it answered; ``tools`` names the tools it asked for);
+            ``tool`` (a tool returned; ``detail`` is the tool's name); ``finished``
+            (``detail`` is the status).
+        turn: Model calls so far.
+        tokens: Tokens spent so far.
+        tools: For ``model``: the tools it called.
+        detail: See ``kind``.
+    """
+
+    subagent: str
+    thread_id: str
+    parent_thread_id: str
+    tool_call_id: str
+    kind: Literal["started", "model", "tool", "finished"]
+    turn: int = 0
+    tokens: int = 0
+    tools: tuple[str, ...] = ()
+    detail: str = ""

@@ -1,0 +1,408 @@
+"""The registry of sub-agents and the function behind the ``task`` tool."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+
+from ctxfs._archive import TranscriptArchive
+from ctxfs._engine import ContextEngine
+from ctxfs._errors import UnknownSubAgentError, WorkspaceError
+from ctxfs._policy import ContextPolicy
+from ctxfs._summary import is_summary, summary_state
+from ctxfs._workspace import Workspace
+from ctxfs.integrations._core import ContextHooks, EventHandler
+from ctxfs.subagents._loop import Run, adrive, drive
+from ctxfs.subagents._record import TaskRecord, child_thread_id, read_record, write_record
+from ctxfs.subagents._result import TaskProgress, TaskResult
+from ctxfs.subagents._spec import SubAgent
+from ctxfs.subagents._spec import general_purpose as _general_purpose
+from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
+
+if TYPE_CHECKING:
+    from langgraph.types import StreamWriter
+
+__all__ = ["ProgressHandler", "SubAgents"]
+
+ProgressHandler = Callable[[TaskProgress], object]
+"""Called with each step of every sub-task."""
+
+_log = logging.getLogger("ctxfs.subagents")
+_MAX_ATTEMPTS = 100
+
+
+class SubAgents:
+    """A registry of named sub-agents over one workspace, and the runner of their tasks.
+
+    Each task runs a fresh sub-agent on its own thread,
+    ``<parent thread>/task-<tool call id>`` (parallel calls never share one), with its own
+    :class:`~ctxfs.ContextEngine` and policy over the shared workspace, and nothing but its
+    system prompt and the task it was handed: it sees nothing of the parent's conversation,
+    and the parent gets back only a :class:`~ctxfs.subagents.TaskResult` (the answer, the
+    files it wrote, where its transcript is). Its offloads land in
+    ``/tool_results/<its thread>/``; its whole conversation is archived in
+    ``/transcripts/<its thread>/`` when it ends, next to a ``task.json`` record naming the
+    parent thread and call. So the parent can ``grep`` or ``read_file`` anything the
+    sub-agent saw, byte-exact, without having carried it.
+
+    A sub-agent stops with a ``partial`` result at its ``max_turns`` or ``max_tokens``; one
+    that raises gives a ``failed`` result naming it and its transcript, never an exception.
+    Sub-agents get no ``task`` tool of their own unless their spec says ``subagents=True``
+    and the nesting stays within ``max_depth``.
+
+    Example:
+        >>> from ctxfs import ContextPolicy, Workspace
+        >>> from ctxfs.testing import ScriptedChatModel
+        >>> agents = SubAgents(Workspace("memory://sub-doc"),
+        ...     model=ScriptedChatModel(responses=["Nothing to do."]),
+        ...     policy=ContextPolicy(max_input_tokens=8_000))
+        >>> agents.names
+        ('general-purpose',)
+        >>> result = agents.run("general-purpose", "Say hi.", parent_thread_id="main",
+        ...     tool_call_id="c1")
+        >>> result.status, result.answer, result.thread_id
+        ('completed', 'Nothing to do.', 'main/task-c1')
+
+    Args:
+        workspace: The shared workspace (the SDK's writable one).
+        model: The chat model of sub-agents whose spec names none.
+        policy: The context policy of sub-agents whose spec has none.
+        subagents: Sub-agents to register (more with :meth:`register`).
+        tools: Tools of sub-agents whose spec has none (besides the workspace tools).
+        general_purpose: Whether to register ``general-purpose`` first.
+        max_depth: How deep sub-agents may nest: 1 lets the parent start sub-agents and no
+            sub-agent start any; 2 lets sub-agents whose spec has ``subagents=True`` start
+            their own; and so on.
+        clock: The time written in transcript indexes (default: now, UTC).
+        on_event: Called with every context event of every sub-agent (offloads, summaries)
+            and its thread id.
+        on_progress: Called with every :class:`~ctxfs.subagents.TaskProgress` (the ``task``
+            tool also writes them to the parent's LangGraph stream).
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        model: BaseChatModel,
+        policy: ContextPolicy,
+        subagents: Sequence[SubAgent] = (),
+        tools: Sequence[BaseTool] = (),
+        general_purpose: bool = True,
+        max_depth: int = 1,
+        clock: Callable[[], datetime] | None = None,
+        on_event: EventHandler | None = None,
+        on_progress: ProgressHandler | None = None,
+    ) -> None:
+        if max_depth < 1:
+            raise ValueError(f"max_depth must be at least 1 (got {max_depth})")
+        self._workspace = workspace
+        self._model = model
+        self._policy = policy
+        self._tools = tuple(tools)
+        self._max_depth = max_depth
+        self._clock = clock
+        self._on_event = on_event
+        self._on_progress = on_progress
+        self._specs: dict[str, SubAgent] = {}
+        for spec in ([_general_purpose()] if general_purpose else []) + list(subagents):
+            self.register(spec)
+
+    # -- the registry ---------------------------------------------------------------------
+
+    def register(self, spec: SubAgent) -> None:
+        """Adds a sub-agent.
+
+        Raises:
+            ValueError: A sub-agent of that name is registered already.
+        """
+        if spec.name in self._specs:
+            raise ValueError(
+                f"a sub-agent named {spec.name!r} is registered already; choose another name"
+            )
+        self._specs[spec.name] = spec
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The registered names, in registration order."""
+        return tuple(self._specs)
+
+    def get(self, name: str) -> SubAgent:
+        """The sub-agent named ``name``.
+
+        Raises:
+            UnknownSubAgentError: None is registered under that name (the message lists the
+                registered ones).
+        """
+        try:
+            return self._specs[name]
+        except KeyError:
+            raise UnknownSubAgentError(name, self.names) from None
+
+    def __iter__(self) -> Iterator[SubAgent]:
+        return iter(self._specs.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    @property
+    def workspace(self) -> Workspace:
+        """The shared workspace."""
+        return self._workspace
+
+    @property
+    def max_depth(self) -> int:
+        """How deep sub-agents may nest."""
+        return self._max_depth
+
+    # -- running --------------------------------------------------------------------------
+
+    def run(
+        self,
+        name: str,
+        prompt: str,
+        *,
+        parent_thread_id: str,
+        tool_call_id: str,
+        depth: int = 1,
+        progress: StreamWriter | None = None,
+    ) -> TaskResult:
+        """Runs the sub-agent ``name`` on ``prompt`` and returns what it handed back.
+
+        A task that already ran (same parent thread, call id, sub-agent and prompt, its
+        record in the workspace: the process died before the parent saw the result) is not
+        run again: its recorded result is returned. One that was interrupted is run again
+        from the start.
+
+        Args:
+            name: A registered sub-agent.
+            prompt: The task; all the sub-agent is told besides its system prompt.
+            parent_thread_id: The thread handing it the task.
+            tool_call_id: The parent's call (with the parent thread, names the sub-agent's
+                thread).
+            depth: How deep this sub-agent is nested (1: started by the top agent).
+            progress: Also called with each step (the ``task`` tool passes the parent's
+                LangGraph stream writer).
+
+        Raises:
+            UnknownSubAgentError: ``name`` is not registered.
+            ValueError: ``depth`` is beyond ``max_depth``.
+        """
+        prepared = self._prepare(name, prompt, parent_thread_id, tool_call_id, depth, progress)
+        if isinstance(prepared, TaskResult):
+            return prepared
+        try:
+            drive(prepared)
+        except Exception as exc:
+            return self._failed(prepared, exc)
+        return self._finish(prepared)
+
+    async def arun(
+        self,
+        name: str,
+        prompt: str,
+        *,
+        parent_thread_id: str,
+        tool_call_id: str,
+        depth: int = 1,
+        progress: StreamWriter | None = None,
+    ) -> TaskResult:
+        """The async twin of :meth:`run`: workspace work in worker threads, the model and
+        tools awaited, so parallel tasks run concurrently on one event loop."""
+        prepared = await asyncio.to_thread(
+            self._prepare, name, prompt, parent_thread_id, tool_call_id, depth, progress
+        )
+        if isinstance(prepared, TaskResult):
+            return prepared
+        try:
+            await adrive(prepared)
+        except Exception as exc:
+            return await asyncio.to_thread(self._failed, prepared, exc)
+        return await asyncio.to_thread(self._finish, prepared)
+
+    def task_tool(
+        self,
+        *,
+        parent_thread_id: str | None = None,
+        artifacts_key: str | None = "artifacts",
+        depth: int = 1,
+    ) -> BaseTool:
+        """The ``task`` tool that runs these sub-agents (see :func:`ctxfs.subagents.task_tool`)."""
+        from ctxfs.subagents._tool import task_tool
+
+        return task_tool(
+            self, parent_thread_id=parent_thread_id, artifacts_key=artifacts_key, depth=depth
+        )
+
+    # -- the parts both twins share -------------------------------------------------------
+
+    def _prepare(
+        self,
+        name: str,
+        prompt: str,
+        parent: str,
+        call_id: str,
+        depth: int,
+        progress: StreamWriter | None,
+    ) -> Run | TaskResult:
+        spec = self.get(name)
+        if not 1 <= depth <= self._max_depth:
+            raise ValueError(f"depth {depth} is outside 1..max_depth ({self._max_depth})")
+        thread = self._thread_for(name, prompt, parent, call_id)
+        recorded = read_record(self._workspace, thread)
+        if recorded is not None and recorded.result is not None:
+            _log.info("ctxfs: sub-task %s already ran; returning its recorded result", thread)
+            return recorded.result
+        write_record(
+            self._workspace,
+            TaskRecord(
+                thread_id=thread,
+                parent_thread_id=parent,
+                tool_call_id=call_id,
+                subagent=name,
+                prompt=prompt,
+            ),
+        )
+        policy = spec.policy or self._policy
+        engine = ContextEngine(self._workspace, policy, clock=self._clock)
+        tools = self._tools_for(spec, engine, thread, depth)
+        model = spec.model or self._model
+        bound = model.bind_tools(tools) if tools else model
+        return Run(
+            subagent=name,
+            thread_id=thread,
+            parent_thread_id=parent,
+            tool_call_id=call_id,
+            prompt=prompt,
+            hooks=ContextHooks(engine, self._on_event),
+            model=bound,
+            system=SystemMessage(content=spec.system_prompt, id=f"{thread}:system"),
+            tools={tool.name: tool for tool in tools},
+            max_turns=spec.max_turns,
+            max_tokens=spec.max_tokens,
+            messages=[HumanMessage(content=prompt, id=f"{thread}:task")],
+            report=self._reporter(progress),
+        )
+
+    def _thread_for(self, name: str, prompt: str, parent: str, call_id: str) -> str:
+        """The task's thread: the derived one, unless a provider reused the call id for
+        another task (then the next free ``.2``, ``.3``...)."""
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            thread = child_thread_id(parent, call_id, attempt)
+            recorded = read_record(self._workspace, thread)
+            if recorded is None or (recorded.subagent, recorded.prompt) == (name, prompt):
+                return thread
+        raise ValueError(f"call id {call_id!r} of thread {parent!r} was used {_MAX_ATTEMPTS} times")
+
+    def _tools_for(
+        self, spec: SubAgent, engine: ContextEngine, thread: str, depth: int
+    ) -> list[BaseTool]:
+        tools: list[BaseTool] = []
+        if spec.workspace_tools:
+            from ctxfs.tools import workspace_tools
+
+            policy = engine.policy
+            budget = (
+                max(MIN_OUTPUT_TOKENS, policy.tool_output_tokens)
+                if policy.max_input_tokens is not None
+                else DEFAULT_MAX_OUTPUT_TOKENS
+            )
+            tools += workspace_tools(self._workspace, max_output_tokens=budget)
+        tools += spec.tools if spec.tools is not None else self._tools
+        if spec.subagents and depth < self._max_depth:
+            nested = self.task_tool(parent_thread_id=thread, artifacts_key=None, depth=depth + 1)
+            tools.append(nested)
+        return tools
+
+    def _reporter(self, writer: StreamWriter | None) -> Callable[[TaskProgress], None]:
+        handler = self._on_progress
+
+        def report(event: TaskProgress) -> None:
+            if writer is not None:
+                writer(event)
+            if handler is not None:
+                handler(event)
+
+        return report
+
+    def _failed(self, run: Run, exc: Exception) -> TaskResult:
+        _log.warning(
+            "ctxfs: sub-agent %r on thread %s raised %s: %s",
+            run.subagent,
+            run.thread_id,
+            type(exc).__name__,
+            exc,
+        )
+        run.stop("failed", f"{type(exc).__name__}: {exc}")
+        return self._finish(run)
+
+    def _finish(self, run: Run) -> TaskResult:
+        """Archives the sub-agent's conversation, records the result, reports it."""
+        transcripts, problem = self._archive(run)
+        reason = run.reason
+        if problem:
+            reason = f"{reason}; {problem}" if reason else problem
+        result = TaskResult(
+            subagent=run.subagent,
+            thread_id=run.thread_id,
+            parent_thread_id=run.parent_thread_id,
+            tool_call_id=run.tool_call_id,
+            status=run.status,
+            answer=run.answer(),
+            artifacts=tuple(run.artifacts),
+            transcript=transcripts[-1] if transcripts else None,
+            transcripts=transcripts,
+            turns=run.turns,
+            tokens=run.tokens,
+            reason=reason,
+        )
+        record = TaskRecord(
+            thread_id=run.thread_id,
+            parent_thread_id=run.parent_thread_id,
+            tool_call_id=run.tool_call_id,
+            subagent=run.subagent,
+            prompt=run.prompt,
+            result=result,
+        )
+        try:
+            write_record(self._workspace, record)
+        except WorkspaceError:
+            _log.exception("ctxfs: the record of sub-task %s could not be written", run.thread_id)
+        run.progress("finished", detail=result.status)
+        return result
+
+    def _archive(self, run: Run) -> tuple[tuple[str, ...], str]:
+        """Writes what is left of the conversation as the thread's last transcript segment.
+
+        Returns the Markdown paths of all the thread's segments and what went wrong, if
+        anything (the result still goes back to the parent; only the transcript is missing).
+        """
+        engine = run.hooks.engine
+        archive = TranscriptArchive(self._workspace, run.thread_id, clock=self._clock)
+        summary = next((m for m in run.messages if is_summary(m)), None)
+        state = summary_state(summary) if summary is not None else None
+        tail = [m for m in run.messages if not is_summary(m)]
+        try:
+            with engine.lock:
+                committed = archive.segments()
+                if tail:
+                    tokens = engine.token_counter.count_messages(tail)
+                    start = state.next_index if state is not None else 0
+                    segment, done = archive.write_segment(
+                        tail, start=start, tokens=tokens, committed=committed
+                    )
+                    if not done:
+                        answer = AIMessage(content=run.answer(), id=f"{run.thread_id}:answer")
+                        archive.commit(segment, summary=answer, committed=committed)
+                    committed = archive.segments()
+        except WorkspaceError as exc:
+            _log.warning("ctxfs: the transcript of sub-task %s failed: %s", run.thread_id, exc)
+            return (), f"its transcript could not be written ({exc})"
+        return tuple(s.markdown_path for s in committed), ""
