@@ -14,6 +14,7 @@ from ctxfs._grep import FileResult, GrepLine
 from ctxfs._quote import quote
 from ctxfs._results import FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs.tools._budget import OutputBudget
+from ctxfs.tools._names import DEFAULT_NAMES, ToolNames
 
 __all__ = [
     "format_glob",
@@ -43,7 +44,11 @@ def _limit_note(budget: OutputBudget | None) -> str:
 
 
 def format_read(
-    result: ReadResult, *, max_read_chars: int, budget: OutputBudget | None = None
+    result: ReadResult,
+    *,
+    max_read_chars: int,
+    budget: OutputBudget | None = None,
+    names: ToolNames = DEFAULT_NAMES,
 ) -> str:
     """A page of a file numbered like ``cat -n``, with a note saying how to read on.
 
@@ -52,6 +57,7 @@ def format_read(
         max_read_chars: The character cap that may have ended the page, for the note.
         budget: The token budget of the output; the page is cut to fit it (if its first
             line alone is too long, the line is shown in part, with the column to read on).
+        names: The tool names the notes send the model to.
 
     Raises:
         ValueError: The page starts past the end of a non-empty file.
@@ -64,20 +70,20 @@ def format_read(
             f"{plural(result.total_lines, 'line')}; use an offset from 0 to "
             f"{result.total_lines - 1}"
         )
-    entries = _read_entries(result)
+    entries = _read_entries(result, names)
 
     def notes(shown: int) -> list[str]:
-        return _read_notes(result, shown, max_read_chars, budget)
+        return _read_notes(result, shown, max_read_chars, budget, names)
 
     if budget is None:
         return "\n".join([*entries, *notes(len(entries))])
     shown, text = budget.fit(entries, notes)
     if shown == 0:
-        return _read_part_of_first_line(result, max_read_chars, budget)
+        return _read_part_of_first_line(result, max_read_chars, budget, names)
     return text
 
 
-def _read_entries(result: ReadResult) -> list[str]:
+def _read_entries(result: ReadResult, names: ToolNames) -> list[str]:
     clipped = dict(result.clipped)
     out: list[str] = []
     for index, line in enumerate(result.lines):
@@ -92,7 +98,7 @@ def _read_entries(result: ReadResult) -> list[str]:
                 line = f"[from character {start}] {line}"
             if end < full:
                 line = (
-                    f"{line} … [line clipped: {full} chars; call read_file with "
+                    f"{line} … [line clipped: {full} chars; call {names.read_file} with "
                     f"offset={number - 1}, limit=1, column={end} to read on in this line]"
                 )
         out.append(f"{number:>6}\t{line}")
@@ -100,7 +106,11 @@ def _read_entries(result: ReadResult) -> list[str]:
 
 
 def _read_notes(
-    result: ReadResult, shown: int, max_read_chars: int, budget: OutputBudget | None
+    result: ReadResult,
+    shown: int,
+    max_read_chars: int,
+    budget: OutputBudget | None,
+    names: ToolNames,
 ) -> list[str]:
     next_offset = result.offset + shown
     if shown < len(result.lines):
@@ -114,19 +124,21 @@ def _read_notes(
     remaining = result.total_lines - next_offset
     return [
         f"... {plural(remaining, 'more line')}{why}; "
-        f"call read_file with offset={next_offset} to read on"
+        f"call {names.read_file} with offset={next_offset} to read on"
     ]
 
 
-def _read_part_of_first_line(result: ReadResult, max_read_chars: int, budget: OutputBudget) -> str:
+def _read_part_of_first_line(
+    result: ReadResult, max_read_chars: int, budget: OutputBudget, names: ToolNames
+) -> str:
     """The page's first line alone is over the budget: show as much of it as fits."""
     line = result.lines[0]
     full = dict(result.clipped).get(0, result.column + len(line))
 
     def render(piece: str) -> str:
         part = replace(result, lines=(piece,), clipped=((0, full),))
-        notes = _read_notes(part, 1, max_read_chars, budget)
-        return "\n".join([*_read_entries(part), *notes])
+        notes = _read_notes(part, 1, max_read_chars, budget, names)
+        return "\n".join([*_read_entries(part, names), *notes])
 
     piece = budget.longest_prefix(line, render)
     return budget.clip(render(line[:1] if piece is None else piece))
@@ -136,7 +148,11 @@ def _read_part_of_first_line(result: ReadResult, max_read_chars: int, budget: Ou
 
 
 def format_ls(
-    path: str, entries: Sequence[FileInfo], cap: int, budget: OutputBudget | None = None
+    path: str,
+    entries: Sequence[FileInfo],
+    cap: int,
+    budget: OutputBudget | None = None,
+    names: ToolNames = DEFAULT_NAMES,
 ) -> str:
     """One path per line, folders ending with ``/``; at most ``cap`` entries, and at most
     what fits the ``budget``."""
@@ -150,7 +166,7 @@ def format_ls(
         why = f" (the listing stopped at {_limit_note(budget)})" if shown < len(lines) else ""
         return [
             f"... {plural(len(entries) - shown, 'more entry', 'more entries')} not shown{why}; "
-            "list a subfolder, or use glob with a pattern to find specific files"
+            f"list a subfolder, or use {names.glob} with a pattern to find specific files"
         ]
 
     return _fit(lines, notes, budget)
@@ -208,6 +224,7 @@ def format_grep(
     line_numbers: bool = True,
     separators: bool = False,
     budget: OutputBudget | None = None,
+    names: ToolNames = DEFAULT_NAMES,
 ) -> str:
     """A grep result as rg prints it, one page from ``offset``.
 
@@ -230,7 +247,7 @@ def format_grep(
             [
                 f"No matches for {quote(pattern)} in {path} "
                 f"({plural(result.searched, 'file')} searched)",
-                *_skip_notes(result),
+                *_skip_notes(result, names),
             ]
         )
     if offset >= total:
@@ -243,7 +260,7 @@ def format_grep(
         entries = _content_entries(result.files, offset, page_size, line_numbers, separators)
     else:
         entries = _file_entries(result, offset, page_size)
-    skips = _skip_notes(result)
+    skips = _skip_notes(result, names)
 
     def notes(shown: int) -> list[str]:
         next_offset = offset + shown
@@ -253,13 +270,13 @@ def format_grep(
         if shown < page_size:
             return [
                 *skips,
-                f"... {left} (this page stopped at {_limit_note(budget)}); call grep again "
+                f"... {left} (this page stopped at {_limit_note(budget)}); call {names.grep} again "
                 f"with offset={next_offset} to see the next page, or narrow the search with "
                 "path or glob",
             ]
         return [
             *skips,
-            f"... {left}; call grep again with offset={next_offset} to see the next page",
+            f"... {left}; call {names.grep} again with offset={next_offset} to see the next page",
         ]
 
     if budget is None:
@@ -307,7 +324,7 @@ def _content_line(file_path: str, line: GrepLine, line_numbers: bool) -> str:
     return f"{file_path}{mark}{number}{line.text}"
 
 
-def _skip_notes(result: GrepResult) -> list[str]:
+def _skip_notes(result: GrepResult, names: ToolNames) -> list[str]:
     notes = []
     if result.skipped_binary:
         notes.append(
@@ -318,7 +335,8 @@ def _skip_notes(result: GrepResult) -> list[str]:
         notes.append(
             f"(skipped {plural(len(result.skipped_large), 'file')} too large to search: "
             f"{_names(result.skipped_large)}; "
-            f"read {'it' if len(result.skipped_large) == 1 else 'them'} in pages with read_file)"
+            f"read {'it' if len(result.skipped_large) == 1 else 'them'} in pages with "
+            f"{names.read_file})"
         )
     return notes
 

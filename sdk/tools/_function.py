@@ -23,6 +23,7 @@ from ctxfs._errors import (
     PathNotFoundError,
     WorkspaceError,
 )
+from ctxfs.tools._names import DEFAULT_NAMES, ToolNames
 
 __all__ = ["ToolFunction", "error_text"]
 
@@ -152,32 +153,33 @@ class ToolFunction:
         return ", ".join(parts)
 
 
-def error_text(exc: Exception) -> str:
+def error_text(exc: Exception, *, names: ToolNames = DEFAULT_NAMES) -> str:
     """The ``Error:`` text for an exception raised while a tool ran.
 
     Workspace errors carry their own message, completed with a next step where the message
-    has none; a ``ValueError`` is a bad argument value; anything else is an internal error,
-    logged with its traceback for the developer and summarised in one line for the model.
+    has none (naming the tools as ``names`` says); a ``ValueError`` is a bad argument value;
+    anything else is an internal error, logged with its traceback for the developer and
+    summarised in one line for the model.
     """
     if isinstance(exc, WorkspaceError):
-        return f"Error: {exc.message}{_next_step(exc)}"
+        return f"Error: {exc.message}{_next_step(exc, names)}"
     if isinstance(exc, ValueError):
         return f"Error: {exc}"
     _log.exception("tool raised an unexpected exception")
     return f"Error: internal error ({type(exc).__name__}: {exc})"
 
 
-def _next_step(exc: WorkspaceError) -> str:
+def _next_step(exc: WorkspaceError, names: ToolNames) -> str:
     if isinstance(exc, PathNotFoundError):
-        return "; check the path with ls or glob (paths start at /)"
+        return f"; check the path with {names.ls} or {names.glob} (paths start at /)"
     if isinstance(exc, NotTextError):
-        return "; read_file and edit_file work only on UTF-8 text files"
+        return f"; {names.read_file} and {names.edit_file} work only on UTF-8 text files"
     if isinstance(exc, BackendError):
         return "; the storage could not be asked, try again, and if it keeps failing, stop"
     if ";" in exc.message:  # the message already says what to do
         return ""
     if isinstance(exc, IsADirectoryPathError):
-        return "; list it with ls, or give a file path"
+        return f"; list it with {names.ls}, or give a file path"
     if isinstance(exc, NotADirectoryPathError):
-        return "; read it with read_file"
+        return f"; read it with {names.read_file}"
     return ""
