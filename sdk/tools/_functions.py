@@ -25,8 +25,9 @@ from ctxfs.tools._args import (
 from ctxfs.tools._budget import DEFAULT_MAX_OUTPUT_TOKENS, OutputBudget
 from ctxfs.tools._format import format_glob, format_grep, format_ls, format_read, plural
 from ctxfs.tools._function import ToolFunction
+from ctxfs.tools._names import DEFAULT_NAMES, ToolNames
 
-__all__ = ["tool_functions"]
+__all__ = ["ToolSet", "tool_functions"]
 
 _AREA_CONTENTS = {
     RESULTS_DIR: "the full text of long tool results that were shortened in the conversation",
@@ -77,16 +78,25 @@ def tool_functions(
         as_token_counter(token_counter),
     )
     view = workspace.view(read_only=read_only_areas)
-    return _Tools(view, budget).functions()
+    return ToolSet(view, budget).functions()
 
 
-class _Tools:
-    """The implementations, closed over one workspace view and one output budget."""
+class ToolSet:
+    """The implementations, closed over one workspace view and one output budget.
 
-    def __init__(self, workspace: Workspace, budget: OutputBudget) -> None:
+    Each method takes the validated arguments (Python field names) and returns the text the
+    model sees, or raises; :class:`ToolFunction` turns what it raises into ``Error:`` text.
+    ``names`` are the tool names the texts send the model to (paging notes), for a server
+    that serves the tools under other names.
+    """
+
+    def __init__(
+        self, workspace: Workspace, budget: OutputBudget, names: ToolNames = DEFAULT_NAMES
+    ) -> None:
         self.ws = workspace
         self.limits: Limits = workspace.limits
         self.budget = budget
+        self.names = names
 
     def functions(self) -> list[ToolFunction]:
         limits = self.limits
@@ -131,14 +141,16 @@ class _Tools:
     def ls(self, path: str) -> str:
         entries = self.ws.ls(path)
         cap = self.limits.max_glob_results
-        return format_ls(self.ws.resolve(path), entries, cap, self.budget.fixed())
+        return format_ls(self.ws.resolve(path), entries, cap, self.budget.fixed(), self.names)
 
     def read_file(self, file_path: str, offset: int, limit: int, column: int = 0) -> str:
         budget = self.budget.fixed()
         page = self.ws.read_lines(
             file_path, offset, limit, column=column, max_chars=budget.max_chars
         )
-        return format_read(page, max_read_chars=self.limits.max_read_chars, budget=budget)
+        return format_read(
+            page, max_read_chars=self.limits.max_read_chars, budget=budget, names=self.names
+        )
 
     def write_file(self, file_path: str, content: str) -> str:
         existed = self.ws.exists(file_path)
@@ -193,6 +205,7 @@ class _Tools:
             line_numbers=line_numbers,
             separators=before > 0 or after > 0,
             budget=self.budget.fixed(),
+            names=self.names,
         )
 
 
