@@ -85,7 +85,11 @@ def main(argv: Sequence[str] | None = None) -> str:
     )
     app = build_graph(model, Workspace(args.workspace))
     result = app.invoke(
-        {"messages": [("user", "How many minutes with errors did checkout have today?")]},
+        {
+            "messages": [
+                {"role": "user", "content": "How many minutes with errors did checkout have today?"}
+            ]
+        },
         {"configurable": {"thread_id": "metrics"}},
     )
     for message in result["messages"]:

@@ -35,7 +35,7 @@ from langchain_core.messages import (
     convert_to_openai_messages,
 )
 
-from ctxfs import ContextEngine, ContextPolicy, Workspace
+from ctxfs import ContextEngine, ContextPolicy, SummarizationDict, Workspace
 from ctxfs.tools import tool_functions
 
 Message = dict[str, Any]
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> str:
 
     workspace = Workspace(args.workspace)
     workspace.write_text("/data/report.csv", "id,score\nrow-0001,3\n")
-    summarization: dict[str, Any] = {}
+    summarization: SummarizationDict = {}
     if args.summarize_at:
         summarization = {"trigger": {"messages": args.summarize_at}, "keep": {"messages": 2}}
     engine = ContextEngine(

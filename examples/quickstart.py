@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> str:
         checkpointer=InMemorySaver(),
     )
     result = agent.invoke(
-        {"messages": [("user", "Which orders were refunded today?")]},
+        {"messages": [{"role": "user", "content": "Which orders were refunded today?"}]},
         {"configurable": {"thread_id": "quickstart"}},
     )
     for message in result["messages"]:

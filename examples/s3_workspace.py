@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> str:
         model, [export_audit_log], middleware=[ContextMiddleware(workspace, policy)]
     )
     agent.invoke(
-        {"messages": [("user", "Check the audit log.")]},
+        {"messages": [{"role": "user", "content": "Check the audit log."}]},
         {"configurable": {"thread_id": "audit"}},
     )
     found = workspace.glob("**/*")

@@ -34,8 +34,8 @@ message that says what to write instead.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
-from typing import Any, Self
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -46,14 +46,23 @@ from ctxfs._summarizer import DEFAULT_SUMMARY_PROMPT
 __all__ = [
     "DEFAULT_EXEMPT_TOOLS",
     "ContextPolicy",
+    "ContextPolicyDict",
     "KeepRecent",
+    "KeepRecentDict",
     "KeepToolResults",
+    "KeepToolResultsDict",
     "Summarization",
+    "SummarizationDict",
     "SummaryTrigger",
+    "SummaryTriggerDict",
     "Threshold",
+    "ThresholdDict",
     "ToolInputOffload",
+    "ToolInputOffloadDict",
     "ToolResultClearing",
+    "ToolResultClearingDict",
     "ToolResultOffload",
+    "ToolResultOffloadDict",
 ]
 
 DEFAULT_EXEMPT_TOOLS: frozenset[str] = frozenset({"read_file", "grep", "glob", "ls"})
@@ -177,6 +186,18 @@ class ToolResultOffload(_Settings):
     preview_line_chars: int = 200
     exempt_tools: frozenset[str] = DEFAULT_EXEMPT_TOOLS
 
+    if TYPE_CHECKING:  # what a type checker accepts: a settings object or a plain dict
+
+        def __init__(
+            self,
+            *,
+            enabled: bool = ...,
+            threshold: Threshold | ThresholdDict = ...,
+            preview_lines: int = ...,
+            preview_line_chars: int = ...,
+            exempt_tools: Collection[str] = ...,
+        ) -> None: ...
+
     @field_validator("preview_lines")
     @classmethod
     def _check_preview_lines(cls, value: int) -> int:
@@ -223,6 +244,18 @@ class ToolInputOffload(_Settings):
     keep_messages: int = 20
     args: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     min_chars: int = 2_000
+
+    if TYPE_CHECKING:  # what a type checker accepts: a settings object or a plain dict
+
+        def __init__(
+            self,
+            *,
+            enabled: bool = ...,
+            trigger: Threshold | ThresholdDict = ...,
+            keep_messages: int = ...,
+            args: Mapping[str, Sequence[str]] = ...,
+            min_chars: int = ...,
+        ) -> None: ...
 
     @field_validator("keep_messages")
     @classmethod
@@ -458,6 +491,20 @@ class ToolResultClearing(_Settings):
     exempt_tools: frozenset[str] = frozenset()
     recovery_tools: frozenset[str] = DEFAULT_EXEMPT_TOOLS
 
+    if TYPE_CHECKING:  # what a type checker accepts: a settings object or a plain dict
+
+        def __init__(
+            self,
+            *,
+            enabled: bool = ...,
+            trigger: Threshold | ThresholdDict = ...,
+            keep: KeepToolResults | KeepToolResultsDict = ...,
+            min_tokens: int = ...,
+            clear_at_least: Threshold | ThresholdDict = ...,
+            exempt_tools: Collection[str] = ...,
+            recovery_tools: Collection[str] = ...,
+        ) -> None: ...
+
     @field_validator("min_tokens")
     @classmethod
     def _check_min_tokens(cls, value: int) -> int:
@@ -492,6 +539,19 @@ class Summarization(_Settings):
     trim_tokens_to_summarize: int = 8_000
     prompt: str = DEFAULT_SUMMARY_PROMPT
     model: BaseChatModel | None = Field(default=None, exclude=True, repr=False)
+
+    if TYPE_CHECKING:  # what a type checker accepts: a settings object or a plain dict
+
+        def __init__(
+            self,
+            *,
+            enabled: bool = ...,
+            trigger: SummaryTrigger | SummaryTriggerDict = ...,
+            keep: KeepRecent | KeepRecentDict = ...,
+            trim_tokens_to_summarize: int = ...,
+            prompt: str = ...,
+            model: BaseChatModel | None = ...,
+        ) -> None: ...
 
     @field_validator("trim_tokens_to_summarize", mode="before")
     @classmethod
@@ -568,6 +628,20 @@ class ContextPolicy(_Settings):
     tool_inputs: ToolInputOffload = Field(default_factory=ToolInputOffload)
     clearing: ToolResultClearing = Field(default_factory=ToolResultClearing)
     summarization: Summarization = Field(default_factory=Summarization)
+
+    if TYPE_CHECKING:  # what a type checker accepts: a settings object or a plain dict
+
+        def __init__(
+            self,
+            *,
+            max_input_tokens: int | None = ...,
+            reserve_output_tokens: int | None = ...,
+            tool_output: Threshold | ThresholdDict = ...,
+            tool_results: ToolResultOffload | ToolResultOffloadDict = ...,
+            tool_inputs: ToolInputOffload | ToolInputOffloadDict = ...,
+            clearing: ToolResultClearing | ToolResultClearingDict = ...,
+            summarization: Summarization | SummarizationDict = ...,
+        ) -> None: ...
 
     @field_validator("max_input_tokens", mode="before")
     @classmethod
@@ -770,3 +844,93 @@ class ContextPolicy(_Settings):
     def keep_window(self) -> KeepWindow:
         """The recent window summarization leaves alone, resolved against the window."""
         return self.summarization.keep.resolve(self.window)
+
+
+# Plain-dict forms of the settings, for type checkers: ``ContextPolicy(clearing={"keep":
+# {"results": 4}})`` type-checks because each constructor above accepts the model or its dict.
+
+
+class ThresholdDict(TypedDict, total=False):
+    """A :class:`Threshold` as a plain dict."""
+
+    tokens: int | None
+    fraction: float | None
+
+
+class SummaryTriggerDict(TypedDict, total=False):
+    """A :class:`SummaryTrigger` as a plain dict."""
+
+    fraction: float | None
+    tokens: int | None
+    messages: int | None
+
+
+class KeepRecentDict(TypedDict, total=False):
+    """A :class:`KeepRecent` as a plain dict."""
+
+    messages: int | None
+    tokens: int | None
+    fraction: float | None
+
+
+class KeepToolResultsDict(TypedDict, total=False):
+    """A :class:`KeepToolResults` as a plain dict."""
+
+    results: int | None
+    tokens: int | None
+    fraction: float | None
+
+
+class ToolResultOffloadDict(TypedDict, total=False):
+    """A :class:`ToolResultOffload` as a plain dict."""
+
+    enabled: bool
+    threshold: Threshold | ThresholdDict
+    preview_lines: int
+    preview_line_chars: int
+    exempt_tools: Collection[str]
+
+
+class ToolInputOffloadDict(TypedDict, total=False):
+    """A :class:`ToolInputOffload` as a plain dict."""
+
+    enabled: bool
+    trigger: Threshold | ThresholdDict
+    keep_messages: int
+    args: Mapping[str, Sequence[str]]
+    min_chars: int
+
+
+class ToolResultClearingDict(TypedDict, total=False):
+    """A :class:`ToolResultClearing` as a plain dict."""
+
+    enabled: bool
+    trigger: Threshold | ThresholdDict
+    keep: KeepToolResults | KeepToolResultsDict
+    min_tokens: int
+    clear_at_least: Threshold | ThresholdDict
+    exempt_tools: Collection[str]
+    recovery_tools: Collection[str]
+
+
+class SummarizationDict(TypedDict, total=False):
+    """A :class:`Summarization` as a plain dict."""
+
+    enabled: bool
+    trigger: SummaryTrigger | SummaryTriggerDict
+    keep: KeepRecent | KeepRecentDict
+    trim_tokens_to_summarize: int
+    prompt: str
+    model: BaseChatModel | None
+
+
+class ContextPolicyDict(TypedDict, total=False):
+    """A :class:`ContextPolicy` as a plain dict."""
+
+    max_input_tokens: int | None
+    reserve_output_tokens: int | None
+    tool_output: Threshold | ThresholdDict
+    tool_results: ToolResultOffload | ToolResultOffloadDict
+    tool_inputs: ToolInputOffload | ToolInputOffloadDict
+    clearing: ToolResultClearing | ToolResultClearingDict
+    summarization: Summarization | SummarizationDict

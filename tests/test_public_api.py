@@ -15,6 +15,7 @@ PUBLIC = [
     "ContextEvent",
     "ContextOverBudget",
     "ContextPolicy",
+    "ContextPolicyDict",
     "EditError",
     "EditResult",
     "FileInfo",
@@ -22,7 +23,9 @@ PUBLIC = [
     "GrepResult",
     "IsADirectoryPathError",
     "KeepRecent",
+    "KeepRecentDict",
     "KeepToolResults",
+    "KeepToolResultsDict",
     "Limits",
     "ModelCall",
     "NotADirectoryPathError",
@@ -40,17 +43,23 @@ PUBLIC = [
     "ReplayResult",
     "SearchTimeoutError",
     "Summarization",
+    "SummarizationDict",
     "Summarized",
     "SummaryTrigger",
+    "SummaryTriggerDict",
     "Threshold",
+    "ThresholdDict",
     "TiktokenCounter",
     "TokenCounter",
     "ToolFunction",
     "ToolInputOffload",
+    "ToolInputOffloadDict",
     "ToolInputOffloaded",
     "ToolResultCleared",
     "ToolResultClearing",
+    "ToolResultClearingDict",
     "ToolResultOffload",
+    "ToolResultOffloadDict",
     "ToolResultOffloaded",
     "ToolResultOutcome",
     "TraceError",
@@ -73,7 +82,8 @@ PUBLIC = [
 
 
 PUBLIC_PACKAGES = {"backends", "sandbox", "tools"}
-"""Subpackages a user may import (besides integrations, testing and demo, loaded on demand)."""
+ON_DEMAND = {"demo", "integrations", "memory", "subagents", "testing", "workflows"}
+"""Subpackages a user may import that ``import ctxfs`` does not load."""
 
 
 def test_all_is_pinned_and_sorted() -> None:
@@ -85,8 +95,8 @@ def test_nothing_else_is_public_at_the_top_level() -> None:
     # Implementation modules are private (_name.py): importing the package leaves no
     # public module name behind, only what __all__ lists and the public subpackages.
     public = {name for name in vars(ctxfs) if not name.startswith("_")}
-    on_demand = {"demo", "integrations", "testing"}  # present once something imported them
-    assert set(PUBLIC) | PUBLIC_PACKAGES <= public <= set(PUBLIC) | PUBLIC_PACKAGES | on_demand
+    # the on-demand subpackages are attributes once something imported them
+    assert set(PUBLIC) | PUBLIC_PACKAGES <= public <= set(PUBLIC) | PUBLIC_PACKAGES | ON_DEMAND
 
 
 def test_implementation_modules_are_private() -> None:
@@ -95,7 +105,7 @@ def test_implementation_modules_are_private() -> None:
     for package in (ctxfs, ctxfs.backends, ctxfs.sandbox, ctxfs.tools):
         for info in pkgutil.iter_modules(package.__path__):
             if package is ctxfs:
-                allowed = {"demo", "integrations", "testing", *PUBLIC_PACKAGES}
+                allowed = ON_DEMAND | PUBLIC_PACKAGES
                 assert info.name.startswith("_") or info.name in allowed, info.name
             else:
                 assert info.name.startswith("_"), f"{package.__name__}.{info.name}"

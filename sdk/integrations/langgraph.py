@@ -146,7 +146,7 @@ def compaction_node(
     system: BaseMessage | str | None = None,
     tools: Sequence[Tool] = (),
     model: BaseChatModel | None = None,
-) -> Runnable[_State, _Update]:
+) -> Runnable[Any, _Update]:  # Any: add_node accepts it whatever the state schema
     """A graph node that compacts the history before the model node.
 
     The budget is the request the model node sends: give the system message it prepends
