@@ -97,14 +97,14 @@ def check_output(schema: type[BaseModel], reply: object) -> BaseModel:
         pydantic.ValidationError: The reply does not match the schema (or is not JSON).
         TypeError: The reply is of a kind no schema can come from (a number, ``None``...).
     """
+    if isinstance(reply, BaseMessage):  # before BaseModel: a message is a pydantic model too
+        reply = _text(reply)
     if isinstance(reply, schema):
         return reply
     if isinstance(reply, BaseModel):
         return schema.model_validate(reply.model_dump(mode="json"))
     if isinstance(reply, Mapping):
         return schema.model_validate(dict(reply))
-    if isinstance(reply, BaseMessage):
-        reply = _text(reply)
     if isinstance(reply, str):
         return schema.model_validate_json(_json_text(reply))
     raise TypeError(
@@ -119,10 +119,10 @@ def raw_record(reply: object) -> Any:
     A JSON object or array (given as such, as a model, or as text) is kept as that structure,
     so it can be edited field by field; any other text is kept as the string it is.
     """
-    if isinstance(reply, BaseModel):
-        return reply.model_dump(mode="json")
     if isinstance(reply, BaseMessage):
         reply = _text(reply)
+    if isinstance(reply, BaseModel):
+        return reply.model_dump(mode="json")
     if isinstance(reply, str):
         try:
             value = json.loads(_json_text(reply))
