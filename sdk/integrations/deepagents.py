@@ -1,0 +1,328 @@
+"""A Deep Agents backend over a ctxfs workspace: ``create_deep_agent(backend=...)`` on any storage.
+
+Deep Agents' filesystem tools (``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``,
+``grep``, ``delete``) talk to a *backend*. :class:`WorkspaceBackend` is one over a
+:class:`~ctxfs.Workspace`, so they work on local disk, in memory, on S3 or anywhere fsspec
+reaches, with ctxfs's confinement (no path leaves the root) and its read-only areas: what ctxfs
+offloads and archives (``/tool_results/``, ``/tool_inputs/``, ``/transcripts/``,
+``/memories/``) can be listed, read and searched by the agent, never changed. Give the same
+workspace to :class:`~ctxfs.integrations.langchain.ContextMiddleware` (with ``tools=False``:
+Deep Agents brings its own tools) and both see the same files.
+
+Example:
+    >>> from deepagents import create_deep_agent
+    >>> from ctxfs import Workspace
+    >>> from ctxfs.integrations.deepagents import WorkspaceBackend
+    >>> from ctxfs.testing import ScriptedChatModel
+    >>> backend = WorkspaceBackend(Workspace("memory://deep"))
+    >>> agent = create_deep_agent(ScriptedChatModel(responses=["Done."]), backend=backend)
+    >>> agent.invoke({"messages": [("user", "hi")]})["messages"][-1].content
+    'Done.'
+
+The backend follows Deep Agents' protocol (:class:`deepagents.backends.protocol.BackendProtocol`)
+and its error strings where the tools rely on them (``Path '/x': path_not_found``, ``File '/x'
+not found``, ``file_not_found``...); other failures carry ctxfs's own message, which says what
+to do instead. The async methods are the protocol's: the sync ones run in a worker thread.
+
+Needs the ``deepagents`` extra: ``pip install 'ctxfs[deepagents]'``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+
+from ctxfs._errors import (
+    IsADirectoryPathError,
+    NotADirectoryPathError,
+    PathNotFoundError,
+    PatternError,
+    ReadOnlyPathError,
+    UnsafePathError,
+    WorkspaceError,
+)
+from ctxfs._glob import compile_glob
+from ctxfs._layout import SDK_AREAS
+from ctxfs._results import FileInfo as Entry
+from ctxfs._workspace import Workspace
+from ctxfs.sandbox import relative_to
+
+try:
+    from deepagents.backends.protocol import (
+        BackendProtocol,
+        DeleteResult,
+        EditResult,
+        FileData,
+        FileDownloadResponse,
+        FileInfo,
+        FileOperationError,
+        FileUploadResponse,
+        GlobResult,
+        GrepMatch,
+        GrepResult,
+        LsResult,
+        ReadResult,
+        WriteResult,
+    )
+    from deepagents.backends.utils import slice_read_response
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "ctxfs.integrations.deepagents needs Deep Agents: pip install 'ctxfs[deepagents]'"
+    ) from exc
+
+__all__ = ["WorkspaceBackend"]
+
+# The extensions Deep Agents reads as whole binary payloads (images, audio, video, documents)
+# rather than as lines of text; its read_file tool turns them into multimodal content.
+_BINARY_KINDS = frozenset({"image", "audio", "video", "file"})
+
+
+def _file_kind(path: str) -> str:
+    from deepagents.backends.utils import _get_backend_read_file_type
+
+    return str(_get_backend_read_file_type(path))
+
+
+def _include_glob(pattern: str) -> Callable[[str], bool]:
+    """Deep Agents' glob contract, matched by ctxfs's non-backtracking automaton.
+
+    A pattern without ``/`` matches the file name at any depth (also under hidden folders);
+    one with ``/`` matches the path relative to the search root, and a leading ``/`` only
+    anchors. ``..`` segments are refused, and a pattern ending in ``/`` names folders, so it
+    matches no file. The predicate takes the path relative to the search root.
+
+    Raises:
+        PatternError: The pattern has a ``..`` segment or is malformed.
+    """
+    if ".." in pattern.split("/"):
+        raise PatternError(f"Path traversal not allowed in glob pattern {pattern!r}")
+    if "/" not in pattern:
+        by_name = compile_glob(pattern)
+        return lambda relpath: by_name.matches(relpath.rsplit("/", 1)[-1])
+    if pattern.endswith("/") or "//" in pattern:
+        return lambda relpath: False
+    by_path = compile_glob(pattern.lstrip("/"))
+    return by_path.matches
+
+
+def _error_code(exc: WorkspaceError) -> FileOperationError | str:
+    """The standard code of an upload or download failure, or ctxfs's message."""
+    if isinstance(exc, PathNotFoundError):
+        return "file_not_found"
+    if isinstance(exc, ReadOnlyPathError):
+        return "permission_denied"
+    if isinstance(exc, IsADirectoryPathError):
+        return "is_directory"
+    if isinstance(exc, UnsafePathError | NotADirectoryPathError):
+        return "invalid_path"
+    return str(exc)
+
+
+class WorkspaceBackend(BackendProtocol):
+    """Deep Agents' file operations on a ctxfs :class:`~ctxfs.Workspace`.
+
+    Pass it as ``create_deep_agent(backend=WorkspaceBackend(workspace))``. Every path goes
+    through the workspace's sandbox; ctxfs's own areas (and any folder the workspace was
+    opened with as ``read_only``) refuse writes, edits and deletes with a message that says
+    where to write instead. Files are stored byte-exact (a write of ``"a\\r\\n"`` reads back
+    as written).
+
+    Args:
+        workspace: Where the files live. The backend works on a view of it in which ctxfs's
+            areas are read-only; ``workspace`` itself is not changed.
+        read_only: More virtual folders the agent's tools may read but not change.
+    """
+
+    def __init__(self, workspace: Workspace, *, read_only: tuple[str, ...] = ()) -> None:
+        if not isinstance(workspace, Workspace):
+            raise TypeError(
+                "WorkspaceBackend needs a ctxfs Workspace, e.g. "
+                "WorkspaceBackend(Workspace('s3://bucket/agent')), "
+                f"not {type(workspace).__name__}"
+            )
+        self._workspace = workspace.view(read_only=(*SDK_AREAS, *read_only))
+
+    @property
+    def workspace(self) -> Workspace:
+        """The view the tools work on (the SDK's areas read-only)."""
+        return self._workspace
+
+    def __repr__(self) -> str:
+        return f"WorkspaceBackend({self._workspace.url!r})"
+
+    # -- listing --------------------------------------------------------------------------
+
+    def ls(self, path: str) -> LsResult:
+        """The direct children of a folder; folders end in ``/`` and have ``is_dir``.
+
+        A missing folder answers ``Path '<path>': path_not_found`` and a file
+        ``Path '<path>': not_a_directory`` (Deep Agents' wording, which its tools read).
+        """
+        try:
+            entries = self._workspace.ls(path)
+        except PathNotFoundError:
+            return LsResult(error=f"Path '{path}': path_not_found")
+        except NotADirectoryPathError:
+            return LsResult(error=f"Path '{path}': not_a_directory")
+        except WorkspaceError as exc:
+            return LsResult(error=str(exc))
+        infos: list[FileInfo] = []
+        for entry in entries:
+            if entry.is_dir:
+                infos.append({"path": entry.path + "/", "is_dir": True, "size": 0})
+            else:
+                infos.append({"path": entry.path, "is_dir": False, "size": entry.size or 0})
+        return LsResult(entries=infos)
+
+    # -- reading --------------------------------------------------------------------------
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """A window of lines of a text file, raw (Deep Agents' middleware numbers them).
+
+        Images, audio, video and documents (by extension) come back whole, base64-encoded.
+        ``offset`` is 0-based; a negative one reads from the start, a non-positive ``limit``
+        reads nothing; an offset past the end is an error that gives the file's length.
+        """
+        try:
+            data = self._workspace.read_bytes(file_path)
+            if _file_kind(file_path) in _BINARY_KINDS:
+                encoded = base64.standard_b64encode(data).decode("ascii")
+                return ReadResult(file_data=FileData(content=encoded, encoding="base64"))
+            text = self._workspace.read_text(file_path)
+        except PathNotFoundError:
+            return ReadResult(error=f"File '{file_path}' not found")
+        except WorkspaceError as exc:
+            return ReadResult(error=str(exc))
+        return slice_read_response(FileData(content=text, encoding="utf-8"), offset, limit)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """The bytes of each file, in order; a failure is reported per file."""
+        responses: list[FileDownloadResponse] = []
+        for path in paths:
+            try:
+                responses.append(FileDownloadResponse(path, self._workspace.read_bytes(path)))
+            except WorkspaceError as exc:
+                responses.append(FileDownloadResponse(path, error=_error_code(exc)))
+        return responses
+
+    # -- writing --------------------------------------------------------------------------
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        """Create or overwrite a text file (UTF-8); missing folders are created."""
+        try:
+            info = self._workspace.write_text(file_path, content)
+        except WorkspaceError as exc:
+            return WriteResult(error=f"Error: {exc}")
+        return WriteResult(path=info.path)
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        """Write each ``(path, bytes)`` pair, in order; a failure is reported per file."""
+        responses: list[FileUploadResponse] = []
+        for path, data in files:
+            try:
+                self._workspace.write_bytes(path, data)
+            except WorkspaceError as exc:
+                responses.append(FileUploadResponse(path, error=_error_code(exc)))
+            else:
+                responses.append(FileUploadResponse(path))
+        return responses
+
+    def edit(
+        self,
+        file_path: str,
+        old_string: str,
+        new_string: str,
+        replace_all: bool = False,
+    ) -> EditResult:
+        """Replace exact text: ``old_string`` must occur once, or set ``replace_all``."""
+        try:
+            result = self._workspace.edit(
+                file_path, old_string, new_string, replace_all=replace_all
+            )
+        except PathNotFoundError:
+            return EditResult(error=f"Error: File '{file_path}' not found")
+        except WorkspaceError as exc:
+            return EditResult(error=f"Error: {exc}")
+        return EditResult(path=result.path, occurrences=result.replacements)
+
+    def delete(self, file_path: str) -> DeleteResult:
+        """Delete a file, or a folder and everything under it."""
+        try:
+            virtual = self._workspace.resolve(file_path)
+            self._workspace.rm(virtual, recursive=True)
+        except PathNotFoundError:
+            return DeleteResult(error=f"Error: '{file_path}' not found")
+        except WorkspaceError as exc:
+            return DeleteResult(error=f"Error: {exc}")
+        return DeleteResult(path=virtual)
+
+    # -- searching ------------------------------------------------------------------------
+
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+        """Files under ``path`` (default ``/``) matching ``pattern``, in path order.
+
+        Deep Agents' glob contract: a pattern without ``/`` matches file names at any depth,
+        one with ``/`` the path relative to ``path``; ``**`` spans folders but not hidden
+        ones, and a hidden name matches only a pattern that starts with ``.``. At most the
+        workspace's ``limits.max_glob_results`` paths come back (``truncated`` says so).
+        """
+        try:
+            matcher = _include_glob(pattern)
+            base = self._workspace.resolve(path or "/")
+            files = self._files(base)
+        except PathNotFoundError:
+            return GlobResult(matches=[])
+        except WorkspaceError as exc:
+            return GlobResult(error=str(exc))
+        cap = self._workspace.limits.max_glob_results
+        matches: list[FileInfo] = []
+        for info in files:
+            if matcher(relative_to(info.path, base) or info.name):
+                if len(matches) == cap:
+                    return GlobResult(matches=matches, truncated=True, truncation_reason="budget")
+                matches.append({"path": info.path, "is_dir": False, "size": info.size or 0})
+        return GlobResult(matches=matches)
+
+    def _files(self, base: str) -> list[Entry]:
+        info = self._workspace.info(base)
+        if not info.is_dir:
+            return [info]
+        return sorted(self._workspace.store.walk(base), key=lambda f: f.path)
+
+    def grep(
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+    ) -> GrepResult:
+        """Lines containing ``pattern`` literally (not a regular expression).
+
+        ``glob`` keeps only the files it matches (Deep Agents' glob contract, relative to
+        ``path``). Hidden files are searched only when ``glob`` names them; binary files are
+        skipped. ``max_count`` caps the matches returned (``truncated`` if more exist).
+        """
+        try:
+            include = _include_glob(glob) if glob else None
+            base = self._workspace.resolve(path or "/")
+            found = self._workspace.grep(
+                pattern, base, glob=glob, fixed_strings=True, output_mode="content"
+            )
+        except PathNotFoundError:
+            return GrepResult(matches=[])
+        except WorkspaceError as exc:
+            return GrepResult(error=str(exc))
+        matches: list[GrepMatch] = []
+        for file in found.files:
+            if include is not None and not include(
+                relative_to(file.path, base) or file.path.rsplit("/", 1)[-1]
+            ):
+                continue
+            for line in file.lines:
+                if not line.is_match:
+                    continue
+                if max_count is not None and len(matches) == max_count:
+                    return GrepResult(matches=matches, truncated=True)
+                matches.append({"path": file.path, "line": line.line_number, "text": line.text})
+        return GrepResult(matches=matches)
