@@ -1,0 +1,258 @@
+"""The long-term memory document: what is remembered about a user (or an agent), as data.
+
+One document per namespace, stored as JSON (:func:`encode_document`, :func:`parse_document`)
+with a Markdown rendering for people (:func:`render_markdown`). A file that does not parse
+raises :class:`~ctxfs._errors.MemoryFormatError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ctxfs._errors import MemoryFormatError
+
+__all__ = [
+    "DOCUMENT_FORMAT",
+    "Fact",
+    "FactCategory",
+    "History",
+    "MemoryDocument",
+    "UserContext",
+    "encode_document",
+    "fact_id",
+    "normalize_fact",
+    "parse_document",
+    "render_markdown",
+]
+
+DOCUMENT_FORMAT = "ctxfs-memory"
+"""The ``format`` field of every memory document."""
+
+FactCategory = Literal["preference", "knowledge", "context", "behavior", "goal"]
+"""What kind of thing a fact is: a preference of the user, something known about their work
+or world, context about their situation, how they behave, or a goal they pursue."""
+
+_SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+_SPACES = re.compile(r"\s+")
+
+Namespace = tuple[str, ...]
+
+
+def check_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    """Returns ``namespace`` if every segment is a plain folder name, else raises ValueError.
+
+    Segments are folder names under ``/memories/``: letters, digits, ``.``, ``_`` and ``-``,
+    not starting with a dot, at most 64 characters.
+    """
+    if not namespace:
+        raise ValueError("a memory namespace needs at least one segment, e.g. ('alice',)")
+    for segment in namespace:
+        if not isinstance(segment, str) or not _SEGMENT.fullmatch(segment):
+            raise ValueError(
+                f"memory namespace segment {segment!r} is not a plain name: use letters, "
+                "digits, '.', '_' and '-' (not starting with '.'), at most 64 characters"
+            )
+    return namespace
+
+
+def normalize_fact(content: str) -> str:
+    """The key two facts are duplicates by: case folded, spaces collapsed, end dot removed."""
+    text = unicodedata.normalize("NFKC", content).casefold()
+    return _SPACES.sub(" ", text).strip().rstrip(".!").strip()
+
+
+def fact_id(content: str) -> str:
+    """A fact's id, derived from its normalized content (so two writers agree on it)."""
+    digest = hashlib.sha256(normalize_fact(content).encode("utf-8")).hexdigest()
+    return f"fact-{digest[:12]}"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+
+class Fact(_Frozen):
+    """One remembered fact.
+
+    Attributes:
+        id: Stable id (``fact-`` and 12 hex digits of the normalized content's SHA-256).
+        content: The fact, one sentence.
+        category: What kind of fact it is (see :data:`FactCategory`).
+        confidence: How sure the extraction was, 0 to 1.
+        created_at: When it was first learned (UTC).
+        source: Where it was learned: the thread id of the conversation.
+        tags: Topics, to scope retrieval (``"billing"``, ``"infra"``...).
+    """
+
+    id: Annotated[str, Field(min_length=1, max_length=128)]
+    content: Annotated[str, Field(min_length=1)]
+    category: FactCategory
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)]
+    created_at: datetime
+    source: str = ""
+    tags: tuple[str, ...] = ()
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("created_at needs a time zone, e.g. 2026-01-31T12:00:00Z")
+        return value.astimezone(UTC)
+
+
+class UserContext(_Frozen):
+    """What the user is about, in three short summaries (empty when unknown).
+
+    Attributes:
+        work: Their work: role, projects, tools.
+        personal: Personal context they shared: languages, location, interests.
+        top_of_mind: What they are busy with right now.
+    """
+
+    work: str = ""
+    personal: str = ""
+    top_of_mind: str = ""
+
+
+class History(_Frozen):
+    """The user's history with the agent, from recent to long ago (empty when unknown).
+
+    Attributes:
+        recent: The recent months.
+        earlier: Earlier context.
+        background: Long-term background.
+    """
+
+    recent: str = ""
+    earlier: str = ""
+    background: str = ""
+
+
+class MemoryDocument(_Frozen):
+    """Everything remembered in one namespace (a user, an agent, a user's agent...).
+
+    Attributes:
+        format: Always ``"ctxfs-memory"``.
+        version: The format version, 1.
+        namespace: Whose memory it is, e.g. ``("alice",)`` or ``("alice", "coder")``.
+        user: The user context summaries.
+        history: The history summaries.
+        facts: The facts, at most the configured ``max_facts``.
+        threads: The conversations (thread ids) whose turns were learned from, oldest first:
+            retrieval scoped to this namespace searches their archived transcripts.
+        updated_at: When the document was last written (UTC), ``None`` if never.
+    """
+
+    format: Literal["ctxfs-memory"] = "ctxfs-memory"
+    version: Literal[1] = 1
+    namespace: tuple[str, ...]
+    user: UserContext = UserContext()
+    history: History = History()
+    facts: tuple[Fact, ...] = ()
+    threads: tuple[str, ...] = ()
+    updated_at: datetime | None = None
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return check_namespace(value)
+
+    @field_validator("facts")
+    @classmethod
+    def _unique(cls, facts: tuple[Fact, ...]) -> tuple[Fact, ...]:
+        seen: set[str] = set()
+        for fact in facts:
+            if fact.id in seen:
+                raise ValueError(f"two facts have the id {fact.id!r}; ids must be unique")
+            seen.add(fact.id)
+        return facts
+
+    def fact(self, id: str) -> Fact | None:
+        """The fact with this id, or ``None``."""
+        return next((f for f in self.facts if f.id == id), None)
+
+
+def encode_document(document: MemoryDocument) -> bytes:
+    """The JSON bytes stored for a document (indented, keys in field order, UTF-8)."""
+    text = json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2)
+    return (text + "\n").encode("utf-8")
+
+
+def parse_document(data: bytes, path: str) -> MemoryDocument:
+    """Parses a stored memory document.
+
+    Args:
+        data: The file's bytes.
+        path: Its virtual path, for the error message.
+
+    Raises:
+        MemoryFormatError: Not UTF-8 JSON, not an object, or a field is missing or invalid
+            (the first invalid field is named, dotted: ``facts.3.confidence``).
+    """
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise MemoryFormatError(f"not UTF-8 text ({exc.reason})", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise MemoryFormatError(
+            f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path
+        ) from None
+    if not isinstance(raw, dict):
+        raise MemoryFormatError("not a JSON object", path=path)
+    if raw.get("format") != DOCUMENT_FORMAT:
+        raise MemoryFormatError(
+            f"expected {DOCUMENT_FORMAT!r}, found {raw.get('format')!r}", path=path, field="format"
+        )
+    try:
+        return MemoryDocument.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or None
+        raise MemoryFormatError(error["msg"], path=path, field=field) from None
+
+
+_USER_LABELS = (("work", "Work"), ("personal", "Personal"), ("top_of_mind", "Top of mind"))
+_HISTORY_LABELS = (
+    ("recent", "Recent months"),
+    ("earlier", "Earlier"),
+    ("background", "Background"),
+)
+
+
+def render_markdown(document: MemoryDocument) -> str:
+    """The document for people: user context, history, then facts by confidence."""
+    lines = [f"# Memory: {' / '.join(document.namespace)}", ""]
+    if document.updated_at is not None:
+        lines += [f"Updated {document.updated_at.isoformat()}.", ""]
+    for title, part, labels in (
+        ("User context", document.user, _USER_LABELS),
+        ("History", document.history, _HISTORY_LABELS),
+    ):
+        filled = [(label, getattr(part, name)) for name, label in labels if getattr(part, name)]
+        if filled:
+            lines += [f"## {title}", ""]
+            lines += [f"- **{label}:** {text}" for label, text in filled]
+            lines.append("")
+    if document.facts:
+        lines += ["## Facts", ""]
+        for fact in sorted(document.facts, key=lambda f: (-f.confidence, f.id)):
+            tags = f" [{', '.join(fact.tags)}]" if fact.tags else ""
+            lines.append(
+                f"- {fact.content} ({fact.category}, confidence {fact.confidence:.2f}, "
+                f"{fact.created_at.date().isoformat()}, from {fact.source or '?'}){tags} "
+                f"`{fact.id}`"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def now_utc() -> datetime:
+    """The current time in UTC (the default clock of the memory)."""
+    return datetime.now(UTC)

@@ -1,0 +1,256 @@
+"""The long-term memory of one namespace: learn, inject, recall, forget.
+
+:class:`LongTermMemory` puts the pieces together for the integrations
+(:class:`~ctxfs.memory.MemoryMiddleware`, the LangGraph blocks) and for plain Python: a
+:class:`~ctxfs.memory._store.MemoryFile` in the workspace, a :class:`TurnQueue` with its
+debounce, the extraction model, the token counter and a retriever.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from ctxfs._messages import message_text
+from ctxfs._tokens import TokenCounter, as_token_counter
+from ctxfs._workspace import Workspace
+from ctxfs.memory._document import MemoryDocument, now_utc
+from ctxfs.memory._extract import (
+    EXTRACTION_PROMPT,
+    AppliedUpdate,
+    MemoryUpdate,
+    apply_update,
+    extract_update,
+)
+from ctxfs.memory._inject import InjectedMemory, memory_block, recalled_block, with_memory
+from ctxfs.memory._queue import TurnBatch, TurnQueue
+from ctxfs.memory._retrieval import KeywordRetriever, MemoryHit, Retriever, Scope
+from ctxfs.memory._settings import MemorySettings
+from ctxfs.memory._store import MemoryFile
+
+__all__ = ["Learned", "LongTermMemory"]
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """What one extraction did to the memory.
+
+    Attributes:
+        thread_id: The conversation learned from.
+        messages: How many messages were sent to the model.
+        applied: What the update changed, or ``None`` when the model's output was invalid
+            (or the model failed) and nothing was written.
+    """
+
+    thread_id: str
+    messages: int
+    applied: AppliedUpdate | None
+
+
+class LongTermMemory:
+    """Long-term memory of one namespace, kept in a workspace.
+
+    Example:
+        >>> from ctxfs import Workspace
+        >>> from ctxfs.memory import LongTermMemory, MemoryUpdate
+        >>> memory = LongTermMemory(Workspace("memory://ltm-doc"), ("alice",))
+        >>> _ = memory.apply(MemoryUpdate.model_validate({"new_facts": [
+        ...     {"content": "Alice deploys on Fridays.", "category": "behavior",
+        ...      "confidence": 0.9}]}), thread_id="t1")
+        >>> print(memory.prompt().text)
+        <memory>
+        ## Facts
+        - [behavior, 0.90] Alice deploys on Fridays.
+        </memory>
+
+    Args:
+        workspace: The workspace, with ``/memories/`` writable.
+        namespace: Whose memory: ``("alice",)``, ``("alice", "coder")``...
+        model: The chat model that extracts facts (structured output); ``None`` if this
+            memory is only read or updated by hand.
+        settings: Threshold, cap, budgets, debounce.
+        token_counter: Counts the injected blocks (exact cl100k_base by default); give the
+            context engine's, so both count alike.
+        retriever: What recalls earlier sessions (:class:`KeywordRetriever` over the
+            workspace by default, or a :class:`~ctxfs.memory.StoreRetriever`).
+        clock: Monotonic seconds, for the debounce (a fake clock in tests).
+        now: The wall-clock time written into the memory (UTC).
+        prompt: The extraction model's instructions.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        namespace: Sequence[str],
+        *,
+        model: BaseChatModel | None = None,
+        settings: MemorySettings | None = None,
+        token_counter: TokenCounter | Callable[[str], int] | None = None,
+        retriever: Retriever | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = now_utc,
+        prompt: str = EXTRACTION_PROMPT,
+    ) -> None:
+        self._settings = settings or MemorySettings()
+        self._file = MemoryFile(workspace, tuple(namespace), clock=now)
+        self._model = model
+        self._counter = as_token_counter(token_counter)
+        self._retriever = retriever or KeywordRetriever(workspace)
+        self._queue = TurnQueue(debounce_seconds=self._settings.debounce_seconds, clock=clock)
+        self._now = now
+        self._prompt = prompt
+
+    @property
+    def file(self) -> MemoryFile:
+        """The memory document in the workspace."""
+        return self._file
+
+    @property
+    def namespace(self) -> tuple[str, ...]:
+        """Whose memory it is."""
+        return self._file.namespace
+
+    @property
+    def settings(self) -> MemorySettings:
+        """The settings in force."""
+        return self._settings
+
+    @property
+    def queue(self) -> TurnQueue:
+        """The turns waiting to be learned from."""
+        return self._queue
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The counter of the injected blocks."""
+        return self._counter
+
+    def load(self) -> MemoryDocument:
+        """The stored document (empty if nothing was learned yet)."""
+        return self._file.load()
+
+    # -- learning ----------------------------------------------------------------------
+
+    def record(self, thread_id: str, messages: Sequence[BaseMessage]) -> int:
+        """Queues a turn's user messages and final answers (see :class:`TurnQueue`).
+
+        Returns:
+            How many new messages were queued.
+        """
+        return self._queue.add(thread_id, messages)
+
+    def process_due(self) -> list[Learned]:
+        """Learns from every thread that has been quiet for the debounce."""
+        return [self._learn_batch(batch) for batch in self._queue.due()]
+
+    def flush(self) -> list[Learned]:
+        """Learns from every queued turn now, whatever the debounce."""
+        return [self._learn_batch(batch) for batch in self._queue.drain()]
+
+    def _learn_batch(self, batch: TurnBatch) -> Learned:
+        return self.learn(batch.messages, thread_id=batch.thread_id)
+
+    def learn(self, messages: Sequence[BaseMessage], *, thread_id: str) -> Learned:
+        """Asks the model what to learn from ``messages`` and applies it, now.
+
+        Invalid model output is logged and dropped: nothing is written.
+
+        Raises:
+            ValueError: The memory has no model.
+            MemoryFormatError: The stored file is malformed (it is left as it is).
+        """
+        if self._model is None:
+            raise ValueError("this LongTermMemory has no model to learn with; pass model=...")
+        update = extract_update(self._model, messages, self.load(), prompt=self._prompt)
+        if update is None:
+            return Learned(thread_id, len(messages), None)
+        return Learned(thread_id, len(messages), self.apply(update, thread_id=thread_id))
+
+    def apply(self, update: MemoryUpdate, *, thread_id: str) -> AppliedUpdate:
+        """Applies an update (threshold, dedup, cap) by compare-and-swap.
+
+        Returns:
+            What the update did to the document as it was when written (after any retry on
+            a concurrent writer's change).
+        """
+        when = self._now()
+        outcome: list[AppliedUpdate] = []
+
+        def change(document: MemoryDocument) -> MemoryDocument:
+            applied = apply_update(
+                document, update, settings=self._settings, now=when, source=thread_id
+            )
+            outcome[:] = [applied]
+            return applied.document
+
+        written = self._file.update(change)
+        applied = outcome[0]
+        return AppliedUpdate(
+            written,
+            applied.added,
+            applied.merged,
+            applied.below_threshold,
+            applied.removed,
+            applied.evicted,
+        )
+
+    def forget(self, ids: Iterable[str]) -> tuple[str, ...]:
+        """Removes facts by id.
+
+        Returns:
+            The ids that were there and are gone.
+        """
+        drop = set(ids)
+        gone: list[str] = []
+
+        def change(document: MemoryDocument) -> MemoryDocument:
+            gone[:] = [f.id for f in document.facts if f.id in drop]
+            kept = tuple(f for f in document.facts if f.id not in drop)
+            return document.model_copy(update={"facts": kept})
+
+        if drop:
+            self._file.update(change)
+        return tuple(gone)
+
+    # -- injecting ---------------------------------------------------------------------
+
+    def prompt(self, document: MemoryDocument | None = None) -> InjectedMemory:
+        """The ``<memory>`` block, within ``settings.max_injection_tokens``."""
+        document = self.load() if document is None else document
+        return memory_block(document, self._counter, self._settings.max_injection_tokens)
+
+    def recall(
+        self, query: str, *, k: int | None = None, scope: Scope | None = None
+    ) -> list[MemoryHit]:
+        """What retrieval finds for ``query``, scoped to this namespace by default."""
+        scope = Scope(namespace=self.namespace) if scope is None else scope
+        k = self._settings.recall_k if k is None else k
+        return self._retriever.search(query, k=k, scope=scope)
+
+    def recall_prompt(self, query: str, *, scope: Scope | None = None) -> InjectedMemory:
+        """The ``<recalled>`` block for ``query``, within ``settings.max_recall_tokens``."""
+        if not query.strip() or self._settings.recall_k == 0:
+            return InjectedMemory("", 0)
+        hits = self.recall(query, scope=scope)
+        return recalled_block(hits, self._counter, self._settings.max_recall_tokens)
+
+    def system_message(
+        self, system: SystemMessage | str | None = None, *, recalled: str = ""
+    ) -> SystemMessage | None:
+        """``system`` with the ``<memory>`` block (and a ``<recalled>`` block) appended."""
+        return with_memory(system, self.prompt().text, recalled)
+
+
+def session_query(messages: Sequence[BaseMessage]) -> str | None:
+    """The task of a session that has just started: the text of its user messages, if the
+    assistant has not answered yet (``None`` otherwise)."""
+    if any(m.type == "ai" for m in messages):
+        return None
+    texts = [message_text(m) for m in messages if isinstance(m, HumanMessage)]
+    query = "\n".join(t for t in texts if t.strip())
+    return query or None

@@ -1,0 +1,135 @@
+"""The turns waiting to be learned from, per thread, with a debounce.
+
+After each agent run the conversational part of the turn (the user's messages and the
+assistant's final answers, no tool calls, no tool results, no ctxfs summaries) is queued
+under its thread. A thread becomes due once it has been quiet for ``debounce_seconds``: each
+new turn pushes its due time back, so a burst of turns goes to the extraction model in one
+call. Time comes from an injected clock, so tests move it by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from ctxfs._messages import message_text
+from ctxfs._summary import is_summary
+
+__all__ = ["TurnBatch", "TurnQueue", "conversational"]
+
+_MAX_SEEN = 10_000
+
+
+def conversational(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The messages worth learning from: user messages and final answers with text."""
+    kept: list[BaseMessage] = []
+    for message in messages:
+        if is_summary(message) or not message_text(message).strip():
+            continue
+        if isinstance(message, HumanMessage) or (
+            isinstance(message, AIMessage) and not message.tool_calls
+        ):
+            kept.append(message)
+    return kept
+
+
+def _key(message: BaseMessage) -> str:
+    if message.id:
+        return message.id
+    text = f"{message.type}\x00{message_text(message)}"
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnBatch:
+    """The queued messages of one thread, handed out together.
+
+    Attributes:
+        thread_id: The conversation.
+        messages: Its queued user messages and final answers, in order.
+    """
+
+    thread_id: str
+    messages: tuple[BaseMessage, ...]
+
+
+@dataclass(slots=True)
+class _Pending:
+    messages: list[BaseMessage] = field(default_factory=list)
+    due: float = 0.0
+
+
+class TurnQueue:
+    """Queued turns per thread, released once each thread has been quiet for the debounce.
+
+    Thread-safe. A message is queued once per thread, however often it is offered again (the
+    whole state is offered after every run): messages are told apart by id, or by their text
+    when they have none.
+
+    Args:
+        debounce_seconds: How long a thread must be quiet before its turns are due.
+        clock: Seconds, monotonic (``time.monotonic`` by default; a fake clock in tests).
+    """
+
+    def __init__(
+        self, *, debounce_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if debounce_seconds < 0:
+            raise ValueError("debounce_seconds must be >= 0")
+        self._debounce = debounce_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pending: dict[str, _Pending] = {}
+        self._seen: dict[str, dict[str, None]] = {}
+
+    def add(self, thread_id: str, messages: Sequence[BaseMessage]) -> int:
+        """Queues the conversational messages of ``thread_id`` not queued before.
+
+        Returns:
+            How many messages were queued (0 leaves the thread's due time as it was).
+        """
+        fresh = conversational(messages)
+        with self._lock:
+            seen = self._seen.setdefault(thread_id, {})
+            new = [m for m in fresh if _key(m) not in seen]
+            if not new:
+                return 0
+            for message in new:
+                seen[_key(message)] = None
+            while len(seen) > _MAX_SEEN:
+                del seen[next(iter(seen))]
+            pending = self._pending.setdefault(thread_id, _Pending())
+            pending.messages.extend(new)
+            pending.due = self._clock() + self._debounce
+            return len(new)
+
+    def due(self) -> list[TurnBatch]:
+        """Takes the batches of the threads that have been quiet long enough."""
+        now = self._clock()
+        with self._lock:
+            ready = [t for t, p in self._pending.items() if p.due <= now]
+            return [self._take(t) for t in sorted(ready)]
+
+    def drain(self) -> list[TurnBatch]:
+        """Takes every batch, due or not (to learn now, e.g. before shutting down)."""
+        with self._lock:
+            return [self._take(t) for t in sorted(self._pending)]
+
+    def _take(self, thread_id: str) -> TurnBatch:
+        pending = self._pending.pop(thread_id)
+        return TurnBatch(thread_id, tuple(pending.messages))
+
+    def pending(self) -> dict[str, int]:
+        """How many messages wait, per thread."""
+        with self._lock:
+            return {t: len(p.messages) for t, p in sorted(self._pending.items())}
+
+    def next_due(self) -> float | None:
+        """The clock time at which the next thread becomes due, ``None`` if none waits."""
+        with self._lock:
+            return min((p.due for p in self._pending.values()), default=None)

@@ -1,0 +1,292 @@
+"""Retrieval at session start: keyword search over the memory and the archived transcripts.
+
+The corpus is every fact of the memory documents under ``/memories/`` and every message of
+the archived transcripts under ``/transcripts/`` (long messages in chunks of lines), read
+from the workspace, so it needs no infrastructure. :class:`KeywordRetriever` ranks it with
+BM25 (the ``bm25s`` library). :class:`~ctxfs.memory.StoreRetriever` serves the same corpus
+from any LangGraph ``BaseStore`` instead.
+
+Scopes (:class:`Scope`): a namespace prefix (``("alice",)`` holds ``("alice", "coder")``),
+tags (a fact matches when it has one of them), and threads: a namespace scopes the
+transcripts too, to the threads its documents learned from (:attr:`MemoryDocument.threads`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+from ctxfs._archive import decode_jsonl, thread_transcript_dir
+from ctxfs._errors import MemoryFormatError, PathNotFoundError
+from ctxfs._layout import MEMORIES_DIR, TRANSCRIPTS_DIR
+from ctxfs._messages import message_text
+from ctxfs._workspace import Workspace
+from ctxfs.memory._document import MemoryDocument, parse_document
+
+__all__ = [
+    "CHUNK_CHARS",
+    "Entry",
+    "KeywordIndex",
+    "KeywordRetriever",
+    "MemoryHit",
+    "Retriever",
+    "Scope",
+    "collect_entries",
+]
+
+_log = logging.getLogger("ctxfs.memory")
+
+CHUNK_CHARS = 1_200
+"""Transcript messages longer than this are searched (and recalled) in chunks of lines."""
+
+HitKind = Literal["fact", "transcript"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    """One thing retrieval found.
+
+    Attributes:
+        kind: ``"fact"`` or ``"transcript"``.
+        text: The fact, or the transcript chunk.
+        score: The ranker's score (BM25, or the store's similarity); higher is better.
+        path: Where it lives: the memory document, or the transcript's Markdown twin (both
+            readable with the agent's tools).
+        ref: The fact id, or ``segment-0001.jsonl#12`` (message 12 of that segment, 0-based;
+            ``#12.1`` for its second chunk).
+        namespace: The memory namespace (facts), or ``()``.
+        thread: The transcript's folder name under ``/transcripts/``, or the fact's source.
+        tags: The fact's tags.
+    """
+
+    kind: HitKind
+    text: str
+    score: float
+    path: str
+    ref: str
+    namespace: tuple[str, ...] = ()
+    thread: str = ""
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One searchable item of the corpus (a :class:`MemoryHit` without its score)."""
+
+    kind: HitKind
+    text: str
+    path: str
+    ref: str
+    namespace: tuple[str, ...] = ()
+    thread: str = ""
+    tags: tuple[str, ...] = ()
+
+    def hit(self, score: float) -> MemoryHit:
+        """This entry as a hit with ``score``."""
+        return MemoryHit(
+            self.kind, self.text, score, self.path, self.ref, self.namespace, self.thread, self.tags
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scope:
+    """What a search looks at.
+
+    Attributes:
+        namespace: Only memory under this namespace prefix; with it, transcripts only of the
+            threads its documents learned from (unless ``threads`` says otherwise).
+        tags: Only facts with at least one of these tags (transcripts have none, and are
+            searched as the other fields say).
+        threads: Only transcripts of these threads (thread ids); ``None`` for the default
+            above; ``()`` for no transcripts.
+        kinds: Which kinds of entries to search.
+    """
+
+    namespace: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    threads: tuple[str, ...] | None = None
+    kinds: tuple[HitKind, ...] = ("fact", "transcript")
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Finds what is relevant to a query in long-term memory."""
+
+    def search(self, query: str, *, k: int = 5, scope: Scope | None = None) -> list[MemoryHit]:
+        """The ``k`` best hits for ``query`` within ``scope``, best first."""
+        ...
+
+
+def _within(namespace: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
+    return namespace[: len(prefix)] == prefix
+
+
+def memory_documents(
+    workspace: Workspace, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[str, MemoryDocument]]:
+    """Every memory document under the namespace ``prefix``, with its path.
+
+    A malformed document is skipped with a warning on the ``ctxfs.memory`` logger (it is
+    reported by name where it is loaded to be changed).
+    """
+    base = "/".join((MEMORIES_DIR, *prefix))
+    if not workspace.exists(base):
+        return
+    for path in workspace.glob("**/memory.json", base, limit=1_000_000).paths:
+        try:
+            document = parse_document(workspace.read_bytes(path), path)
+        except (MemoryFormatError, PathNotFoundError) as exc:
+            _log.warning("ctxfs memory: %s is skipped by retrieval: %s", path, exc)
+            continue
+        if _within(document.namespace, prefix):
+            yield path, document
+
+
+def _chunks(text: str, limit: int = CHUNK_CHARS) -> list[str]:
+    if len(text) <= limit:
+        return [text]
+    chunks: list[str] = []
+    current = ""
+    for line in text.splitlines(keepends=True):
+        while len(line) > limit:
+            if current:
+                chunks.append(current)
+                current = ""
+            chunks.append(line[:limit])
+            line = line[limit:]
+        if len(current) + len(line) > limit:
+            chunks.append(current)
+            current = ""
+        current += line
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _transcript_folders(workspace: Workspace, threads: tuple[str, ...] | None) -> list[str]:
+    if threads is not None:
+        return [thread_transcript_dir(t) for t in threads]
+    if not workspace.exists(TRANSCRIPTS_DIR):
+        return []
+    return [info.path for info in workspace.ls(TRANSCRIPTS_DIR) if info.is_dir]
+
+
+def transcript_entries(workspace: Workspace, folder: str) -> Iterator[Entry]:
+    """The searchable chunks of one thread's archived segments."""
+    if not workspace.exists(folder):
+        return
+    thread = folder.rsplit("/", 1)[-1]
+    for path in workspace.glob("segment-*.jsonl", folder, limit=1_000_000).paths:
+        name = path.rsplit("/", 1)[-1]
+        twin = path[: -len(".jsonl")] + ".md"
+        for index, message in enumerate(decode_jsonl(workspace.read_bytes(path))):
+            text = message_text(message)
+            calls = getattr(message, "tool_calls", None) or []
+            text += "".join(f"\n{c['name']} {c['args']}" for c in calls)
+            for part, chunk in enumerate(_chunks(text.strip())):
+                if chunk.strip():
+                    ref = f"{name}#{index}" + (f".{part}" if part else "")
+                    yield Entry("transcript", chunk, twin, ref, thread=thread)
+
+
+def collect_entries(workspace: Workspace, scope: Scope | None = None) -> list[Entry]:
+    """The corpus of ``scope``: facts first, then transcript chunks, in a fixed order."""
+    scope = scope or Scope()
+    entries: list[Entry] = []
+    documents = list(memory_documents(workspace, scope.namespace))
+    if "fact" in scope.kinds:
+        wanted = set(scope.tags)
+        for path, document in documents:
+            for fact in document.facts:
+                if wanted and not wanted.intersection(fact.tags):
+                    continue
+                entries.append(
+                    Entry(
+                        "fact",
+                        fact.content,
+                        path,
+                        fact.id,
+                        document.namespace,
+                        fact.source,
+                        fact.tags,
+                    )
+                )
+    if "transcript" in scope.kinds:
+        threads = scope.threads
+        if threads is None and scope.namespace:
+            threads = tuple(dict.fromkeys(t for _, d in documents for t in d.threads))
+        for folder in _transcript_folders(workspace, threads):
+            entries.extend(transcript_entries(workspace, folder))
+    return entries
+
+
+def _tokenize(texts: list[str]) -> object:
+    import bm25s
+
+    return bm25s.tokenize(texts, stopwords="en", show_progress=False)
+
+
+@dataclass(slots=True)
+class KeywordIndex:
+    """A BM25 index over entries, built once, searched many times.
+
+    Args:
+        entries: The corpus.
+    """
+
+    entries: Sequence[Entry]
+    _model: object = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        try:
+            import bm25s
+        except ImportError as exc:  # pragma: no cover - bm25s is a dependency
+            raise ImportError("keyword retrieval needs bm25s: pip install 'ctxfs[memory]'") from exc
+        if self.entries:
+            model = bm25s.BM25()
+            model.index(_tokenize([e.text for e in self.entries]), show_progress=False)
+            self._model = model
+
+    def search(self, query: str, k: int = 5) -> list[MemoryHit]:
+        """The ``k`` best entries for ``query`` (only entries sharing a word with it)."""
+        if self._model is None or k <= 0 or not query.strip():
+            return []
+        tokens = _tokenize([query])
+        if not getattr(tokens, "vocab", True):  # no word of the query is a searchable word
+            return []
+        import bm25s
+
+        assert isinstance(self._model, bm25s.BM25)
+        size = min(k, len(self.entries))
+        found, scores = self._model.retrieve(tokens, k=size, show_progress=False, n_threads=1)
+        hits = []
+        for index, score in zip(found[0], scores[0], strict=True):
+            if float(score) > 0:
+                hits.append(self.entries[int(index)].hit(float(score)))
+        return hits
+
+
+class KeywordRetriever:
+    """BM25 keyword search over a workspace's memory and archived transcripts.
+
+    No infrastructure: the corpus is read from the workspace at each search (build a
+    :class:`KeywordIndex` from :func:`collect_entries` to search one corpus many times).
+
+    Args:
+        workspace: The workspace (a read-only view is enough).
+    """
+
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
+
+    def index(self, scope: Scope | None = None) -> KeywordIndex:
+        """An index of the corpus in ``scope``."""
+        scope = scope or Scope()
+        return KeywordIndex(collect_entries(self._workspace, scope))
+
+    def search(self, query: str, *, k: int = 5, scope: Scope | None = None) -> list[MemoryHit]:
+        """The ``k`` best hits for ``query`` within ``scope``, best first."""
+        scope = scope or Scope()
+        return self.index(scope).search(query, k)
