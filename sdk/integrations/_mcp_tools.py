@@ -1,0 +1,717 @@
+"""The workspace tools as an MCP server serves them: names and arguments of the reference
+filesystem server where they overlap, plus content ``grep`` and paged reads.
+
+Framework-neutral: :class:`McpToolbox` takes a tool name and its arguments and gives back an
+:class:`McpAnswer` (text, whether it is an error, the file a large output was saved to), so
+everything here is tested without a protocol. :mod:`ctxfs.integrations.mcp` wraps it.
+
+Every answer fits the output budget. The reading tools (``list_directory``,
+``read_text_file``, ``read_multiple_files``, ``search_files``, ``grep``) page: their output is
+cut at a line or entry boundary and ends with how to go on. The others (an ``edit_file``
+diff) are saved in full under ``/tool_results/<thread>/`` when they are over the budget, and
+the answer names the file (also an MCP resource) with a preview.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic.json_schema import SkipJsonSchema
+
+from ctxfs._errors import EditError, SearchTimeoutError
+from ctxfs._glob import GlobMatcher, compile_glob
+from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
+from ctxfs._naming import result_path
+from ctxfs._quote import quote
+from ctxfs._results import GlobResult
+from ctxfs._saving import Unsaved, save_text
+from ctxfs._tokens import TokenCounter, as_token_counter
+from ctxfs._workspace import Workspace
+from ctxfs.sandbox import TimeBudget, relative_to
+from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS, ToolFunction
+from ctxfs.tools._args import GrepArgs
+from ctxfs.tools._budget import OutputBudget
+from ctxfs.tools._format import format_glob, plural
+from ctxfs.tools._function import error_text
+from ctxfs.tools._functions import ToolSet
+from ctxfs.tools._names import ToolNames
+
+__all__ = [
+    "MCP_NAMES",
+    "McpAnswer",
+    "McpTool",
+    "McpToolbox",
+    "apply_edits",
+    "resource_uri",
+]
+
+MCP_NAMES: Final = ToolNames(
+    ls="list_directory", read_file="read_text_file", glob="search_files", grep="grep"
+)
+"""The tool names the server's texts use (paging notes, next steps in errors)."""
+
+URI_PREFIX: Final = "ctxfs://"
+"""Resource URIs are ``ctxfs://`` plus the workspace path: ``ctxfs:///transcripts/...``."""
+
+_PREVIEW_LINES: Final = 20
+_PREVIEW_LINE_CHARS: Final = 200
+_SEPARATOR: Final = "\n---\n"
+
+_AREA_CONTENTS: Final = {
+    RESULTS_DIR: "the full text of long tool results that were shortened in a conversation",
+    INPUTS_DIR: "the full arguments of earlier tool calls that were shortened",
+    TRANSCRIPTS_DIR: "archived earlier parts of conversations (JSONL and Markdown)",
+}
+
+
+def resource_uri(path: str) -> str:
+    """The MCP resource URI of a workspace path: ``ctxfs:///tool_results/t/a.txt``."""
+    from urllib.parse import quote as url_quote
+
+    return URI_PREFIX + url_quote(path, safe="/")
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+def _no_default(schema: dict[str, JsonValue]) -> None:
+    """Show an optional argument without a ``null`` default."""
+    schema.pop("default", None)
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class ListDirectoryArgs(_Args):
+    """Arguments of ``list_directory``."""
+
+    path: str = Field(default="/", description="Folder to list, e.g. / or /notes.")
+
+
+class ReadTextFileArgs(_Args):
+    """Arguments of ``read_text_file``."""
+
+    path: str = Field(description="Workspace path of the file, e.g. /notes/a.md.")
+    head: int | SkipJsonSchema[None] = Field(
+        default=None,
+        ge=1,
+        description="Only the first N lines (from offset).",
+        json_schema_extra=_no_default,
+    )
+    tail: int | SkipJsonSchema[None] = Field(
+        default=None,
+        ge=1,
+        description="Only the last N lines of the file (not with head, offset or column).",
+        json_schema_extra=_no_default,
+    )
+    offset: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "0-based index of the first line: offset=100 starts at line 101. Use the offset "
+            "the previous page told you."
+        ),
+    )
+    limit: int | SkipJsonSchema[None] = Field(
+        default=None,
+        ge=1,
+        description="Most lines to return from offset on (the same as head).",
+        json_schema_extra=_no_default,
+    )
+    column: int = Field(
+        default=0,
+        ge=0,
+        description="0-based character of the first line to start at, to read on in a clipped "
+        "long line (use the column the clipped line told you).",
+    )
+
+
+class ReadMultipleFilesArgs(_Args):
+    """Arguments of ``read_multiple_files``."""
+
+    paths: list[str] = Field(min_length=1, description="Workspace paths of the files to read.")
+
+
+class WriteFileArgs(_Args):
+    """Arguments of ``write_file``."""
+
+    path: str = Field(description="Workspace path of the file to write, e.g. /notes/plan.md.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class EditOperation(_Args):
+    """One replacement of ``edit_file``."""
+
+    old_text: str = Field(
+        alias="oldText",
+        description="Text to replace; must match the file exactly, whitespace included.",
+    )
+    new_text: str = Field(alias="newText", description="Text to put in its place.")
+    replace_all: bool = Field(
+        default=False,
+        alias="replaceAll",
+        description="Replace every occurrence; otherwise oldText must occur exactly once.",
+    )
+
+
+class EditFileArgs(_Args):
+    """Arguments of ``edit_file``."""
+
+    path: str = Field(description="Workspace path of the file to edit.")
+    edits: list[EditOperation] = Field(
+        min_length=1, description="Replacements, applied in order, all or none."
+    )
+    dry_run: bool = Field(
+        default=False, alias="dryRun", description="Show the diff without writing the file."
+    )
+
+
+class SearchFilesArgs(_Args):
+    """Arguments of ``search_files``."""
+
+    path: str = Field(default="/", description="Folder to search in; the pattern is relative.")
+    pattern: str = Field(description="Glob pattern, e.g. '**/*.py', '*.md', 'src/*.{ts,tsx}'.")
+    exclude_patterns: list[str] = Field(
+        default_factory=list,
+        alias="excludePatterns",
+        description="Glob patterns of files or folders to leave out, e.g. 'node_modules'.",
+    )
+
+
+class PathArgs(_Args):
+    """Arguments of a tool that takes one path."""
+
+    path: str = Field(description="Workspace path, e.g. /notes/a.md.")
+
+
+class NoArgs(_Args):
+    """A tool without arguments."""
+
+
+# -- the toolbox ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One tool as the server lists it.
+
+    Attributes:
+        function: Name, description, argument schema and implementation.
+        title: A short human-readable name.
+        read_only: The tool never changes the workspace.
+        destructive: The tool may overwrite what is there.
+        idempotent: Calling it twice with the same arguments does no more than once.
+        paged: Its output is cut to the budget with a note saying how to go on; otherwise
+            an output over the budget is saved to a file and the answer points to it.
+    """
+
+    function: ToolFunction
+    title: str
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    paged: bool = True
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.function.name
+
+
+@dataclass(frozen=True, slots=True)
+class McpAnswer:
+    """What one tool call gives back.
+
+    Attributes:
+        text: The text the model sees, within the output budget.
+        is_error: The call failed; ``text`` starts with ``Error:`` and says what to do.
+        saved_path: Where the whole output was saved, when it was over the budget.
+    """
+
+    text: str
+    is_error: bool = False
+    saved_path: str | None = None
+
+
+class McpToolbox:
+    """The tools an MCP client gets for one workspace, with their budget and read-only areas.
+
+    Example:
+        >>> from ctxfs import Workspace
+        >>> box = McpToolbox(Workspace("memory://doc"))
+        >>> box.call("write_file", {"path": "/a.txt", "content": "one\\ntwo\\n"}).text
+        'Created /a.txt (8 bytes)'
+        >>> print(box.call("read_text_file", {"path": "/a.txt", "tail": 1}).text)
+             2	two
+
+    Args:
+        workspace: The workspace, writable where ctxfs keeps what it saves.
+        read_only_areas: Folders the tools must not change, on top of ctxfs's own areas
+            (``/tool_results``, ``/tool_inputs``, ``/transcripts``); ``"/"`` makes every tool
+            read-only and the writing tools are not offered.
+        max_output_tokens: Most tokens one answer holds; ``None`` for
+            :data:`~ctxfs.tools.DEFAULT_MAX_OUTPUT_TOKENS`.
+        token_counter: What counts them; ``None`` for a :class:`~ctxfs.TiktokenCounter`.
+        thread_id: Names the folder under ``/tool_results`` where large outputs are saved.
+
+    Raises:
+        ValueError: ``max_output_tokens`` is under :data:`~ctxfs.tools.MIN_OUTPUT_TOKENS`.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        read_only_areas: Iterable[str] = (),
+        max_output_tokens: int | None = None,
+        token_counter: TokenCounter | Callable[[str], int] | None = None,
+        thread_id: str = "mcp",
+    ) -> None:
+        self._workspace = workspace
+        self._view = workspace.view(read_only=(*SDK_AREAS, *read_only_areas))
+        self._counter = as_token_counter(token_counter)
+        self._budget = OutputBudget(
+            DEFAULT_MAX_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens,
+            self._counter,
+        )
+        self._thread_id = thread_id
+        self._set = ToolSet(self._view, self._budget, MCP_NAMES)
+        self._tools = {tool.name: tool for tool in self._build()}
+
+    @property
+    def workspace(self) -> Workspace:
+        """The view the tools act on (with the read-only areas)."""
+        return self._view
+
+    @property
+    def max_output_tokens(self) -> int:
+        """Most tokens one answer holds."""
+        return self._budget.max_tokens
+
+    @property
+    def tools(self) -> list[McpTool]:
+        """The tools offered, in a fixed order."""
+        return list(self._tools.values())
+
+    def call(self, name: str, arguments: Mapping[str, object] | None) -> McpAnswer:
+        """Runs one tool; never raises.
+
+        Returns:
+            The answer: failures (an unknown tool, bad arguments, a workspace error) are
+            answers with ``is_error`` set and a text that says what to do next.
+        """
+        budget = self._budget.fixed()
+        tool = self._tools.get(name)
+        if tool is None:
+            names = ", ".join(self._tools)
+            return McpAnswer(
+                budget.clip(f"Error: there is no tool {quote(name)}; the tools are: {names}"),
+                is_error=True,
+            )
+        function = tool.function
+        try:
+            validated = function.args_schema.model_validate(dict(arguments or {}))
+        except ValidationError as exc:
+            return McpAnswer(budget.clip(function.validation_error_text(exc)), is_error=True)
+        try:
+            text = function.function(**dict(validated))
+        except Exception as exc:  # the client must never see a crash
+            return McpAnswer(budget.clip(error_text(exc, names=MCP_NAMES)), is_error=True)
+        if tool.paged or budget.fits(text):
+            return McpAnswer(budget.clip(text))
+        return self._save(tool.name, text, budget)
+
+    # -- the tools --------------------------------------------------------------------------
+
+    def _build(self) -> list[McpTool]:
+        limits = self._view.limits
+        tokens = self._budget.described
+        areas = _areas_note(self._view.read_only)
+        tools = [
+            McpTool(
+                ToolFunction("list_directory", _LIST + areas, ListDirectoryArgs, self._set.ls),
+                "List directory",
+                read_only=True,
+            ),
+            McpTool(
+                ToolFunction(
+                    "read_text_file",
+                    _READ.format(
+                        lines=limits.default_read_lines,
+                        line_chars=limits.max_line_chars,
+                        tokens=tokens,
+                    ),
+                    ReadTextFileArgs,
+                    self._read_text_file,
+                ),
+                "Read text file",
+                read_only=True,
+            ),
+            McpTool(
+                ToolFunction(
+                    "read_multiple_files",
+                    _READ_MANY.format(tokens=tokens),
+                    ReadMultipleFilesArgs,
+                    self._read_multiple_files,
+                ),
+                "Read multiple files",
+                read_only=True,
+            ),
+            McpTool(
+                ToolFunction("write_file", _WRITE + areas, WriteFileArgs, self._write_file),
+                "Write file",
+                read_only=False,
+                destructive=True,
+                idempotent=True,
+                paged=False,
+            ),
+            McpTool(
+                ToolFunction("edit_file", _EDIT + areas, EditFileArgs, self._edit_file),
+                "Edit file",
+                read_only=False,
+                destructive=True,
+                paged=False,
+            ),
+            McpTool(
+                ToolFunction(
+                    "search_files",
+                    _SEARCH.format(cap=limits.max_glob_results, tokens=tokens),
+                    SearchFilesArgs,
+                    self._search_files,
+                ),
+                "Search files by name",
+                read_only=True,
+            ),
+            McpTool(
+                ToolFunction(
+                    "grep",
+                    _GREP.format(
+                        timeout=f"{limits.regex_timeout:g}",
+                        line_chars=limits.max_line_chars,
+                        tokens=tokens,
+                    ),
+                    GrepArgs,
+                    self._set.grep,
+                ),
+                "Search file contents",
+                read_only=True,
+            ),
+            McpTool(
+                ToolFunction("get_file_info", _INFO, PathArgs, self._get_file_info),
+                "Get file info",
+                read_only=True,
+                paged=False,
+            ),
+            McpTool(
+                ToolFunction(
+                    "list_allowed_directories", _ALLOWED, NoArgs, self._list_allowed_directories
+                ),
+                "List allowed directories",
+                read_only=True,
+                paged=False,
+            ),
+        ]
+        if self._view.is_read_only("/"):
+            return [tool for tool in tools if tool.read_only]
+        return tools
+
+    def _read_text_file(
+        self,
+        path: str,
+        head: int | None,
+        tail: int | None,
+        offset: int,
+        limit: int | None,
+        column: int,
+    ) -> str:
+        if head is not None and tail is not None:
+            raise ValueError("give head or tail, not both")
+        if head is not None and limit is not None:
+            raise ValueError("head and limit both give the number of lines; give one of them")
+        if tail is not None:
+            if offset or column or limit is not None:
+                raise ValueError(
+                    "tail reads the last lines of the file; it cannot be combined with offset, "
+                    "limit or column (use offset and limit to read a page from a given line)"
+                )
+            total = self._view.read_lines(path, 0, 1).total_lines
+            offset, limit = max(0, total - tail), tail
+        count = head if head is not None else limit
+        return self._set.read_file(
+            path, offset, count or self._view.limits.default_read_lines, column
+        )
+
+    def _write_file(self, path: str, content: str) -> str:
+        return self._set.write_file(path, content)
+
+    def _read_multiple_files(self, paths: list[str]) -> str:
+        budget = self._budget.fixed()
+        headers = [f"{path}:" for path in paths]
+        overhead = budget.count(_SEPARATOR.join(headers)) + len(paths)
+        share = (budget.max_tokens - overhead) // len(paths)
+        if share < MIN_OUTPUT_TOKENS:
+            most = max(1, budget.max_tokens // (MIN_OUTPUT_TOKENS + overhead // len(paths) + 1))
+            raise ValueError(
+                f"{plural(len(paths), 'file')} do not fit one answer of {budget.max_tokens} "
+                f"tokens (each needs at least {MIN_OUTPUT_TOKENS}); read at most "
+                f"{plural(most, 'file')} per call, or read them one by one with read_text_file"
+            )
+        reader = ToolSet(self._view, OutputBudget(share, self._counter), MCP_NAMES)
+        default_lines = self._view.limits.default_read_lines
+        parts = []
+        for header, path in zip(headers, paths, strict=True):
+            try:
+                body = reader.read_file(path, 0, default_lines)
+            except Exception as exc:  # one failed file does not stop the others
+                body = error_text(exc, names=MCP_NAMES)
+            parts.append(f"{header}\n{body}")
+        return _SEPARATOR.join(parts)
+
+    def _edit_file(self, path: str, edits: list[EditOperation], dry_run: bool) -> str:
+        virtual = self._view.resolve(path)
+        before = self._view.read_text(virtual)
+        after, replaced = apply_edits(virtual, before, edits)
+        if not dry_run:
+            self._view.write_text(virtual, after)
+        diff = _unified_diff(virtual, before, after)
+        count = plural(replaced, "occurrence")
+        if dry_run:
+            head = f"Dry run, nothing written: the edits would replace {count} in {virtual}"
+        else:
+            head = f"Edited {virtual}: replaced {count}"
+        return f"{head}\n```diff\n{diff}```"
+
+    def _search_files(self, path: str, pattern: str, exclude_patterns: list[str]) -> str:
+        if not exclude_patterns:
+            return self._set.glob(pattern, path)
+        excluded = [compile_glob(p) for p in exclude_patterns]
+        base = self._view.resolve(path)
+        found = self._view.glob(pattern, base, limit=sys.maxsize)
+        kept = _without(found.paths, base, excluded, TimeBudget(self._view.limits.regex_timeout))
+        cap = self._view.limits.max_glob_results
+        result = GlobResult(tuple(kept[:cap]), len(kept) > cap, len(kept))
+        return format_glob(result, pattern=pattern, path=base, budget=self._budget.fixed())
+
+    def _get_file_info(self, path: str) -> str:
+        info = self._view.info(path)
+        lines = [f"path: {info.path}", f"type: {info.type}"]
+        if info.size is not None and not info.is_dir:
+            lines.append(f"size: {plural(info.size, 'byte')}")
+        lines.append(f"read-only: {'yes' if self._view.is_read_only(info.path) else 'no'}")
+        return "\n".join(lines)
+
+    def _list_allowed_directories(self) -> str:
+        lines = ["Allowed directories:", "/ (the workspace root; every path starts at /)"]
+        areas = self._view.read_only
+        if areas:
+            lines.append("Read-only (read, grep and search them; writing there is refused):")
+            for area in areas:
+                what = _AREA_CONTENTS.get(area)
+                lines.append(f"{area.rstrip('/')}/" + (f": {what}" if what else ""))
+        return "\n".join(lines)
+
+    # -- large outputs ----------------------------------------------------------------------
+
+    def _save(self, tool: str, text: str, budget: OutputBudget) -> McpAnswer:
+        """An output over the budget: saved in full, answered with where and a preview."""
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        first = result_path(self._thread_id, f"{tool}-{digest}", text)
+        try:
+            path = save_text(self._workspace, first, text)
+        except Unsaved as failure:
+            note = (
+                f"[ctxfs: output cut] The output of {tool} is over the {budget.max_tokens}-token "
+                f"limit of one answer and could not be saved in full ({failure.reason}); "
+                "it is cut here."
+            )
+            return McpAnswer(budget.clip(f"{note}\n{text}"))
+        lines = text.split("\n")
+        header = (
+            f"[ctxfs: output saved] The output of {tool} ({plural(len(text), 'character')}, "
+            f"{plural(len(lines), 'line')}) is over the {budget.max_tokens}-token limit of one "
+            f"answer; it is saved in full to {path} (resource {resource_uri(path)})."
+        )
+        preview = [_clip(line) for line in lines[:_PREVIEW_LINES]]
+
+        def notes(shown: int) -> list[str]:
+            return [
+                f"[{MCP_NAMES.read_file} {path} from offset={max(0, shown - 1)} for the rest, "
+                f"or {MCP_NAMES.grep} it]"
+            ]
+
+        shown, answer = budget.fit([header, *preview], notes)
+        if shown == 0:
+            answer = budget.clip(header)
+        return McpAnswer(answer, saved_path=path)
+
+
+def apply_edits(path: str, text: str, edits: Sequence[EditOperation]) -> tuple[str, int]:
+    """Applies the edits in order to ``text``, all or none.
+
+    Returns:
+        The new text and the number of occurrences replaced.
+
+    Raises:
+        EditError: An edit's ``oldText`` is empty, equal to its ``newText``, absent or
+            ambiguous (the message names the edit, and says that nothing was changed).
+    """
+    replaced = 0
+    for number, edit in enumerate(edits, start=1):
+        which = f"edit {number} of {len(edits)}" if len(edits) > 1 else "the edit"
+        after = " (after the edits before it)" if number > 1 else ""
+        old, new = edit.old_text, edit.new_text
+        if old == "":
+            problem = "oldText is empty; give the exact text to replace, or use write_file"
+        elif old == new:
+            problem = "oldText and newText are identical"
+        else:
+            count = text.count(old)
+            if count == 0:
+                problem = (
+                    f"oldText was not found in {path}{after}; read the file again and copy the "
+                    "exact text, including whitespace and indentation"
+                )
+            elif count > 1 and not edit.replace_all:
+                problem = (
+                    f"oldText occurs {count} times in {path}{after}; add surrounding lines to "
+                    "make it unique, or set replaceAll to replace every occurrence"
+                )
+            else:
+                text = text.replace(old, new) if edit.replace_all else text.replace(old, new, 1)
+                replaced += count if edit.replace_all else 1
+                continue
+        raise EditError(f"{which}: {problem}; nothing was changed", path=path)
+    return text, replaced
+
+
+def _unified_diff(path: str, before: str, after: str) -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=path,
+        tofile=path,
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _without(
+    paths: Sequence[str], base: str, excluded: Sequence[GlobMatcher], budget: TimeBudget
+) -> list[str]:
+    """The paths none of whose relative path or parent folders an exclude pattern matches."""
+    kept = []
+    with budget.spend() as deadline:
+        for path in paths:
+            relative = relative_to(path, base) or path.rsplit("/", 1)[-1]
+            parts = relative.split("/")
+            candidates = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
+            try:
+                hit = any(m.matches(c, deadline) for m in excluded for c in candidates)
+            except TimeoutError:
+                raise SearchTimeoutError(
+                    f"matching the exclude patterns ran past the {budget.seconds:g} s time "
+                    "limit; use fewer or simpler patterns, or a narrower path",
+                    path=base,
+                ) from None
+            if not hit:
+                kept.append(path)
+    return kept
+
+
+def _clip(line: str) -> str:
+    if len(line) <= _PREVIEW_LINE_CHARS:
+        return line
+    return line[:_PREVIEW_LINE_CHARS] + f"… [{len(line):,} chars]"
+
+
+def _areas_note(read_only: Iterable[str]) -> str:
+    lines = []
+    for area in read_only:
+        if area == "/":
+            return "\n\nThe whole workspace is read-only."
+        what = _AREA_CONTENTS.get(area)
+        lines.append(f"- {area}/: {what}" if what else f"- {area}/")
+    if not lines:
+        return ""
+    return (
+        "\n\nRead-only folders (read, grep and search them, but do not write or edit there):\n"
+        + "\n".join(lines)
+    )
+
+
+_LIST = (
+    "List a folder of the workspace: one path per line, folders end with '/'. Paths are "
+    "workspace paths starting at '/'. Start with list_directory('/'); use search_files to find "
+    "files by name at any depth and grep to search their contents."
+)
+
+_READ = (
+    "Read a text file of the workspace, in pages. Lines are numbered like `cat -n` (the "
+    "number and the tab are not part of the file). Without arguments the first {lines} lines "
+    "are read; head=N reads the first N lines, tail=N the last N. For a long file pass offset "
+    "(0-based) and limit: when more remains, the output ends with the exact offset to call "
+    "read_text_file with next. Lines longer than {line_chars} characters are clipped and say "
+    "the column to read on from. One answer holds at most {tokens}.\n\n"
+    "When a conversation says a tool result or earlier messages were saved to a file "
+    "(/tool_results, /transcripts), read that file here to get the full text back."
+)
+
+_READ_MANY = (
+    "Read several text files in one call: each file's first page, after a line with its path, "
+    "separated by '---'. The {tokens} of one answer are shared between the files, so each "
+    "page ends with the offset to read on with read_text_file. A file that cannot be read "
+    "shows its error and does not stop the others."
+)
+
+_WRITE = (
+    "Write a text file of the workspace with the given content, replacing the whole file; "
+    "missing parent folders are created. The answer says 'Created' or 'Overwrote', with the "
+    "size. To change part of a file, use edit_file."
+)
+
+_EDIT = (
+    "Replace exact text in a text file. Each edit's oldText must match the file exactly, "
+    "whitespace and indentation included (copy it from read_text_file without the number and "
+    "tab), and occur once unless replaceAll is set. The edits apply in order, all or none. "
+    "Returns a git-style diff; dryRun=true shows the diff without writing."
+)
+
+_SEARCH = (
+    "Find files by name pattern, e.g. '**/*.py', '*.md', 'src/**/*.{{ts,tsx}}'; returns "
+    "matching file paths (files only), sorted. A pattern without '/' matches file names at any "
+    "depth; one with '/' is matched against the path relative to the path argument. "
+    "excludePatterns leave out files or whole folders ('node_modules', 'build/**'). At most "
+    "{cap} paths and {tokens}; the output says how many more matched. To search file "
+    "contents, use grep."
+)
+
+_GREP = (
+    "Search the contents of the workspace's text files with a regular expression, like "
+    "ripgrep (Python `regex` syntax; fixed_strings=true for literal text). path is a folder "
+    "(searched recursively) or one file; glob filters the files ('*.py').\n\n"
+    "output_mode: 'files_with_matches' (default) lists matching files; 'content' shows "
+    "matching lines as path:line:text, with context lines (-A after, -B before, -C both); "
+    "'count' shows matches per file. -i ignores case; multiline=true lets a match span "
+    "lines. Lines over {line_chars} characters are clipped.\n\n"
+    "Output is paged: at most head_limit entries (default 250, 0 for no limit) from offset, "
+    "and never more than {tokens}; the last line gives the offset for the next call. The "
+    "search runs under a {timeout}-second time limit. grep also searches the folders where "
+    "offloaded tool results and archived conversations are kept (/tool_results, "
+    "/transcripts): use it to find what was said or returned earlier."
+)
+
+_INFO = (
+    "Metadata of a file or folder of the workspace: its type, its size in bytes, and "
+    "whether it is read-only."
+)
+
+_ALLOWED = (
+    "The folders this server may access: the whole workspace, from '/', and which folders "
+    "in it are read-only."
+)
