@@ -7,6 +7,7 @@ Subcommands:
     ls, cat,     Look into any workspace (a folder, memory://, s3://...) with the agent's own
     glob, grep   tools' semantics and output.
     transcripts  List the archived conversation segments, or show one.
+    mcp serve    Serve a workspace to MCP clients (Claude Code, editors) over stdio.
 
 Every failure is one line on stderr (``ctxfs <command>: <what went wrong>``) and a non-zero
 exit status, never a traceback:
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from ctxfs._cli_common import CliError
+from ctxfs._cli_mcp import add_mcp_parser
 from ctxfs._cli_replay import add_replay_parser
 from ctxfs._cli_workspace import EXIT_ERROR, add_workspace_parsers, parse_grep
 from ctxfs._errors import WorkspaceError
@@ -88,6 +90,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     demo.set_defaults(handler=_demo)
     add_replay_parser(commands)
     grep = add_workspace_parsers(commands)
+    add_mcp_parser(commands)
     return parser, grep
 
 
