@@ -19,6 +19,7 @@ from ctxfs._cli_common import CliError, open_workspace
 from ctxfs._errors import ArchiveError, PathNotFoundError, ReadOnlyPathError, WorkspaceError
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace import Workspace
+from ctxfs.subagents._record import describe_relations
 from ctxfs.tools import ToolFunction, tool_functions
 from ctxfs.tools._format import format_grep
 
@@ -280,7 +281,8 @@ def _grep(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 def _transcripts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     workspace = _open(args)
-    threads = _threads(workspace)
+    relations = describe_relations(workspace)  # sub-agent threads and their parents
+    threads = sorted({*_threads(workspace), *relations})
     if args.thread is not None:
         if args.thread not in threads:
             known = ", ".join(repr(t) for t in threads) or "none"
@@ -290,7 +292,8 @@ def _transcripts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         if not threads:
             out.write(f"No transcripts in {workspace.url} (nothing was summarized yet)\n")
         for number, thread in enumerate(threads):
-            out.write(("\n" if number else "") + _listing(workspace, thread))
+            related = "".join(f"{line}\n" for line in relations.get(thread, ()))
+            out.write(("\n" if number else "") + _listing(workspace, thread) + related)
         return 0
     if len(threads) != 1:
         names = ", ".join(repr(t) for t in threads) or "none"
@@ -393,4 +396,5 @@ Exit status: 0 when something matched, 1 when nothing did, 2 on an error."""
 
 _TRANSCRIPTS = """List the conversation segments ctxfs archived before summarizing (from each
 thread's index.json), or print one with --show N: its Markdown transcript, every message
-verbatim. The lossless .jsonl file sits next to it."""
+verbatim. The lossless .jsonl file sits next to it. A sub-agent's thread says which thread
+handed it its task, and a parent thread lists the sub-agent threads it started."""

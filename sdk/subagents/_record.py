@@ -171,12 +171,9 @@ def task_records(workspace: Workspace) -> tuple[TaskRecord, ...]:
     return tuple(sorted(found, key=lambda r: (r.parent_thread_id, r.thread_id)))
 
 
-def describe_relations(workspace: Workspace, threads: list[str]) -> dict[str, list[str]]:
-    """Lines that say how threads relate, for ``ctxfs transcripts``: per thread id, the
-    sub-agent it runs (and for whom) and the sub-agent threads it started.
-
-    Parents that have sub-tasks but no transcript of their own are added to ``threads``
-    (in place, sorted), so that every thread with a relation is listed.
+def describe_relations(workspace: Workspace) -> dict[str, list[str]]:
+    """Lines saying how threads relate, for ``ctxfs transcripts``, by thread id: the
+    sub-agent a thread runs (and for whom), and the sub-agent threads a thread started.
 
     Raises:
         WorkspaceError: The storage could not be asked.
@@ -192,5 +189,4 @@ def describe_relations(workspace: Workspace, threads: list[str]) -> dict[str, li
         lines.setdefault(record.parent_thread_id, []).append(
             f"  -> sub-agent thread {record.thread_id!r} ({record.subagent}, {record.status})"
         )
-    threads[:] = sorted({*threads, *lines})
     return lines

@@ -24,8 +24,12 @@ class State(MessagesState):
 
 
 def _task(n: int, call_id: str) -> dict[str, Any]:
-    return {"name": "task", "id": call_id, "type": "tool_call",
-            "args": {"description": f"Write note {n}.", "subagent_type": "general-purpose"}}
+    return {
+        "name": "task",
+        "id": call_id,
+        "type": "tool_call",
+        "args": {"description": f"Write note {n}.", "subagent_type": "general-purpose"},
+    }
 
 
 def _graph(ws: Workspace) -> Any:
@@ -97,7 +101,13 @@ def test_without_an_artifacts_key_the_tool_updates_only_messages() -> None:
         policy=ContextPolicy(max_input_tokens=16_000),
     )
     tool = agents.task_tool(parent_thread_id="p", artifacts_key=None)
-    out = tool.invoke({"name": "task", "id": "c", "type": "tool_call",
-                       "args": {"description": "Write x.", "subagent_type": "general-purpose"}})
+    out = tool.invoke(
+        {
+            "name": "task",
+            "id": "c",
+            "type": "tool_call",
+            "args": {"description": "Write x.", "subagent_type": "general-purpose"},
+        }
+    )
     assert isinstance(out, ToolMessage) and out.artifact["artifacts"] == ["/x.md"]
     assert out.artifact["thread_id"] == "p/task-c"
