@@ -20,6 +20,7 @@ Names of the form ``.ctxfs-<32 hex digits>.tmp`` (the probe, and the temporary f
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, BinaryIO
@@ -55,6 +56,19 @@ FETCH_BATCH_BYTES = 32 * 2**20
 """Most bytes fetched in one concurrent batch (a larger file is fetched alone)."""
 
 _CONDITIONAL_PUT_PROTOCOLS = frozenset({"s3", "s3a"})
+
+
+_GLOB_MAGIC = re.compile(r"([*?\[])")
+
+
+def _literal(host: str) -> str:
+    """``host`` for the fsspec calls that expand glob patterns (``rm``, ``cat``).
+
+    Each ``*``, ``?`` and ``[`` is written as a one-character class, so it matches only
+    itself: deleting a file named ``*`` must not delete its whole folder, nor a batched read
+    of ``d[1]/x`` return nothing (fsspec would read ``d1/x`` instead).
+    """
+    return _GLOB_MAGIC.sub(r"[\1]", host)
 
 
 class FsspecStore:
@@ -206,7 +220,7 @@ class FsspecStore:
         for batch in self._batches(files):
             hosts = [self._host(info.path) for info in batch]
             with self._errors(batch[0].path):
-                contents = self.fs.cat(hosts, on_error="return")
+                contents = self.fs.cat([_literal(h) for h in hosts], on_error="return")
             for info, host in zip(batch, hosts, strict=True):
                 data = contents.get(host)
                 if isinstance(data, FileNotFoundError):
@@ -271,4 +285,4 @@ class FsspecStore:
         if not recursive and self.info(path).is_dir:
             raise IsADirectoryPathError(f"{path}: is a directory", path=path)
         with self._errors(path):
-            self.fs.rm(self._host(path), recursive=recursive)
+            self.fs.rm(_literal(self._host(path)), recursive=recursive)
