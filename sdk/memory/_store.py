@@ -16,10 +16,12 @@ memory is never overwritten with less than it held.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime
 
 from ctxfs._errors import (
+    BackendError,
     MemoryFormatError,
     NotADirectoryPathError,
     PathNotFoundError,
@@ -37,6 +39,8 @@ from ctxfs.memory._document import (
 )
 
 __all__ = ["DOCUMENT_NAME", "MARKDOWN_NAME", "MemoryFile", "memory_path"]
+
+_log = logging.getLogger("ctxfs.memory")
 
 DOCUMENT_NAME = "memory.json"
 MARKDOWN_NAME = "memory.md"
@@ -130,17 +134,50 @@ class MemoryFile:
             BackendError: The storage failed; the previous version is intact.
         """
         written: list[MemoryDocument] = []
+        attempt: list[tuple[bytes | None, bytes]] = []
 
         def step(old: bytes | None) -> bytes:
             current = self.empty() if old is None else self._parse(old)
             new = change(current).model_copy(update={"updated_at": self._clock()})
             written[:] = [new]
-            return encode_document(new)
+            data = encode_document(new)
+            attempt[:] = [(old, data)]
+            return data
 
-        self._workspace.update(self.path, step)
+        try:
+            self._workspace.update(self.path, step)
+        except BackendError:
+            if attempt:
+                self._undo_torn_write(*attempt[0])
+            raise
         document = written[0]
         self.render(document)
         return document
+
+    def _undo_torn_write(self, old: bytes | None, new: bytes) -> None:
+        """Puts the previous version back if a failed write left part of the new one.
+
+        A store's writes are atomic by contract; a backend that breaks it mid-way (what
+        :class:`~ctxfs.testing.FaultyStore` calls a torn write) leaves a strict prefix of
+        what was being written. Only that, recognised exactly, is replaced by the version it
+        overwrote; anything else (the whole new document, another writer's) stays.
+        """
+        try:
+            data, version = self._workspace.read_versioned(self.path)
+        except WorkspaceError:
+            return  # gone, or the storage still fails: nothing to put back now
+        if data in (old, new) or not new.startswith(data):
+            return
+        try:
+            if old is None:
+                self._workspace.rm(self.path)
+            else:
+                self._workspace.write_bytes(self.path, old, if_version=version)
+        except WorkspaceError:
+            _log.warning(
+                "ctxfs memory: %s holds part of a failed write and could not be restored",
+                self.path,
+            )
 
     def render(self, document: MemoryDocument | None = None) -> bool:
         """Rewrites the Markdown rendering (of ``document``, or of the stored one).
