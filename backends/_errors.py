@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from ctxfs._errors import (
     BackendError,
+    ConflictError,
     IsADirectoryPathError,
     NotADirectoryPathError,
     PathExistsError,
@@ -34,7 +35,14 @@ from ctxfs._errors import (
     WorkspaceError,
 )
 
-__all__ = ["reason_of", "storage_error", "translate_error", "translate_errors"]
+__all__ = [
+    "conflict_error",
+    "reason_of",
+    "s3_error_code",
+    "storage_error",
+    "translate_error",
+    "translate_errors",
+]
 
 _MISSING_BUCKET = frozenset({"NoSuchBucket"})
 _DENIED = frozenset({"AccessDenied", "AllAccessDisabled", "403", "Forbidden"})
@@ -98,6 +106,16 @@ def translate_errors(path: str, *, bucket: str | None = None) -> Iterator[None]:
         raise translate_error(exc, path, bucket=bucket) from exc
 
 
+def conflict_error(path: str, *, deleted: bool = False) -> ConflictError:
+    """The error of a conditional write whose file changed (or was deleted) since it was read."""
+    what = "was deleted" if deleted else "changed"
+    return ConflictError(
+        f"{path} {what} since it was read; nothing was written: read it again and redo the "
+        "change on what it holds now",
+        path=path,
+    )
+
+
 def reason_of(exc: BaseException) -> str:
     """What went wrong, without the file names an ``OSError`` carries (host paths)."""
     if isinstance(exc, OSError) and exc.strerror:
@@ -112,6 +130,19 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         current = current.__cause__ or current.__context__
+
+
+def s3_error_code(exc: BaseException) -> str | None:
+    """The S3 error code (``PreconditionFailed``, ``NoSuchKey``...) behind ``exc``, if any.
+
+    Found on the first botocore error in the chain of causes (recognised by its shape).
+    """
+    for error in _chain(exc):
+        response = getattr(error, "response", None)
+        if isinstance(response, dict):
+            code = response.get("Error", {}).get("Code")
+            return str(code) if code is not None else None
+    return None
 
 
 def storage_error(exc: BaseException, path: str, bucket: str | None) -> BackendError | None:

@@ -5,7 +5,13 @@ mapping from virtual paths onto ``root`` inside the filesystem. What it adds:
 
 - **Create-only writes** use S3's conditional PUT (``If-None-Match: *``, through
   ``pipe_file(..., mode="create")``), atomic against other writers; on other filesystems a
-  check just before the write, safe for one writer at a time.
+  check just before the write, under a lock kept on the filesystem object.
+- **Conditional writes** (``if_version``): on S3 the version is the object's ETag, read with
+  the content in one ``GetObject``, and the write is a PUT with ``If-Match``, so S3 itself
+  refuses it when the object changed. On other filesystems the version is the SHA-256 of the
+  content, and the check and the write happen under the lock kept on the filesystem object
+  (every write through that object takes it): atomic between the workspaces that share one
+  filesystem object (a memory filesystem is never shared further), not between processes.
 - **Batched reads** for search: ``fs.cat(paths, on_error="return")``, which async
   filesystems such as s3fs run concurrently, in batches bounded by file count and by bytes.
 - **Bounded read-ahead** for paged reads: s3fs reads 50 MiB blocks by default, which a page
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, BinaryIO
@@ -37,11 +44,14 @@ from ctxfs._errors import (
 )
 from ctxfs._results import FileInfo
 from ctxfs.backends._errors import (
+    conflict_error,
     reason_of,
+    s3_error_code,
     storage_error,
     translate_error,
     translate_errors,
 )
+from ctxfs.backends._local import content_version
 from ctxfs.backends._temp import is_temporary_name, temporary_name
 
 __all__ = ["FETCH_BATCH_BYTES", "FETCH_BATCH_FILES", "READ_BLOCK_BYTES", "FsspecStore"]
@@ -56,6 +66,13 @@ FETCH_BATCH_BYTES = 32 * 2**20
 """Most bytes fetched in one concurrent batch (a larger file is fetched alone)."""
 
 _CONDITIONAL_PUT_PROTOCOLS = frozenset({"s3", "s3a"})
+# S3's answers to a conditional request that did not hold: the condition failed (412), or a
+# concurrent conditional write to the same key won (409); NoSuchKey: deleted meanwhile.
+_CONFLICT_CODES = frozenset(
+    {"PreconditionFailed", "412", "ConditionalRequestConflict", "409", "NoSuchKey"}
+)
+# The attribute of a filesystem object that holds its write lock (see _write_lock).
+_LOCK_ATTRIBUTE = "_ctxfs_write_lock"
 
 
 _GLOB_MAGIC = re.compile(r"([*?\[])")
@@ -232,17 +249,80 @@ class FsspecStore:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def write(self, path: str, data: bytes, *, create_only: bool = False) -> None:
-        """One whole-object write; create-only by conditional PUT where the store has one."""
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        """The whole file and its version: the ETag from the same ``GetObject`` on S3, the
+        SHA-256 of the content elsewhere."""
+        if self._conditional_put:
+            bucket, key = self._bucket_key(path)
+            with self._errors(path):
+                return _get_object(self.fs, bucket, key)
+        with self._write_lock():
+            data = self.read_bytes(path)
+        return data, content_version(data)
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> None:
+        """One whole-object write; create-only and ``if_version`` by conditional PUT on S3,
+        under the filesystem object's lock elsewhere."""
+        if create_only and if_version is not None:
+            raise ValueError("create_only and if_version exclude each other")
         host = self._host(path)
-        with self._errors(path):
-            if create_only and self._conditional_put:
-                self.fs.pipe_file(host, data, mode="create")
+        if self._conditional_put:
+            if if_version is not None:
+                self._put_if_match(path, data, if_version)
                 return
-        if create_only and self._exists(path):
-            raise PathExistsError(f"{path}: already exists", path=path)
-        with self._errors(path):
-            self.fs.pipe_file(host, data)
+            with self._errors(path):
+                self.fs.pipe_file(host, data, mode="create" if create_only else "overwrite")
+            return
+        with self._write_lock():
+            if if_version is not None:
+                try:
+                    current = self.read_bytes(path)
+                except PathNotFoundError:
+                    raise conflict_error(path, deleted=True) from None
+                if content_version(current) != if_version:
+                    raise conflict_error(path)
+            elif create_only and self._exists(path):
+                raise PathExistsError(f"{path}: already exists", path=path)
+            with self._errors(path):
+                self.fs.pipe_file(host, data)
+
+    def _put_if_match(self, path: str, data: bytes, etag: str) -> None:
+        bucket, key = self._bucket_key(path)
+        try:
+            with self._errors(path):
+                self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfMatch=etag)
+        except (BackendError, PathNotFoundError) as exc:
+            code = s3_error_code(exc)
+            if code not in _CONFLICT_CODES and not isinstance(exc, PathNotFoundError):
+                raise
+            # A PUT retried after its first answer was lost finds its own bytes there.
+            with contextlib.suppress(PathNotFoundError):
+                if self.read_bytes(path) == data:
+                    return
+            deleted = code == "NoSuchKey" or isinstance(exc, PathNotFoundError)
+            raise conflict_error(path, deleted=deleted) from None
+        finally:
+            self.fs.invalidate_cache(self._host(path))
+
+    def _bucket_key(self, path: str) -> tuple[str, str]:
+        bucket, key, _version = self.fs.split_path(self._host(path))
+        return str(bucket), str(key)
+
+    def _write_lock(self) -> threading.Lock:
+        """The lock that every write through this filesystem object takes.
+
+        Kept on the filesystem object itself, so that every store and workspace opened on
+        the same object shares it, and nothing else does (no module-level registry).
+        """
+        lock: threading.Lock = vars(self.fs).setdefault(_LOCK_ATTRIBUTE, threading.Lock())
+        return lock
 
     def _exists(self, path: str) -> bool:
         # Not fs.exists(), which answers False when the store could not be asked.
@@ -286,3 +366,20 @@ class FsspecStore:
             raise IsADirectoryPathError(f"{path}: is a directory", path=path)
         with self._errors(path):
             self.fs.rm(_literal(self._host(path)), recursive=recursive)
+
+
+def _get_object(fs: Any, bucket: str, key: str) -> tuple[bytes, str]:
+    """The content and the ETag of one object, from one ``GetObject`` (s3fs)."""
+    from fsspec.asyn import sync
+
+    async def get() -> tuple[bytes, str]:
+        response = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+        body = response["Body"]
+        try:
+            data = await body.read()
+        finally:
+            body.close()
+        return bytes(data), str(response["ETag"])
+
+    result: tuple[bytes, str] = sync(fs.loop, get)
+    return result

@@ -9,6 +9,10 @@ What only a local folder has, and this store takes care of:
   disk, then renamed over the target; a create-only write hard-links the temporary file
   instead, which fails if the name exists (atomic, unlike a check before the write). The
   temporary files are named ``.ctxfs-<32 hex digits>.tmp`` and never listed.
+- **Conditional writes.** A file's version is the SHA-256 of its content. The rename (or
+  link) happens under an exclusive ``flock`` on the target's folder, taken by every write of
+  every process, so a write with ``if_version`` checks the version and renames with no other
+  write in between. The lock leaves no file behind.
 - **Depth.** Walking, creating parent folders and deleting trees are loops, not recursion:
   a tree 1,000 folders deep works.
 
@@ -18,15 +22,21 @@ dangling links are not listed (reading a FIFO would block the agent).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from ctxfs._errors import BackendError, IsADirectoryPathError, PathNotFoundError, UnsafePathError
+from ctxfs._errors import (
+    BackendError,
+    IsADirectoryPathError,
+    PathNotFoundError,
+    UnsafePathError,
+)
 from ctxfs._results import FileInfo
-from ctxfs.backends._errors import translate_error, translate_errors
+from ctxfs.backends._errors import conflict_error, translate_error, translate_errors
 from ctxfs.backends._temp import is_temporary_name, temporary_name
 from ctxfs.sandbox._local import host_path, real_virtual_path
 
@@ -188,8 +198,26 @@ class LocalStore:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def write(self, path: str, data: bytes, *, create_only: bool = False) -> None:
-        """Write through a temporary file renamed (or, create-only, hard-linked) into place."""
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        """The whole file and its version (the SHA-256 of what was read)."""
+        data = self.read_bytes(path)
+        return data, content_version(data)
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> None:
+        """Write through a temporary file renamed (or, create-only, hard-linked) into place.
+
+        The rename happens under the folder's lock; with ``if_version`` the version is
+        checked under it too (see the module docstring).
+        """
+        if create_only and if_version is not None:
+            raise ValueError("create_only and if_version exclude each other")
         host = self._host(path)
         folder = os.path.dirname(host)
         with translate_errors(path):
@@ -200,10 +228,13 @@ class LocalStore:
                     handle.write(data)
                     handle.flush()
                     os.fsync(handle.fileno())
-                if create_only:
-                    os.link(temp, host)  # atomic, and fails if host exists
-                else:
-                    os.replace(temp, host)
+                with _folder_lock(folder):
+                    if if_version is not None:
+                        _check_version(host, path, if_version)
+                    if create_only:
+                        os.link(temp, host)  # atomic, and fails if host exists
+                    else:
+                        os.replace(temp, host)
             finally:
                 if os.path.lexists(temp):
                     os.unlink(temp)
@@ -235,6 +266,39 @@ class LocalStore:
                 raise IsADirectoryPathError(f"{path}: is a directory", path=path)
             else:
                 _remove_tree(host)
+
+
+def content_version(data: bytes) -> str:
+    """The version token of content ``data``: its SHA-256, hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@contextmanager
+def _folder_lock(folder: str) -> Iterator[None]:
+    """An exclusive lock on a folder, between processes and between threads.
+
+    ``flock`` locks an open file description, so each holder opens the folder itself; the
+    lock goes with the descriptor when it is closed, even if the process dies.
+    """
+    import fcntl  # POSIX only; imported here so that importing ctxfs never needs it
+
+    handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
+
+
+def _check_version(host: str, path: str, expected: str) -> None:
+    """Raise a conflict unless the file at ``host`` has version ``expected``."""
+    try:
+        with open(host, "rb") as stream:
+            current = content_version(stream.read())
+    except FileNotFoundError:
+        raise conflict_error(path, deleted=True) from None
+    if current != expected:
+        raise conflict_error(path)
 
 
 def _make_folders(folder: str) -> None:

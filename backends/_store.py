@@ -19,6 +19,9 @@ The contract, which :mod:`ctxfs.testing.conformance` checks through a Workspace:
   :class:`~ctxfs._errors.PathNotFoundError` only when the storage answered "not there",
   :class:`~ctxfs._errors.BackendError` when it could not be asked (network, permission,
   server). "Not found" and "could not ask" are never confused.
+- **Conditional writes.** :meth:`Store.read_versioned` and ``write(..., if_version=...)``
+  are a compare-and-swap: of two writers that read the same version, one writes and the
+  other gets :class:`~ctxfs._errors.ConflictError`, so neither loses the other's change.
 - **The root** may not exist yet on object stores; the Workspace treats ``/`` as an existing,
   possibly empty folder itself, so a store need not special-case it.
 """
@@ -113,7 +116,26 @@ class Store(Protocol):
         """
         ...
 
-    def write(self, path: str, data: bytes, *, create_only: bool = False) -> None:
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        """The whole content of file ``path`` and a version token for exactly that content.
+
+        The token is opaque (a content hash on local disk and in memory, the ETag on S3);
+        give it back as ``if_version`` to :meth:`write` to write only if the file still
+        holds what was read.
+
+        Raises:
+            PathNotFoundError: Nothing is there.
+        """
+        ...
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> None:
         """Write a whole file, creating missing parent folders.
 
         A reader sees the old content or the new one, never a mix (local disk: a temporary
@@ -124,7 +146,13 @@ class Store(Protocol):
             data: Its content.
             create_only: Raise :class:`~ctxfs._errors.PathExistsError` if the file exists:
                 atomically where the backend can (a hard link on local disk, a conditional
-                PUT on S3), otherwise by a check just before the write.
+                PUT on S3, a lock shared by the users of one filesystem object), otherwise
+                by a check just before the write.
+            if_version: Write only if the file still has this version (from
+                :meth:`read_versioned`), atomically: a lock around the check and the rename
+                on local disk, a conditional PUT (``If-Match``) on S3, a lock in memory.
+                Otherwise raise :class:`~ctxfs._errors.ConflictError` and write nothing;
+                a file deleted since it was read is a conflict too.
         """
         ...
 

@@ -9,12 +9,15 @@ backends is behind the :class:`~ctxfs.backends.Store` it was opened with.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from fsspec import AbstractFileSystem
 
 from ctxfs._errors import (
+    ConflictError,
     EditError,
     IsADirectoryPathError,
     NotADirectoryPathError,
@@ -40,7 +43,31 @@ from ctxfs.sandbox import (
     relative_to,
 )
 
-__all__ = ["Workspace"]
+__all__ = ["UPDATE_ATTEMPTS", "Workspace"]
+
+UPDATE_ATTEMPTS = 16
+"""Default attempts of :meth:`Workspace.update` (and of :meth:`Workspace.edit`) before a
+:class:`~ctxfs._errors.ConflictError`: each failed one means another writer's change won."""
+
+_BACKOFF_SECONDS = 0.002
+"""Longest pause before the second attempt; doubled at each attempt up to _BACKOFF_CAP."""
+
+_BACKOFF_CAP = 0.1
+
+
+def _decode(virtual: str, data: bytes) -> str:
+    """The text of a file's bytes, or :class:`~ctxfs._errors.NotTextError`."""
+    if b"\x00" in data:
+        raise NotTextError(
+            f"{virtual} is a binary file (it contains NUL bytes); it cannot be read as text",
+            path=virtual,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotTextError(
+            f"{virtual} is not valid UTF-8 text ({exc.reason})", path=virtual
+        ) from None
 
 
 def _hidden(relpath: str) -> bool:
@@ -276,18 +303,21 @@ class Workspace:
             NotTextError: The file is binary or not valid UTF-8.
         """
         virtual = self._file(path)
-        data = self._read_bytes(virtual)
-        if b"\x00" in data:
-            raise NotTextError(
-                f"{virtual} is a binary file (it contains NUL bytes); it cannot be read as text",
-                path=virtual,
-            )
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise NotTextError(
-                f"{virtual} is not valid UTF-8 text ({exc.reason})", path=virtual
-            ) from None
+        return _decode(virtual, self._read_bytes(virtual))
+
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        """The whole content of a file and its version, for a conditional write.
+
+        Give the version back as ``if_version`` to :meth:`write_bytes`: the write then
+        happens only if nobody changed the file in between (compare-and-swap). The token is
+        opaque (see :meth:`ctxfs.backends.Store.read_versioned`). :meth:`update` wraps the
+        loop of reading, changing and writing again on a conflict.
+
+        Raises:
+            PathNotFoundError: Nothing is there.
+            IsADirectoryPathError: ``path`` is a directory.
+        """
+        return self._store.read_versioned(self._file(path))
 
     def read_lines(
         self,
@@ -336,11 +366,26 @@ class Workspace:
 
     # -- writing ------------------------------------------------------------------------
 
-    def write_text(self, path: str, text: str, *, create_only: bool = False) -> FileInfo:
+    def write_text(
+        self,
+        path: str,
+        text: str,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> FileInfo:
         """Write ``text`` as UTF-8 (see :meth:`write_bytes`)."""
-        return self.write_bytes(path, text.encode("utf-8"), create_only=create_only)
+        data = text.encode("utf-8")
+        return self.write_bytes(path, data, create_only=create_only, if_version=if_version)
 
-    def write_bytes(self, path: str, data: bytes, *, create_only: bool = False) -> FileInfo:
+    def write_bytes(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> FileInfo:
         """Write a whole file; missing parent folders are created.
 
         On local disk the write is atomic (temporary file, then rename): a crash leaves the
@@ -351,12 +396,23 @@ class Workspace:
             data: Its new content.
             create_only: Refuse to overwrite: raise :class:`~ctxfs._errors.PathExistsError` if
                 the file exists (write-once files).
+            if_version: Write only if the file still has this version, from
+                :meth:`read_versioned` (compare-and-swap, atomic against other writers:
+                see :meth:`ctxfs.backends.Store.write`).
 
         Raises:
             ReadOnlyPathError: ``path`` is in a read-only area.
             PathExistsError: ``create_only`` and the file exists.
+            ConflictError: ``if_version`` and the file changed or was deleted since it was
+                read; nothing was written.
             IsADirectoryPathError: ``path`` is a directory.
+            ValueError: Both ``create_only`` and ``if_version``.
         """
+        if create_only and if_version is not None:
+            raise ValueError(
+                "create_only and if_version exclude each other: create_only is for a file "
+                "that does not exist yet, if_version for one that was read"
+            )
         virtual = self._writable(path)
         try:
             existing: FileInfo | None = self._info(virtual)
@@ -369,10 +425,85 @@ class Workspace:
                 )
             if create_only:
                 raise PathExistsError(f"{virtual} already exists and is write-once", path=virtual)
+        elif if_version is not None:
+            raise ConflictError(
+                f"{virtual} was deleted since it was read; nothing was written: read it again "
+                "and redo the change on what it holds now",
+                path=virtual,
+            )
         else:
             self._check_no_file_above(virtual)
-        self._store.write(virtual, data, create_only=create_only)
+        self._store.write(virtual, data, create_only=create_only, if_version=if_version)
         return FileInfo(virtual, "file", len(data))
+
+    def update(
+        self,
+        path: str,
+        change: Callable[[bytes | None], bytes],
+        *,
+        attempts: int = UPDATE_ATTEMPTS,
+    ) -> FileInfo:
+        """Change a file with no lost update: read, change, write only if unchanged, retry.
+
+        ``change`` gets the file's content (``None`` if it does not exist yet) and returns
+        the new content. The write is conditional on the version that was read (create-only
+        for a new file); when another writer got in first, the file is read again and
+        ``change`` called again on what it holds now, after a short random pause. So
+        ``change`` may run several times: it must depend only on its argument. An exception
+        it raises ends the update with nothing written. Content that ``change`` returns
+        unchanged is not written.
+
+        Example:
+            >>> ws = Workspace("memory://update-doc")
+            >>> def add_line(data: bytes | None) -> bytes:
+            ...     return (data or b"") + b"one more\\n"
+            >>> ws.update("/log.txt", add_line).size
+            9
+            >>> ws.update("/log.txt", add_line).size
+            18
+
+        Args:
+            path: The file.
+            change: From the current content (or ``None``) to the new content.
+            attempts: Most reads-and-writes before giving up.
+
+        Returns:
+            The file as written.
+
+        Raises:
+            ConflictError: Other writers changed the file during every attempt; nothing was
+                written.
+            ValueError: ``attempts`` is below 1.
+        """
+        if attempts < 1:
+            raise ValueError("attempts must be >= 1")
+        virtual = self._writable(path)
+        for attempt in range(attempts):
+            if attempt:
+                # Random, growing pauses: writers that collided do not collide again in step.
+                pause = min(_BACKOFF_SECONDS * 2 ** (attempt - 1), _BACKOFF_CAP)
+                time.sleep(random.uniform(0, pause))
+            current: bytes | None
+            try:
+                current, version = self.read_versioned(virtual)
+            except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above
+                current, version = None, None
+            new = change(current)
+            if not isinstance(new, bytes):
+                raise TypeError(f"change must return bytes, not {type(new).__name__}")
+            if new == current:
+                return FileInfo(virtual, "file", len(new))
+            try:
+                if version is None:
+                    return self.write_bytes(virtual, new, create_only=True)
+                return self.write_bytes(virtual, new, if_version=version)
+            except (ConflictError, PathExistsError):
+                continue
+        raise ConflictError(
+            f"{virtual}: the file changed since it was read, {attempts} times in a row (other "
+            "writers keep changing it); nothing was written: read it again and retry",
+            path=virtual,
+        )
 
     def _check_no_file_above(self, virtual: str) -> None:
         # Object stores would happily create "a.txt/b" next to the object "a.txt", leaving one
@@ -392,17 +523,32 @@ class Workspace:
                 )
             return
 
-    def edit(self, path: str, old: str, new: str, *, replace_all: bool = False) -> EditResult:
-        """Replace exact text in a file.
+    def edit(
+        self,
+        path: str,
+        old: str,
+        new: str,
+        *,
+        replace_all: bool = False,
+        attempts: int = UPDATE_ATTEMPTS,
+    ) -> EditResult:
+        """Replace exact text in a file, applied to exactly the content it read.
+
+        The file is written only if nobody changed it since the edit read it (see
+        :meth:`update`); if someone did, the edit is checked and applied again on the new
+        content, so two editors never lose each other's change.
 
         Args:
             path: The file.
             old: Text to find, exactly (whitespace and indentation included).
             new: Replacement text; must differ from ``old``.
             replace_all: Replace every occurrence; otherwise ``old`` must occur exactly once.
+            attempts: Most tries while other writers keep changing the file.
 
         Raises:
             EditError: ``old`` is empty, equal to ``new``, absent, or ambiguous.
+            ConflictError: The file changed since it was read, at every attempt; nothing
+                was written.
         """
         virtual = self._writable(path)
         if old == "":
@@ -413,23 +559,33 @@ class Workspace:
             )
         if old == new:
             raise EditError("old_string and new_string are identical; nothing to do", path=virtual)
-        text = self.read_text(virtual)
-        count = text.count(old)
-        if count == 0:
-            raise EditError(
-                f"old_string was not found in {virtual}; read the file again and copy the "
-                "exact text, including whitespace and indentation",
-                path=virtual,
-            )
-        if count > 1 and not replace_all:
-            raise EditError(
-                f"old_string occurs {count} times in {virtual}; add surrounding lines to make "
-                "it unique, or set replace_all to replace every occurrence",
-                path=virtual,
-            )
-        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-        self.write_text(virtual, updated)
-        return EditResult(virtual, count if replace_all else 1)
+        counted: list[int] = []
+
+        def replace(data: bytes | None) -> bytes:
+            if data is None:
+                raise PathNotFoundError(f"{virtual}: no such file or directory", path=virtual)
+            text = _decode(virtual, data)
+            count = text.count(old)
+            if count == 0:
+                raise EditError(
+                    f"old_string was not found in {virtual}; read the file again and copy the "
+                    "exact text, including whitespace and indentation",
+                    path=virtual,
+                )
+            if count > 1 and not replace_all:
+                raise EditError(
+                    f"old_string occurs {count} times in {virtual}; add surrounding lines to "
+                    "make it unique, or set replace_all to replace every occurrence",
+                    path=virtual,
+                )
+            counted.append(count if replace_all else 1)
+            updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+            return updated.encode("utf-8")
+
+        # Applied to the content it read, or not at all: another writer's change in between
+        # makes the write fail, and the edit is tried again on the new content.
+        self.update(virtual, replace, attempts=attempts)
+        return EditResult(virtual, counted[-1])
 
     def rm(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file, or a directory with ``recursive=True``.

@@ -57,14 +57,17 @@ _METHODS: Final = (
     "walk",
     "open_read",
     "read_bytes",
+    "read_versioned",
     "fetch",
     "write",
     "remove",
 )
-_READS: Final = frozenset({"open_read", "read_bytes", "fetch"})
+_READS: Final = frozenset({"open_read", "read_bytes", "read_versioned", "fetch"})
 _ALLOWED: Final[dict[str, frozenset[str]]] = {
     "error": frozenset(_METHODS),
-    "not_found": frozenset({"info", "ls", "walk", "open_read", "read_bytes", "fetch", "remove"}),
+    "not_found": frozenset(
+        {"info", "ls", "walk", "open_read", "read_bytes", "read_versioned", "fetch", "remove"}
+    ),
     "torn_write": frozenset({"write"}),
     "lost_response": frozenset({"write", "remove"}),
 }
@@ -76,9 +79,10 @@ class Fault:
 
     Attributes:
         method: The :class:`~ctxfs.backends.Store` method it hits (``"info"``, ``"ls"``,
-            ``"walk"``, ``"open_read"``, ``"read_bytes"``, ``"fetch"``, ``"write"``,
-            ``"remove"``, ``"real_path"``), or ``"read"`` for any of ``open_read``,
-            ``read_bytes`` and ``fetch``. ``fetch`` counts one call per file it returns.
+            ``"walk"``, ``"open_read"``, ``"read_bytes"``, ``"read_versioned"``,
+            ``"fetch"``, ``"write"``, ``"remove"``, ``"real_path"``), or ``"read"`` for any
+            of ``open_read``, ``read_bytes``, ``read_versioned`` and ``fetch``. ``fetch``
+            counts one call per file it returns.
         kind: What happens (see the module docstring).
         nth: The first matching call it hits, 1-based, counted from when it was added.
         times: How many matching calls in a row it hits; ``None`` for all from ``nth`` on.
@@ -261,18 +265,27 @@ class FaultyStore:
             if fault is None:
                 yield info, data
 
-    def write(self, path: str, data: bytes, *, create_only: bool = False) -> None:
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        """Forwarded unless a fault fires."""
+        self._check("read_versioned", path)
+        return self.inner.read_versioned(path)
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> None:
         """Forwarded unless a fault fires: nothing, part, or all of it is written."""
         fault = self._check("write", path)
-        if fault is None:
-            self.inner.write(path, data, create_only=create_only)
-            return
-        if fault.kind == "torn_write":
+        if fault is not None and fault.kind == "torn_write":
             keep = len(data) // 2 if fault.keep is None else min(fault.keep, len(data))
-            self.inner.write(path, data[:keep], create_only=create_only)
-        else:
-            self.inner.write(path, data, create_only=create_only)
-        raise self._error("write", path, fault)
+            data = data[:keep]
+        self.inner.write(path, data, create_only=create_only, if_version=if_version)
+        if fault is not None:
+            raise self._error("write", path, fault)
 
     def remove(self, path: str, *, recursive: bool = False) -> None:
         """Forwarded unless a fault fires (``lost_response``: removed, then an error)."""

@@ -121,10 +121,22 @@ class RecordingStore:
             self._record("fetch", info.path)
         return self.inner.fetch(wanted)
 
-    def write(self, path: str, data: bytes, *, create_only: bool = False) -> None:
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        """Forwarded (and recorded)."""
+        self._record("read_versioned", path)
+        return self.inner.read_versioned(path)
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> None:
         """Forwarded (and recorded)."""
         self._record("write", path)
-        self.inner.write(path, data, create_only=create_only)
+        self.inner.write(path, data, create_only=create_only, if_version=if_version)
 
     def remove(self, path: str, *, recursive: bool = False) -> None:
         """Forwarded (and recorded)."""

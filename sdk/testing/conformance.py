@@ -2,10 +2,11 @@
 
 Every behaviour of :class:`~ctxfs.Workspace` that must hold on any backend is a test here:
 listing, metadata, "missing" versus "could not ask", paged reads, byte-exact and create-only
-writes, edits, deletes, read-only areas, the sandbox, glob, grep, and the store's own walk and
-fetch. ctxfs runs it on memory, local disk and S3; run it on your fsspec filesystem or your
-own :class:`~ctxfs.backends.Store` by subclassing :class:`WorkspaceConformance` in a test
-module and giving it a ``make_workspace`` fixture::
+writes, conditional writes (compare-and-swap: versions, ``update``, edits that never lose
+another writer's change), edits, deletes, read-only areas, the sandbox, glob, grep, and the
+store's own walk and fetch. ctxfs runs it on memory, local disk and S3; run it on your fsspec
+filesystem or your own :class:`~ctxfs.backends.Store` by subclassing
+:class:`WorkspaceConformance` in a test module and giving it a ``make_workspace`` fixture::
 
     import itertools
 
@@ -51,6 +52,7 @@ from ctxfs._errors import (
 from ctxfs._results import FileInfo
 from ctxfs._workspace import Workspace
 from ctxfs.sandbox import Limits
+from ctxfs.testing._conformance_cas import ConditionalWriteConformance
 
 __all__ = ["WorkspaceConformance", "WorkspaceFactory"]
 
@@ -131,7 +133,7 @@ def _every_operation(workspace: Workspace, path: str) -> list[Callable[[], Any]]
     ]
 
 
-class WorkspaceConformance:
+class WorkspaceConformance(ConditionalWriteConformance):
     """Every backend-independent Workspace behaviour, as pytest tests.
 
     Subclass it (with a name starting with ``Test``) and override the ``make_workspace``

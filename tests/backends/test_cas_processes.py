@@ -1,0 +1,155 @@
+"""Two processes changing one file at once, on local disk and on S3: nothing is lost.
+
+Each worker (``_cas_worker.py``) runs in its own Python process and starts when the test
+releases all of them together. ``update`` appends with compare-and-swap; ``edit`` runs the
+agent's ``edit_file`` tool. Without conditional writes both lose updates: a read-modify-write
+that another process's write overtakes silently drops that write.
+
+The S3 server here is moto over HTTP, with one difference from the shared fixture: requests
+are served one at a time. moto checks a conditional PUT's ``If-Match`` and then stores the
+object in two steps that another request can run between; S3 does both atomically. Serving
+one request at a time gives moto S3's atomicity, so a lost update here is ctxfs's fault.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxfs import Workspace
+
+WORKER = os.path.join(os.path.dirname(__file__), "_cas_worker.py")
+COUNT = 40
+WHO = ("A", "B")
+
+
+class _OneAtATime:
+    """A WSGI application serving one request at a time (see the module docstring)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        with self._lock:
+            return list(self._app(environ, start_response))
+
+
+@pytest.fixture(scope="module")
+def atomic_s3() -> Iterator[dict[str, Any]]:
+    """storage_options of a fresh bucket on a moto server serving one request at a time."""
+    import boto3
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    app = _OneAtATime(DomainDispatcherApplication(create_backend_app))
+    server = make_server("127.0.0.1", port, app, True, request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    options = {
+        "endpoint_url": endpoint,
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"region_name": "us-east-1"},
+    }
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket="ctxfs-cas")
+    try:
+        yield options
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+def _target(backend: str, tmp_path: Path, options: dict[str, Any] | None) -> dict[str, Any]:
+    if backend == "local":
+        return {"target": str(tmp_path / "ws")}
+    return {"target": f"s3://ctxfs-cas/{tmp_path.name}", "storage_options": options}
+
+
+def _run_together(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Start one worker per name in WHO, release them at once, return their reports."""
+    workers = [
+        subprocess.Popen(
+            [sys.executable, WORKER, json.dumps(config | {"who": who})],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for who in WHO
+    ]
+    for worker in workers:
+        assert worker.stdout is not None
+        assert worker.stdout.readline() == "ready\n"
+    for worker in workers:
+        assert worker.stdin is not None
+        worker.stdin.write("go\n")
+        worker.stdin.flush()
+    reports = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=240)
+        assert worker.returncode == 0, err
+        reports.append(json.loads(out))
+    return reports
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_two_processes_updating_one_file_lose_nothing(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    options = request.getfixturevalue("atomic_s3") if backend == "s3" else None
+    config = _target(backend, tmp_path, options)
+    workspace = Workspace(config["target"], storage_options=config.get("storage_options"))
+    workspace.write_text("/shared/log.txt", "")
+
+    reports = _run_together(config | {"mode": "update", "count": COUNT, "path": "/shared/log.txt"})
+
+    lines = workspace.read_text("/shared/log.txt").splitlines()
+    assert sorted(lines) == sorted(f"{who}-{i}" for who in WHO for i in range(COUNT))
+    for who in WHO:  # each process's own appends stay in its order
+        assert [line for line in lines if line.startswith(who)] == [
+            f"{who}-{i}" for i in range(COUNT)
+        ]
+    assert all(report["computed"] >= COUNT for report in reports)
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_two_processes_editing_one_file_lose_no_edit(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    options = request.getfixturevalue("atomic_s3") if backend == "s3" else None
+    config = _target(backend, tmp_path, options)
+    workspace = Workspace(config["target"], storage_options=config.get("storage_options"))
+    slots = [f"slot {who}-{i}" for i in range(COUNT) for who in WHO]
+    workspace.write_text("/notes/plan.md", "".join(f"{slot}: todo\n" for slot in slots))
+
+    reports = _run_together(config | {"mode": "edit", "count": COUNT, "path": "/notes/plan.md"})
+
+    # Every edit the agent was told about is in the file, and every one was told "Edited".
+    answers = [answer for report in reports for answer in report["answers"]]
+    assert answers == ["Edited /notes/plan.md: replaced 1 occurrence"] * (2 * COUNT)
+    assert workspace.read_text("/notes/plan.md") == "".join(f"{slot}: done\n" for slot in slots)
