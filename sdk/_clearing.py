@@ -75,7 +75,7 @@ from ctxfs._archive import INDEX_NAME
 from ctxfs._blocks import KeepWindow
 from ctxfs._errors import UnsafePathError
 from ctxfs._layout import SDK_AREAS, TRANSCRIPTS_DIR
-from ctxfs._messages import offloadable_text, pair_results, target_path_of
+from ctxfs._messages import LayoutEntry, pair_results, saved_text, target_path_of
 from ctxfs._naming import result_path
 from ctxfs._pointers import (
     Pointer,
@@ -280,7 +280,7 @@ def _eligible(
             continue
         if message.name in settings.exempt_tools:
             continue
-        text = offloadable_text(message.content)
+        text = saved_text(message.content)
         if text is None:
             continue
         held = held_pointer(message)
@@ -297,7 +297,7 @@ def pointer_for(
     tokens: int,
     *,
     tool_call_id: str = "",
-    shape: tuple[tuple[str, int], ...] = (),
+    shape: tuple[LayoutEntry, ...] = (),
 ) -> tuple[Pointer, str]:
     """Returns the pointer clearing leaves for ``item`` and its text.
 

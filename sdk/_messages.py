@@ -6,6 +6,10 @@ One home for the small questions every step asks of a message, so that they get 
   and ``{"type": "text"}`` blocks of a list; images and other blocks carry no text).
 - :func:`offloadable_text`: the text a step may move to a file, or ``None`` when moving it
   would lose something (non-text blocks, extra keys on a block, NUL characters).
+- :func:`saved_text` / :func:`text_layout` / :func:`restore_text`: the text a tool result is
+  saved as, and how its content is laid out again from it, byte-exact, for every content of
+  text blocks (extra keys such as ``id``, ``cache_control`` or ``annotations`` included, NUL
+  characters shown as a stand-in); :func:`why_not_saved` says why any other content cannot be.
 - :func:`pair_results`: which tool call each tool result answers.
 - :func:`target_path_of`: the file a write/edit call acted on.
 - :func:`replace_tool_arg`: a copy of an AI message with one argument of one call replaced,
@@ -23,16 +27,29 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 __all__ = [
+    "NUL_STAND_INS",
+    "LayoutEntry",
     "Pairing",
     "message_text",
     "offloadable_text",
     "pair_results",
     "replace_tool_arg",
+    "restore_text",
+    "saved_text",
     "target_path_of",
     "text_blocks",
+    "text_layout",
+    "why_not_saved",
 ]
 
 Content = str | list[str | dict[Any, Any]]
+
+LayoutEntry = tuple[str, int] | tuple[str, int, str]
+"""One entry of a saved text's layout (see :func:`text_layout`)."""
+
+NUL_STAND_INS = "\u2400" + "".join(chr(c) for c in range(0xE000, 0xF900))
+"""Characters that may stand for NUL in a saved text, in order of preference: the first
+one the text does not hold is used (SYMBOL FOR NUL, then the private use area)."""
 
 
 def text_blocks(content: Content) -> list[str]:
@@ -80,6 +97,108 @@ def offloadable_text(content: Content) -> str | None:
             return None
     text = "".join(parts)
     return None if "\x00" in text else text
+
+
+def _saved(content: Content) -> tuple[str, tuple[LayoutEntry, ...]] | str:
+    """The saved text and layout of a content, or why it has none."""
+    parts: list[str] = []
+    layout: list[LayoutEntry] = []
+    if isinstance(content, str):
+        parts.append(content)
+    else:
+        for number, block in enumerate(content, 1):
+            if isinstance(block, str):
+                parts.append(block)
+                layout.append(("str", len(block)))
+                continue
+            kind = block.get("type")
+            if kind != "text" or not isinstance(block.get("text"), str):
+                what = f"has type {kind!r}" if isinstance(kind, str) else "has no type"
+                return f"block {number} {what}, not text; the workspace keeps only text"
+            parts.append(block["text"])
+            if set(block) == {"type", "text"}:
+                layout.append(("text", len(block["text"])))
+                continue
+            try:  # the other keys, in order, with the text's place kept
+                rest = json.dumps({**block, "text": None}, ensure_ascii=True, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                return f"block {number} has keys JSON cannot hold ({exc})"
+            layout.append(("text", len(block["text"]), rest))
+    text = "".join(parts)
+    if "\x00" in text:
+        stand_in = next((c for c in NUL_STAND_INS if c not in text), None)
+        if stand_in is None:
+            return "its text holds NUL characters and every character that could stand for them"
+        text = text.replace("\x00", stand_in)
+        layout.insert(0, ("nul", ord(stand_in)))
+    if restore_text(text, tuple(layout)) != content:
+        return "its blocks do not come back identical from JSON (tuples, non-string keys...)"
+    return text, tuple(layout)
+
+
+def saved_text(content: Content) -> str | None:
+    """Returns the text a tool result's content is saved as, or ``None`` if it cannot be.
+
+    Every content made of text is saved: a string, or a list of ``str`` and
+    ``{"type": "text", "text": ...}`` blocks, whatever other keys the blocks carry (an
+    ``id``, ``cache_control``, ``annotations``...). The text is the blocks' concatenation,
+    with NUL characters (which would make the file binary, unreadable to the agent's tools)
+    replaced by a character the text does not hold; :func:`text_layout` records which, and
+    the blocks' other keys, so that :func:`restore_text` gives back the content exactly.
+    Contents with other blocks (images...) are not saved: :func:`why_not_saved` says why.
+
+    Example:
+        >>> content = [{"type": "text", "text": "a\x00b", "id": "lc_1"}]
+        >>> text = saved_text(content)
+        >>> text
+        'a␀b'
+        >>> restore_text(text, text_layout(content)) == content
+        True
+    """
+    found = _saved(content)
+    return None if isinstance(found, str) else found[0]
+
+
+def text_layout(content: Content) -> tuple[LayoutEntry, ...]:
+    """Returns how ``content`` is laid out from its :func:`saved_text`.
+
+    Entries, in order: ``("nul", code point)`` first when a character stands for NUL; then,
+    for a list content, one per block: ``("str", characters)``, ``("text", characters)``, or
+    ``("text", characters, JSON of the block's keys with its text as null)``. Empty for a
+    plain string (or a content that cannot be saved).
+    """
+    found = _saved(content)
+    return () if isinstance(found, str) else found[1]
+
+
+def why_not_saved(content: Content) -> str | None:
+    """Returns why :func:`saved_text` cannot save ``content``, or ``None`` if it can."""
+    found = _saved(content)
+    return found if isinstance(found, str) else None
+
+
+def restore_text(text: str, layout: Sequence[Sequence[object]]) -> Content:
+    """Returns the content that :func:`saved_text` saved as ``text`` with ``layout``."""
+    for entry in layout:
+        if entry[0] == "nul" and isinstance(entry[1], int):
+            text = text.replace(chr(entry[1]), "\x00")
+    blocks: list[str | dict[Any, Any]] = []
+    at = 0
+    is_list = False
+    for entry in layout:
+        kind, size = entry[0], entry[1]
+        if kind == "nul" or not isinstance(size, int):
+            continue
+        is_list = True
+        piece = text[at : at + size]
+        at += size
+        if kind == "str":
+            blocks.append(piece)
+        elif len(entry) > 2 and isinstance(entry[2], str):
+            blocks.append({**json.loads(entry[2]), "text": piece})
+        else:
+            blocks.append({"type": "text", "text": piece})
+    return blocks if is_list else text
 
 
 @dataclass(frozen=True, slots=True)

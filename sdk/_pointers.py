@@ -31,7 +31,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._legacy_pointers import LegacyPointer, legacy_input_pointer, legacy_result_pointer
-from ctxfs._messages import Content, replace_tool_arg
+from ctxfs._messages import Content, LayoutEntry, replace_tool_arg, restore_text, text_layout
 
 __all__ = [
     "METADATA_KEY",
@@ -81,8 +81,11 @@ class Pointer:
         target: For ``input``: the file the tool acted on, if known.
         call: For ``reread``: the call that showed the content (``name`` and ``args``), to
             repeat it.
-        shape: How the replaced content was laid out when it was a list of text blocks:
-            ``("str" | "text", characters)`` per block; empty for a plain string.
+        shape: How the replaced content is laid out again from the saved text (see
+            :func:`ctxfs._messages.text_layout`): ``("str" | "text", characters)`` per block
+            of a list, with the block's other keys as JSON when it has any, and first
+            ``("nul", code point)`` when a character stands for NUL; empty for a plain
+            string.
         digest: SHA-256 (16 hex digits) of the text rendered for the model.
         legacy: Read from the text of an older version's pointer (no metadata): what it
             says about the file must be checked against the file before it is relied on.
@@ -98,7 +101,7 @@ class Pointer:
     call_index: int | None = None
     target: str | None = None
     call: Mapping[str, Any] | None = None
-    shape: tuple[tuple[str, int], ...] = ()
+    shape: tuple[LayoutEntry, ...] = ()
     digest: str = field(default="", compare=False)
     legacy: bool = field(default=False, compare=False)
 
@@ -164,22 +167,36 @@ class Pointer:
         )
 
 
-def _shape(raw: object) -> tuple[tuple[str, int], ...] | None:
+def _shape(raw: object) -> tuple[LayoutEntry, ...] | None:
     if raw is None:
         return ()
     if not isinstance(raw, list):
         return None
-    out: list[tuple[str, int]] = []
+    out: list[LayoutEntry] = []
     for item in raw:
-        if (
-            not isinstance(item, list | tuple)
-            or len(item) != 2
-            or item[0] not in ("str", "text")
-            or not isinstance(item[1], int)
-        ):
+        if not isinstance(item, list | tuple) or len(item) not in (2, 3):
             return None
-        out.append((item[0], item[1]))
+        kind, size = item[0], item[1]
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            return None
+        if len(item) == 2 and kind in ("str", "text", "nul"):
+            out.append((kind, size))
+        elif len(item) == 3 and kind == "text" and _block_keys(item[2]):
+            out.append((kind, size, item[2]))
+        else:
+            return None
     return tuple(out)
+
+
+def _block_keys(raw: object) -> bool:
+    """Whether ``raw`` is a text block's other keys as a shape records them."""
+    if not isinstance(raw, str):
+        return False
+    try:
+        block = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(block, dict) and block.get("type") == "text" and block.get("text") is None
 
 
 def digest(text: str) -> str:
@@ -187,26 +204,14 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def content_shape(content: Content) -> tuple[tuple[str, int], ...]:
-    """Returns how a content of text blocks is laid out (see :attr:`Pointer.shape`)."""
-    if isinstance(content, str):
-        return ()
-    return tuple(
-        ("str", len(b)) if isinstance(b, str) else ("text", len(b["text"])) for b in content
-    )
+def content_shape(content: Content) -> tuple[LayoutEntry, ...]:
+    """Returns how a content of text is laid out (see :attr:`Pointer.shape`)."""
+    return text_layout(content)
 
 
-def restore_content(text: str, shape: tuple[tuple[str, int], ...]) -> Content:
+def restore_content(text: str, shape: tuple[LayoutEntry, ...]) -> Content:
     """Returns the content a pointer replaced, from its full text and :attr:`Pointer.shape`."""
-    if not shape:
-        return text
-    blocks: list[str | dict[Any, Any]] = []
-    at = 0
-    for kind, size in shape:
-        piece = text[at : at + size]
-        at += size
-        blocks.append(piece if kind == "str" else {"type": "text", "text": piece})
-    return blocks
+    return restore_text(text, shape)
 
 
 # -- reading pointers off messages ----------------------------------------------------------

@@ -226,11 +226,44 @@ def test_small_exempt_and_non_text_results_stay() -> None:
     engine = ContextEngine(Workspace("memory://stay"), _policy())
     small = _result("ok")
     exempt = _result(BIG, name="read_file")
+    for message in (small, exempt):
+        outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD)
+        assert outcome.message is message and outcome.event is None
     image = _result([{"type": "text", "text": BIG}, {"type": "image", "url": "http://x"}])
-    nul = _result(BIG + "\x00")
-    for message in (small, exempt, image, nul):
-        assert engine.offload_tool_result(message, thread_id=THREAD) is message
+    outcome = engine.offload_tool_result_detailed(image, thread_id=THREAD)
+    assert outcome.message is image  # a large result that cannot be saved says why
+    assert outcome.event == OffloadFailed(
+        tool_call_id="call_abc",
+        reason=f"the result ({engine.token_counter.count_text(BIG):,} tokens) stays inline: "
+        "block 2 has type 'image', not text; the workspace keeps only text",
+    )
     assert snapshot(engine.workspace) == {}
+
+
+def test_nul_characters_are_saved_as_a_stand_in_and_come_back() -> None:
+    engine = ContextEngine(Workspace("memory://nul"), _policy())
+    message = _result(BIG + "\x00end\x00")
+    out = engine.offload_tool_result(message, thread_id=THREAD)
+    held = pointer_of(out)
+    assert held is not None
+    assert engine.workspace.read_text(held.path) == BIG + "\u2400end\u2400"  # readable
+    assert resolve_pointers([out], engine.workspace)[0] == message
+
+
+def test_text_blocks_with_other_keys_are_saved_and_come_back_exactly() -> None:
+    engine = ContextEngine(Workspace("memory://keys"), _policy())
+    blocks: list[str | dict[str, Any]] = [
+        {"id": "lc_1", "type": "text", "text": BIG},
+        {"type": "text", "text": "b", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "c", "annotations": [{"type": "citation", "start": 0}]},
+    ]
+    out = engine.offload_tool_result(_result(blocks), thread_id=THREAD)
+    held = pointer_of(out)
+    assert held is not None
+    assert engine.workspace.read_text(held.path) == BIG + "bc"
+    back = resolve_pointers([out], engine.workspace)[0].content
+    assert back == blocks
+    assert [list(b) for b in back] == [list(b) for b in blocks]  # keys in their order
 
 
 def test_all_text_blocks_are_offloaded_as_their_text() -> None:
