@@ -88,8 +88,9 @@ def _include_glob(pattern: str) -> Callable[[str], bool]:
 
     A pattern without ``/`` matches the file name at any depth (also under hidden folders);
     one with ``/`` matches the path relative to the search root, and a leading ``/`` only
-    anchors. ``..`` segments are refused, and a pattern ending in ``/`` names folders, so it
-    matches no file. The predicate takes the path relative to the search root.
+    anchors. ``..`` segments are refused, repeated slashes count as one, and a pattern ending
+    in ``/`` names folders, so it matches no file. The predicate takes the path relative to
+    the search root.
 
     Raises:
         PatternError: The pattern has a ``..`` segment or is malformed.
@@ -99,9 +100,10 @@ def _include_glob(pattern: str) -> Callable[[str], bool]:
     if "/" not in pattern:
         by_name = compile_glob(pattern)
         return lambda relpath: by_name.matches(relpath.rsplit("/", 1)[-1])
-    if pattern.endswith("/") or "//" in pattern:
+    anchored = pattern.lstrip("/")
+    if not anchored or anchored.endswith("/"):
         return lambda relpath: False
-    by_path = compile_glob(pattern.lstrip("/"))
+    by_path = compile_glob("/" + anchored)
     return by_path.matches
 
 
