@@ -93,14 +93,6 @@ def test_a_hand_edited_file_is_reported_by_file_and_field_and_never_overwritten(
     assert workspace.read_bytes(memory.file.path) == broken
 
 
-@pytest.mark.parametrize(
-    ("data", "reason"),
-    [
-        (b"{not json", "not valid JSON"),
-        (b"[1, 2]", "not a JSON object"),
-        (b"\xff\xfe", "not UTF-8"),
-    ],
-)
 def test_a_malformed_file_is_left_as_it_is_on_every_backend(workspace: Workspace) -> None:
     memory = _memory(workspace)
     workspace.write_bytes(memory.file.path, b'{"format": "ctxfs-memory", "namespace": ["alice"], ')
@@ -109,6 +101,14 @@ def test_a_malformed_file_is_left_as_it_is_on_every_backend(workspace: Workspace
     assert workspace.read_bytes(memory.file.path).endswith(b'["alice"], ')
 
 
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"[1, 2]", "not a JSON object"),
+        (b"\xff\xfe", "not UTF-8"),
+    ],
+)
 def test_a_file_that_is_not_a_json_object_is_reported_by_file(data: bytes, reason: str) -> None:
     with pytest.raises(MemoryFormatError, match=f"^/m/memory.json: {reason}") as caught:
         parse_document(data, "/m/memory.json")
