@@ -49,13 +49,7 @@ from ctxfs._events import (
     ToolResultOffloaded,
     ToolResultOutcome,
 )
-from ctxfs._messages import (
-    message_text,
-    offloadable_text,
-    saved_text,
-    target_path_of,
-    why_not_saved,
-)
+from ctxfs._messages import offloadable_text, target_path_of
 from ctxfs._naming import input_path, result_path
 from ctxfs._openai import OpenAICompaction, OpenAIMessages
 from ctxfs._pointers import (
@@ -125,6 +119,7 @@ class ContextEngine:
         self._parts = RequestParts(self._counter)
         self._arg_counts: dict[str, int] = {}
         self._tools: dict[str, ToolFunction] | None = None
+        self._openai = OpenAIMessages()
 
     @property
     def workspace(self) -> Workspace:
@@ -396,6 +391,111 @@ class ContextEngine:
 
     # -- step 1: tool results -------------------------------------------------------------
 
+    # -- OpenAI-style dicts ----------------------------------------------------------------
+
+    def compact_openai(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        force: bool = False,
+    ) -> OpenAICompaction:
+        """:meth:`compact` for a history kept as OpenAI-style dicts: dicts in, dicts out.
+
+        Keep the returned dicts as the history and send them as they are: they hold no key a
+        provider would refuse. A summary or pointer ctxfs returned is recognised when it comes
+        back (its metadata is kept by the engine, and a summary is also found in the thread's
+        archive by a new process), so the next compaction continues the transcript chain
+        instead of summarizing the summary. Dicts the compaction leaves alone are returned as
+        the same objects, byte for byte what the provider cached.
+
+        Args:
+            messages: The history, ``{"role": ..., "content": ...}`` dicts (``tool_calls``
+                and ``tool_call_id`` as OpenAI writes them).
+            thread_id: The conversation; names the folders written.
+            system: A system message sent apart from ``messages``, if any.
+            tools: The tools the model is sent (schema dicts as sent, functions, tools).
+            model: The chat model, for its window when the policy has none.
+            force: As for :meth:`compact`.
+
+        Raises:
+            TypeError: An item is not a message dict.
+            ValueError: A dict that is not a chat message, or no window is known.
+        """
+        converted, origin = self._openai.inbound(
+            messages, thread_id=thread_id, last_summary=lambda: self._last_summary(thread_id)
+        )
+        result = self.compact(
+            converted, thread_id=thread_id, system=system, tools=tools, model=model, force=force
+        )
+        dicts = self._openai.outbound(result.messages, origin, thread_id=thread_id)
+        return OpenAICompaction(messages=dicts, result=result)
+
+    async def acompact_openai(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        force: bool = False,
+    ) -> OpenAICompaction:
+        """Async twin of :meth:`compact_openai`."""
+        converted, origin = await asyncio.to_thread(
+            self._openai.inbound,
+            messages,
+            thread_id=thread_id,
+            last_summary=lambda: self._last_summary(thread_id),
+        )
+        result = await self.acompact(
+            converted, thread_id=thread_id, system=system, tools=tools, model=model, force=force
+        )
+        dicts = self._openai.outbound(result.messages, origin, thread_id=thread_id)
+        return OpenAICompaction(messages=dicts, result=result)
+
+    def offload_openai_result(
+        self, message: Mapping[str, Any], *, thread_id: str, name: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`offload_tool_result` for an OpenAI-style ``{"role": "tool"}`` dict.
+
+        Args:
+            message: The tool result: ``role`` ``"tool"``, ``tool_call_id`` and ``content``.
+            thread_id: The conversation it belongs to.
+            name: The tool's name (OpenAI's dict does not carry it): exempt tools are never
+                offloaded, and the saved file is named after it.
+
+        Returns:
+            The dict to append to the history: ``message`` itself when it stays inline,
+            else a pointer the next :meth:`compact_openai` recognises.
+
+        Raises:
+            TypeError: ``message`` is not a tool result dict.
+        """
+        if not isinstance(message, Mapping) or message.get("role") != "tool":
+            raise TypeError('offload_openai_result takes a {"role": "tool", ...} message dict')
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise TypeError("a tool result dict needs its tool_call_id (a non-empty string)")
+        result = ToolMessage(message.get("content") or "", tool_call_id=call_id, name=name)
+        offloaded = self.offload_tool_result(result, thread_id=thread_id)
+        if offloaded is result:
+            return dict(message)
+        return self._openai.remember(offloaded, thread_id=thread_id)
+
+    def _last_summary(self, thread_id: str) -> BaseMessage | None:
+        """The summary the thread's latest archived segment ended with, if it can be read."""
+        with self._lock:
+            archive = TranscriptArchive(self._workspace, thread_id, clock=self._clock)
+            try:
+                segments = archive.segments()
+            except WorkspaceError:
+                return None  # the summary is then read as text: archived again, not lost
+            return archive.summary_of(segments[-1]) if segments else None
+
     def offload_tool_result(self, message: ToolMessage, *, thread_id: str) -> ToolMessage:
         """Returns ``message``, or a pointer to its saved content if it is too large.
 
@@ -430,20 +530,13 @@ class ContextEngine:
         settings = policy.tool_results
         if not settings.enabled or message.name in settings.exempt_tools:
             return ToolResultOutcome(message=message)
-        if result_pointer(message) is not None:
+        text = offloadable_text(message.content)
+        if text is None or result_pointer(message) is not None:
             return ToolResultOutcome(message=message)
-        text = saved_text(message.content)
-        threshold = policy.result_threshold_tokens
-        tokens = count_exceeding(self._counter, text or message_text(message), threshold)
+        tokens = count_exceeding(self._counter, text, policy.result_threshold_tokens)
         if tokens is None:
             return ToolResultOutcome(message=message)
         call_id = message.tool_call_id
-        if text is None:  # over the threshold, yet it cannot be saved as it is: say why
-            why = why_not_saved(message.content)
-            reason = f"the result ({tokens:,} tokens) stays inline: {why}"
-            return ToolResultOutcome(
-                message=message, event=OffloadFailed(tool_call_id=call_id, reason=reason)
-            )
 
         def pointer_to(path: str) -> tuple[Pointer, str, int]:
             pointer = Pointer(
