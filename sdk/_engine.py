@@ -49,8 +49,15 @@ from ctxfs._events import (
     ToolResultOffloaded,
     ToolResultOutcome,
 )
-from ctxfs._messages import offloadable_text, target_path_of
+from ctxfs._messages import (
+    message_text,
+    offloadable_text,
+    saved_text,
+    target_path_of,
+    why_not_saved,
+)
 from ctxfs._naming import input_path, result_path
+from ctxfs._openai import OpenAICompaction, OpenAIMessages
 from ctxfs._openai import OpenAICompaction, OpenAIMessages
 from ctxfs._pointers import (
     Pointer,
@@ -530,13 +537,20 @@ class ContextEngine:
         settings = policy.tool_results
         if not settings.enabled or message.name in settings.exempt_tools:
             return ToolResultOutcome(message=message)
-        text = offloadable_text(message.content)
-        if text is None or result_pointer(message) is not None:
+        if result_pointer(message) is not None:
             return ToolResultOutcome(message=message)
-        tokens = count_exceeding(self._counter, text, policy.result_threshold_tokens)
+        text = saved_text(message.content)
+        threshold = policy.result_threshold_tokens
+        tokens = count_exceeding(self._counter, text or message_text(message), threshold)
         if tokens is None:
             return ToolResultOutcome(message=message)
         call_id = message.tool_call_id
+        if text is None:  # over the threshold, yet it cannot be saved as it is: say why
+            why = why_not_saved(message.content)
+            reason = f"the result ({tokens:,} tokens) stays inline: {why}"
+            return ToolResultOutcome(
+                message=message, event=OffloadFailed(tool_call_id=call_id, reason=reason)
+            )
 
         def pointer_to(path: str) -> tuple[Pointer, str, int]:
             pointer = Pointer(
