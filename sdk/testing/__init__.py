@@ -7,12 +7,15 @@
   (:class:`StoreCall`), to assert what a workspace asked its storage.
 - :class:`FaultyStore`: wraps a store and fails the calls its :class:`Fault` s pick out (an
   error, a spurious "not found", a torn write, a lost response), deterministically.
+- :class:`HashingEmbeddings`: a deterministic embedding model (hashed bag of words), to test
+  semantic search (a LangGraph store's index) offline.
 - :mod:`ctxfs.testing.conformance`: the workspace conformance suite, a pytest class to run
   against your own fsspec filesystem or store (needs pytest; imported only from there).
 """
 
 from __future__ import annotations
 
+from ctxfs.testing._embeddings import HashingEmbeddings
 from ctxfs.testing._faulty import Fault, FaultKind, FaultyStore, FiredFault
 from ctxfs.testing._recording import RecordingStore, StoreCall
 from ctxfs.testing._scripted import (
@@ -29,6 +32,7 @@ __all__ = [
     "FaultKind",
     "FaultyStore",
     "FiredFault",
+    "HashingEmbeddings",
     "RecordingStore",
     "Reply",
     "ScriptExhaustedError",
