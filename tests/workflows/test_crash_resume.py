@@ -1,0 +1,171 @@
+"""A workflow killed at any write resumes from its first incomplete stage and ends the same.
+
+Two ways to die at every storage write of the scripted four-stage run (the state file, each
+stage's output file, the researcher's raw material and its checkpoints):
+
+- in-process, on memory and local disk: the store raises a ``BaseException`` right after
+  the Nth write lands, and checks after every write that the state file is valid;
+- for real, on local disk and S3: a subprocess SIGKILLs itself right after its Nth write.
+
+Then a new runner resumes: the final outputs must equal an uninterrupted run's (every stage's
+agent got exactly the same input, see ``_scenario.py``), and no stage recorded as completed
+when the process died runs again.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _scenario import TASK, WORKFLOW_ID, outputs_json, workflow
+
+from ctxfs import Workspace
+from ctxfs.backends import Store
+from ctxfs.testing import RecordingStore
+from ctxfs.workflows import StageInput, Workflow, list_workflows, read_state, state_path
+from ctxfs.workflows._state import load_state
+
+WORKER = Path(__file__).with_name("_workflow_worker.py")
+STATE = state_path(WORKFLOW_ID)
+
+
+class Crash(BaseException):
+    """The process 'dies': nothing may catch it."""
+
+
+class CrashingStore(RecordingStore):
+    """Forwards every call; after each write checks the state file, then dies at the Nth."""
+
+    def __init__(self, inner: Store, crash_after: int) -> None:
+        super().__init__(inner)
+        self.crash_after = crash_after
+        self.writes = 0
+
+    def write(self, path: str, data: bytes, **options: Any) -> None:
+        super().write(path, data, **options)
+        self.writes += 1
+        _check_state_file(self.inner)
+        if self.writes == self.crash_after:
+            raise Crash(path)
+
+
+def _check_state_file(store: Store) -> None:
+    """The state file is absent or valid JSON in the documented format."""
+    try:
+        data = store.read_bytes(STATE)
+    except FileNotFoundError:
+        return
+    json.loads(data)
+    load_state(data, STATE)
+
+
+def _recording_calls(flow: Workflow, calls: list[str]) -> Workflow:
+    for stage in flow.stages:
+        inner = stage.agent
+
+        def agent(stage_input: StageInput, inner: Callable[..., Any] = inner) -> Any:
+            calls.append(stage_input.stage)
+            return inner(stage_input)
+
+        object.__setattr__(stage, "agent", agent)
+    return flow
+
+
+def _resume(workspace: Workspace) -> tuple[dict[str, Any], list[str]]:
+    """Resumes (or starts, when the state file was never written) and finishes the run."""
+    calls: list[str] = []
+    flow = _recording_calls(workflow(workspace), calls)
+    if WORKFLOW_ID in list_workflows(workspace):
+        run = flow.resume(WORKFLOW_ID)
+    else:
+        run = flow.run(TASK, workflow_id=WORKFLOW_ID)
+    assert run.status == "completed"
+    return outputs_json(run.outputs), calls
+
+
+def _completed(workspace: Workspace) -> set[str]:
+    if WORKFLOW_ID not in list_workflows(workspace):
+        return set()
+    return {record.stage for record in read_state(workspace, WORKFLOW_ID).completed_stages}
+
+
+@pytest.fixture(params=["memory", "local"])
+def make_workspace(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Workspace]:
+    """Fresh workspaces on one backend. S3 dies at every write for real, below."""
+    names = iter(range(10**6))
+
+    def make() -> Workspace:
+        name = f"ws{next(names)}"
+        return Workspace(f"memory://{name}" if request.param == "memory" else tmp_path / name)
+
+    return make
+
+
+def test_a_crash_at_every_write_resumes_to_the_same_outputs(
+    make_workspace: Callable[[], Workspace],
+) -> None:
+    reference = make_workspace()
+    counting = CrashingStore(reference.store, crash_after=0)
+    expected = outputs_json(
+        workflow(Workspace(counting, check=False)).run(TASK, workflow_id=WORKFLOW_ID).outputs
+    )
+    total = counting.writes
+    assert total >= 15  # state x9, outputs x4, raw material, checkpoints
+
+    for crash_after in range(1, total + 1):
+        workspace = make_workspace()
+        crashing = Workspace(CrashingStore(workspace.store, crash_after), check=False)
+        with pytest.raises(Crash):
+            workflow(crashing).run(TASK, workflow_id=WORKFLOW_ID)
+        done_before = _completed(workspace)
+        outputs, calls = _resume(workspace)
+        assert outputs == expected, crash_after
+        assert not done_before & set(calls), crash_after  # no completed stage runs again
+        assert len(calls) == len(set(calls))
+
+
+@pytest.mark.parametrize(
+    ("backend", "first", "last"),
+    [
+        ("local", 1, "end"),
+        # S3 in slices, each its own subprocess, to keep each test short.
+        ("s3", 1, "5"),
+        ("s3", 6, "10"),
+        ("s3", 11, "end"),
+    ],
+)
+def test_sigkill_at_every_write_then_resume(
+    backend: str, first: int, last: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "s3":
+        endpoint = request.getfixturevalue("s3_endpoint")
+        args = [f"s3://{request.getfixturevalue('s3_bucket')}/runs", str(first), last, endpoint]
+    else:
+        args = [str(tmp_path), str(first), last]
+    done = subprocess.run(
+        [sys.executable, str(WORKER), *args],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["writes"] >= 15
+    stop = report["writes"] if last == "end" else int(last)
+    assert [run["kill_after"] for run in report["runs"]] == list(range(first, stop + 1))
+    for run in report["runs"]:
+        n = run["kill_after"]
+        assert run["killed_by"] == signal.SIGKILL, n
+        assert run["resume_exit"] == 0, run
+        assert run["state_valid"] is True, n  # the first write creates it
+        assert run["status"] == "completed", n
+        assert run["outputs"] == report["expected"], n
+        assert not set(run["done_before"]) & set(run["calls"]), n  # none runs twice
+        assert len(run["done_before"]) + len(run["calls"]) <= 5, n
