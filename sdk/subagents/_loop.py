@@ -180,6 +180,7 @@ def steps(run: Run) -> Generator[Effect, Any, None]:
         compacted: CompactionResult | None = yield Compact(tuple(run.messages))
         if compacted is not None:
             run.messages = list(compacted.messages)
+            run.hooks.measure(compacted, run.thread_id, run.shape)  # a ContextMeasured event
         request = run.request_tokens(compacted)
         if run.max_tokens is not None and run.tokens + request > run.max_tokens:
             run.stop(
