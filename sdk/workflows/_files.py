@@ -14,7 +14,6 @@ two runners the second to write gets :class:`~ctxfs.WorkflowConflictError`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -145,20 +144,7 @@ def replace_state(workspace: Workspace, previous: WorkflowState, state: Workflow
             )
         return dump_state(state)
 
-    _update(workspace, path, change)
-
-
-def _update(workspace: Workspace, path: str, change: Callable[[bytes | None], bytes]) -> None:
-    # Workspace.update (compare-and-swap) is on its way; until then, read, check and write.
-    update = getattr(workspace, "update", None)
-    if update is not None:
-        update(path, change)
-        return
-    try:
-        current: bytes | None = workspace.read_bytes(path)
-    except PathNotFoundError:
-        current = None
-    workspace.write_bytes(path, change(current))
+    workspace.update(path, change)
 
 
 def _stored_version(data: bytes, path: str) -> int:
