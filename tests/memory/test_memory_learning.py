@@ -196,5 +196,5 @@ def test_flush_learns_from_every_queued_turn_now() -> None:
     model = ScriptedChatModel(responses=[extraction_reply(fact("Alice owns billing."))])
     memory = _memory(model, FakeClock())
     memory.record("t", TURN)
-    assert [l.thread_id for l in memory.flush()] == ["t"]
+    assert [learned.thread_id for learned in memory.flush()] == ["t"]
     assert len(memory.load().facts) == 1
