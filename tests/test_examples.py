@@ -22,7 +22,7 @@ def _load(name: str) -> ModuleType:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"quickstart", "langgraph_graph", "s3_workspace", "openai_messages"}
+    tested = {"quickstart", "langgraph_graph", "s3_workspace", "openai_messages", "subagents"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -72,3 +72,12 @@ def test_s3_workspace(s3_endpoint: str, s3_bucket: str, monkeypatch: pytest.Monk
     listing = _load("s3_workspace").main([url]).splitlines()
     assert f"{url}/notes/audit.md" in listing
     assert any(line.startswith(f"{url}/tool_results/audit-") for line in listing)
+
+
+def test_subagents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answer = _load("subagents").main(["--workspace", str(tmp_path / "ws")])
+    assert answer == "North has a payment refunded twice (ticket OPS-2291); south is in order."
+    printed = capsys.readouterr().out
+    assert "artifacts: ['/audit/north.md', '/audit/south.md']" in printed
+    assert "[audit/task-audit-n] finished completed" in printed
+    assert (tmp_path / "ws" / "transcripts").is_dir()
