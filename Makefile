@@ -49,14 +49,18 @@ lint: $(STAMP_DEV)
 	$(BIN)/ruff format --check sdk backends sandbox tests examples benchmarks
 
 # mypy cannot follow setuptools' package-dir mapping (ctxfs -> sdk/, ctxfs.backends ->
-# backends/, ...), so it checks a tree of symlinks laid out as the installed package.
+# backends/, ...), so it checks a tree of symlinks laid out as the installed package; the
+# examples and the docs' Python blocks (one module per page) are checked as strictly.
 SHIM := $(VENV)/typeshim
 typecheck: $(STAMP_DEV)
 	rm -rf $(SHIM) && mkdir -p $(SHIM)/ctxfs
 	for entry in sdk/*; do ln -s "$(CURDIR)/$$entry" $(SHIM)/ctxfs/; done
 	ln -s "$(CURDIR)/backends" $(SHIM)/ctxfs/backends
 	ln -s "$(CURDIR)/sandbox" $(SHIM)/ctxfs/sandbox
+	$(BIN)/python docs/gen_doc_modules.py $(SHIM)/docs >/dev/null
 	cd $(SHIM) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p ctxfs
+	cd $(SHIM) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
+		$(CURDIR)/examples/*.py docs/*.py
 
 pytest: $(STAMP_DEV)
 	$(BIN)/python -m pytest -q

@@ -1,17 +1,14 @@
 """ctxfs without a LangChain agent: OpenAI-style message dicts and JSON tool schemas.
 
-Your own loop talks to the model in OpenAI's chat format. ctxfs gives you:
+Your own loop talks to the model in OpenAI's chat format and keeps the history as dicts.
+ctxfs gives you:
 
 - the workspace tools as plain callables with JSON schemas (``tool_functions``), to send as
   ``tools=[f.openai_spec() for f in functions]`` and to run with ``f.invoke(arguments)``;
-- the engine, which works on LangChain messages.
-
-Keep the conversation as LangChain messages (``list[BaseMessage]``) and convert it to OpenAI
-dicts (``convert_to_openai_messages``) only for the request you send; turn each reply back
-with ``convert_to_messages``. Do not keep the history as dicts: a dict has no room for the
-ctxfs tag on a summary message (``additional_kwargs["ctxfs"]``), so after a round trip the
-next compaction would take the old summary for conversation, archive it again and start the
-transcript chain over instead of continuing it.
+- ``engine.offload_openai_result(...)`` for each tool result (a large one comes back as a
+  pointer dict) and ``engine.compact_openai(history, ...)`` before each request: dicts in,
+  dicts out, nothing a provider would refuse. A summary or pointer is recognised when its
+  dict comes back, so each summary continues the transcript chain.
 
 The model here is a scripted function returning OpenAI-style assistant messages, so the
 example runs offline; replace ``fake_openai_chat`` by your client's call.
@@ -24,16 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
-
-from langchain_core.messages import (
-    BaseMessage,
-    HumanMessage,
-    ToolMessage,
-    convert_to_messages,
-    convert_to_openai_messages,
-)
 
 from ctxfs import ContextEngine, ContextPolicy, SummarizationDict, Workspace
 from ctxfs.tools import tool_functions
@@ -55,7 +45,9 @@ def fake_openai_chat(messages: Sequence[Message], tools: Sequence[Message]) -> M
         call = {"name": "export_rows", "arguments": "{}"}
     elif step == 2:
         # a model reads the path in the pointer's text, as this stand-in does
-        path = last["content"].split(" saved to ", 1)[1].split(" ", 1)[0]
+        found = re.search(r"/tool_results/\S+?\.txt", last["content"])
+        assert found, "the pointer names the saved file"
+        path = found.group()
         args = {"pattern": "^row-0042,", "path": path, "output_mode": "content"}
         call = {"name": "grep", "arguments": json.dumps(args)}
     else:
@@ -95,26 +87,21 @@ def main(argv: Sequence[str] | None = None) -> str:
     specs = [f.openai_spec() for f in functions.values()]
     specs.append({"type": "function", "function": {"name": "export_rows", "parameters": {}}})
 
-    # The state: LangChain messages, so that summaries keep their ctxfs tag.
-    history: list[BaseMessage] = [HumanMessage("What does row 42 of the export say?")]
+    history: list[Message] = [{"role": "user", "content": "What does row 42 of the export say?"}]
     while True:
-        request = [dict(m) for m in convert_to_openai_messages(history)]  # dicts only here
-        reply = convert_to_messages([fake_openai_chat(request, specs)])[0]
+        reply = fake_openai_chat(history, specs)
         history.append(reply)
-        calls = getattr(reply, "tool_calls", None)
-        if not calls:
-            return reply.text
-        for call in calls:
-            name = call["name"]
-            output = (
-                export_rows() if name == "export_rows" else functions[name].invoke(call["args"])
-            )
-            result = ToolMessage(content=output, tool_call_id=call["id"] or "", name=name)
-            # Large results go to the workspace; the conversation keeps a pointer.
-            history.append(engine.offload_tool_result(result, thread_id=THREAD))
+        if not reply.get("tool_calls"):
+            return str(reply["content"])
+        for call in reply["tool_calls"]:
+            name, arguments = call["function"]["name"], call["function"]["arguments"]
+            output = export_rows() if name == "export_rows" else functions[name].invoke(arguments)
+            result = {"role": "tool", "tool_call_id": call["id"], "content": output}
+            # Large results go to the workspace; the history keeps a pointer.
+            history.append(engine.offload_openai_result(result, thread_id=THREAD, name=name))
         # Before the next request, compact the history (offload old inputs, summarize).
-        history = engine.compact(history, thread_id=THREAD).messages
-        print(f"{len(history)} messages, last: {history[-1].text[:90]!r}")
+        history = engine.compact_openai(history, thread_id=THREAD).messages
+        print(f"{len(history)} messages, last: {str(history[-1]['content'])[:90]!r}")
 
 
 if __name__ == "__main__":
