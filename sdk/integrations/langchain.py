@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, cast, overload
+from typing import Any, Literal, cast, get_args, overload
 
 from langgraph.types import Command
 
@@ -59,10 +59,37 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-__all__ = ["ContextMeasured", "ContextMiddleware"]
+__all__ = ["ContextMeasured", "ContextMiddleware", "ToolConflict"]
 
 _ToolOutput = ToolMessage | Command[Any]
 _log = logging.getLogger("ctxfs.integrations")
+
+ToolConflict = Literal["error", "replace", "keep"]
+"""What :class:`ContextMiddleware` does when one of its tools has the name of another tool of
+the agent: ``"error"`` refuses the model call, naming the tools; ``"replace"`` offers ctxfs's
+tool instead of the other; ``"keep"`` keeps the other and leaves ctxfs's of that name out."""
+
+
+def _tool_name(tool: object) -> str | None:
+    if isinstance(tool, BaseTool):
+        return tool.name
+    if isinstance(tool, dict):
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, dict) else tool.get("name")
+        return name if isinstance(name, str) else None
+    return None
+
+
+def _conflict_message(names: Sequence[str]) -> str:
+    listed = ", ".join(names)
+    return (
+        f"ContextMiddleware's tools {listed} have the names of other tools of this agent (with "
+        "Deep Agents: its own filesystem tools), and only one of each can be offered. Choose "
+        "with ContextMiddleware(..., on_tool_conflict='keep') to keep the others, or "
+        "on_tool_conflict='replace' to use ctxfs's; or pass tools=False. With Deep Agents, "
+        "keep its tools and give it the workspace: create_deep_agent(..., "
+        "backend=ctxfs.integrations.deepagents.WorkspaceBackend(workspace))"
+    )
 
 
 def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
@@ -119,10 +146,13 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     What it does:
 
-    - **Tools.** Contributes the workspace tools (``ls``, ``read_file``, ``write_file``,
-      ``edit_file``, ``glob``, ``grep``) to the agent, so it can read back what was offloaded.
-      What one call returns is at most the policy's ``tool_output`` (a share of the window);
-      the tools page beyond it.
+    - **Tools.** Offers the workspace tools (``ls``, ``read_file``, ``write_file``,
+      ``edit_file``, ``glob``, ``grep``) with each model request and runs them, so the agent
+      can read back what was offloaded. What one call returns is at most the policy's
+      ``tool_output`` (a share of the window); the tools page beyond it. When another tool of
+      the agent has the same name (Deep Agents brings its own ``ls``, ``read_file``...),
+      ``on_tool_conflict`` decides; by default the model call is refused with an error that
+      names the tools.
     - **Tool results** (``wrap_tool_call``): a result over the policy's threshold is written
       to ``/tool_results/<thread>/`` and replaced by a pointer with a preview *before* it is
       returned to the graph, so the oversized text never enters the state or the checkpoint.
@@ -171,6 +201,9 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         token_counter: A :class:`~ctxfs._tokens.TokenCounter` or ``str -> int`` callable;
             exact cl100k_base counts by default.
         tools: ``True`` for the workspace tools, ``False`` for none, or the tools to add.
+        on_tool_conflict: When one of ``tools`` has the name of another tool of the agent:
+            ``"error"`` (refuse the model call, naming the tools), ``"replace"`` (offer this
+            one instead) or ``"keep"`` (keep the other, leave this one out).
         on_event: Called with every :class:`~ctxfs._events.ContextEvent` (offloads,
             summaries, failures, and a :class:`ContextMeasured` before each model call) and
             the thread id. Exceptions it raises are logged and ignored.
@@ -184,6 +217,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         token_counter: TokenCounter | Callable[[str], int] | None = None,
         tools: bool | Sequence[BaseTool] = True,
+        on_tool_conflict: ToolConflict = "error",
         on_event: EventHandler | None = None,
     ) -> None: ...
 
@@ -194,6 +228,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         policy: None = None,
         *,
         tools: bool | Sequence[BaseTool] = True,
+        on_tool_conflict: ToolConflict = "error",
         on_event: EventHandler | None = None,
     ) -> None: ...
 
@@ -204,9 +239,14 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         token_counter: TokenCounter | Callable[[str], int] | None = None,
         tools: bool | Sequence[BaseTool] = True,
+        on_tool_conflict: ToolConflict = "error",
         on_event: EventHandler | None = None,
     ) -> None:
         super().__init__()
+        if on_tool_conflict not in get_args(ToolConflict):
+            raise ValueError(
+                f"on_tool_conflict must be 'error', 'replace' or 'keep', not {on_tool_conflict!r}"
+            )
         if isinstance(workspace, ContextEngine):
             if policy is not None or token_counter is not None:
                 raise TypeError(
@@ -230,15 +270,26 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
             # Sized to the window, asked at each call: a window read from the model's
             # profile is known only from the first model call on.
-            self.tools = workspace_tools(engine.workspace, max_output_tokens=self._tool_budget)
+            own = workspace_tools(engine.workspace, max_output_tokens=self._tool_budget)
         else:
-            self.tools = list(tools) if tools else []
+            own = list(tools) if tools else []
+        self._own = {tool.name: tool for tool in own}
+        self._on_tool_conflict = on_tool_conflict
+        # Offered with each request and run by wrap_tool_call rather than registered with the
+        # agent: registered, a tool of the same name from another source would silently
+        # replace one of them; offered, the other tools of the request are in view.
+        self.tools = []
 
     def _tool_budget(self) -> int:
         policy = self.engine.policy
         if policy.max_input_tokens is None:
             return DEFAULT_MAX_OUTPUT_TOKENS  # no model call yet: no window to size it to
         return max(MIN_OUTPUT_TOKENS, policy.tool_output_tokens)
+
+    @property
+    def own_tools(self) -> tuple[BaseTool, ...]:
+        """The tools this middleware offers the model (the workspace tools by default)."""
+        return tuple(self._own.values())
 
     @property
     def engine(self) -> ContextEngine:
@@ -257,6 +308,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         the context is too long, the history is compacted as hard as the policy allows and
         the call is made once more.
         """
+        request = self._with_own_tools(request)
         shape, thread = self._shape_of(request), current_thread_id()
         result = self._hooks.compact_request(request.messages, thread, shape)
         try:
@@ -277,6 +329,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult[Any]:
         """The async twin of :meth:`wrap_model_call` (engine work in worker threads)."""
+        request = self._with_own_tools(request)
         shape, thread = self._shape_of(request), current_thread_id()
         result = await self._hooks.acompact_request(request.messages, thread, shape)
         try:
@@ -289,6 +342,33 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return _persisted(request, result, response)
 
     # The request logic, written once for both twins.
+
+    def _with_own_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """The request with this middleware's tools added, name clashes settled."""
+        if not self._own:
+            return request
+        others = {_tool_name(t): t for t in request.tools}
+        clash = sorted(n for n, t in self._own.items() if n in others and others[n] is not t)
+        if clash and self._on_tool_conflict == "error":
+            raise ValueError(_conflict_message(clash))
+        if self._on_tool_conflict == "keep":
+            kept = list(request.tools)
+            added = [t for n, t in self._own.items() if n not in others]
+        else:
+            kept = [t for t in request.tools if _tool_name(t) not in self._own]
+            added = list(self._own.values())
+        return request.override(tools=[*kept, *added])
+
+    def _own_call(self, request: ToolCallRequest) -> ToolCallRequest:
+        """The call, given the tool to run when it is one of this middleware's."""
+        if not self._own:
+            return request
+        tool = self._own.get(request.tool_call["name"])
+        if tool is None or request.tool is tool:
+            return request
+        if request.tool is not None and self._on_tool_conflict != "replace":
+            return request  # the other source's tool of that name
+        return request.override(tool=tool)
 
     def _shape_of(self, request: ModelRequest[Any]) -> RequestShape:
         tools = (*request.tools, *self._output_tools(request.response_format))
@@ -356,7 +436,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
     ) -> _ToolOutput:
         """Runs the tool, then offloads its result if it is too large."""
-        return self._hooks.wrap_tool_call(request, handler)
+        return self._hooks.wrap_tool_call(self._own_call(request), handler)
 
     async def awrap_tool_call(
         self,
@@ -364,4 +444,4 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
     ) -> _ToolOutput:
         """The async twin of :meth:`wrap_tool_call` (the offload runs in a worker thread)."""
-        return await self._hooks.awrap_tool_call(request, handler)
+        return await self._hooks.awrap_tool_call(self._own_call(request), handler)

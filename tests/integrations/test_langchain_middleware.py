@@ -88,17 +88,17 @@ def test_large_result_is_offloaded_before_it_reaches_the_checkpoint(
 
 def test_middleware_contributes_the_workspace_tools(policy: ContextPolicy) -> None:
     ws = Workspace("memory://mw-tools")
-    names = [t.name for t in ContextMiddleware(ws, policy).tools]
+    names = [t.name for t in ContextMiddleware(ws, policy).own_tools]
     assert names == ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]
-    assert ContextMiddleware(ws, policy, tools=False).tools == []
-    assert list(ContextMiddleware(ws, policy, tools=[TOOLS[1]]).tools) == [TOOLS[1]]
+    assert ContextMiddleware(ws, policy, tools=False).own_tools == ()
+    assert ContextMiddleware(ws, policy, tools=[TOOLS[1]]).own_tools == (TOOLS[1],)
 
 
 def test_middleware_takes_an_engine_like_the_langgraph_blocks(policy: ContextPolicy) -> None:
     engine = ContextEngine(Workspace("memory://mw-engine"), policy)
     middleware = ContextMiddleware(engine)
     assert middleware.engine is engine
-    assert [t.name for t in middleware.tools][:2] == ["ls", "read_file"]
+    assert [t.name for t in middleware.own_tools][:2] == ["ls", "read_file"]
     with pytest.raises(TypeError, match="either an engine"):
         ContextMiddleware(engine, policy)  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="needs a policy"):

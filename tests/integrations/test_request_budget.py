@@ -305,7 +305,7 @@ def test_the_window_comes_from_the_model_profile() -> None:
     agent = create_agent(model, [], middleware=[middleware])
     agent.invoke({"messages": [("user", "hi")]})
     assert middleware.engine.policy.max_input_tokens == 32_000
-    read_file = next(t for t in middleware.tools if t.name == "read_file")
+    read_file = next(t for t in middleware.own_tools if t.name == "read_file")
     assert read_file is not None and middleware.engine.policy.tool_output_tokens == 6_400
 
 
