@@ -3,7 +3,8 @@
 A :class:`Workflow` runs its :class:`Stage` s in strict sequence. Each stage's agent (any
 callable, a chat model through :func:`model_agent`) gets only its prompt, the task, the
 earlier stages' validated outputs within a token budget, and long-term memory retrieved for
-the task (:class:`StageInput`). Outputs are validated against the stage's pydantic schema
+the task (:class:`StageInput`); a ctxfs sub-agent runs a stage through
+:func:`subagent_agent`. Outputs are validated against the stage's pydantic schema
 (:class:`StageOutput` by default) and recorded in a human-readable state file,
 ``/sessions/<workflow id>.json``, written atomically after each stage: a workflow killed at
 any point resumes from its first incomplete stage, and one halted by an invalid output
@@ -22,11 +23,18 @@ Example:
 
 from __future__ import annotations
 
-from ctxfs.workflows._agents import ModelAgent, model_agent
+from ctxfs.workflows._agents import ModelAgent, SubAgentStage, model_agent, subagent_agent
 from ctxfs.workflows._context import PriorOutput, StageInput
 from ctxfs.workflows._files import SESSIONS_DIR, list_workflows, read_state, state_path
 from ctxfs.workflows._outputs import Confidence, Finding, StageOutput, StageReply
-from ctxfs.workflows._stage import MemoryRetriever, Stage, StageAgent, WorkflowPolicy
+from ctxfs.workflows._stage import (
+    MemoryHitLike,
+    MemoryRetriever,
+    MemorySearch,
+    Stage,
+    StageAgent,
+    WorkflowPolicy,
+)
 from ctxfs.workflows._state import (
     CompletedStage,
     MemorySnapshot,
@@ -42,7 +50,9 @@ __all__ = [
     "CompletedStage",
     "Confidence",
     "Finding",
+    "MemoryHitLike",
     "MemoryRetriever",
+    "MemorySearch",
     "MemorySnapshot",
     "ModelAgent",
     "PriorOutput",
@@ -53,6 +63,7 @@ __all__ = [
     "StageInput",
     "StageOutput",
     "StageReply",
+    "SubAgentStage",
     "Workflow",
     "WorkflowPolicy",
     "WorkflowRun",
@@ -62,4 +73,5 @@ __all__ = [
     "model_agent",
     "read_state",
     "state_path",
+    "subagent_agent",
 ]

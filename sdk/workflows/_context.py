@@ -82,6 +82,8 @@ class StageInput:
         memory: The long-term memory items that fit ``memory_tokens``.
         memory_text: Exactly the text of those items (empty without memory).
         schema: The pydantic model the reply must match.
+        attempt: 1, plus the number of times this stage failed or halted before (a retry
+            after a halt is attempt 2).
         checkpoint: Report progress inside a long stage (``checkpoint("3 of 8 sources
             read")``); the runner writes the state file when the policy's
             ``checkpoint_interval`` has passed since its last write.
@@ -96,6 +98,7 @@ class StageInput:
     memory: tuple[str, ...]
     memory_text: str
     schema: type[BaseModel]
+    attempt: int
     checkpoint: Callable[[str], None] = field(repr=False, compare=False)
 
     def render(self) -> str:

@@ -15,12 +15,15 @@ from ctxfs.workflows._outputs import StageOutput, StageReply
 
 __all__ = [
     "NAME_PATTERN",
+    "MemoryHitLike",
     "MemoryRetriever",
+    "MemorySearch",
     "Stage",
     "StageAgent",
     "WorkflowPolicy",
     "check_name",
     "check_stages",
+    "retrieve",
 ]
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -59,6 +62,40 @@ class MemoryRetriever(Protocol):
     def __call__(self, query: str, /) -> Sequence[str]:
         """Returns the memory items relevant to ``query``, most relevant first."""
         ...
+
+
+class MemoryHitLike(Protocol):
+    """What a search hit of :mod:`ctxfs.memory` carries that a stage is shown."""
+
+    @property
+    def text(self) -> str:
+        """The fact, or the transcript passage."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """Where it lives in the workspace."""
+        ...
+
+
+@runtime_checkable
+class MemorySearch(Protocol):
+    """A long-term memory retriever with a ``search`` method, as :mod:`ctxfs.memory` has
+    (``KeywordRetriever``, ``StoreRetriever``)."""
+
+    def search(self, query: str, *, k: int = ...) -> Sequence[MemoryHitLike]:
+        """The ``k`` best hits for ``query``, best first."""
+        ...
+
+
+def retrieve(memory: MemoryRetriever | MemorySearch | None, task: str, k: int) -> list[str]:
+    """The memory items for ``task``: a search's ``k`` best hits (each with where it lives)
+    or what a callable returns, in their order."""
+    if memory is None:
+        return []
+    if isinstance(memory, MemorySearch):
+        return [f"{hit.text} (from {hit.path})" for hit in memory.search(task, k=k)]
+    return [str(item) for item in memory(task)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,6 +163,8 @@ class WorkflowPolicy(_Settings):
             (counted exactly on the text it receives). Outputs beyond it are shown as their
             summary, or not at all; every full output stays readable in the workspace.
         memory_tokens: The most tokens of long-term memory a stage is shown.
+        memory_items: How many hits to ask a memory search for (a ``search`` retriever of
+            :mod:`ctxfs.memory`); a plain callable decides for itself.
         checkpoint_interval: Seconds between state-file writes while a stage runs, at the
             checkpoints the stage reports (``stage_input.checkpoint(note)``); ``None``
             writes only when a stage ends.
@@ -134,5 +173,6 @@ class WorkflowPolicy(_Settings):
 
     previous_outputs_tokens: int = Field(default=4_000, ge=0)
     memory_tokens: int = Field(default=1_000, ge=0)
+    memory_items: int = Field(default=8, ge=1)
     checkpoint_interval: float | None = Field(default=None, ge=0)
     snapshot_chars: int = Field(default=280, ge=1)

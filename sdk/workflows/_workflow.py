@@ -34,10 +34,12 @@ from ctxfs.workflows._outputs import (
 )
 from ctxfs.workflows._stage import (
     MemoryRetriever,
+    MemorySearch,
     Stage,
     WorkflowPolicy,
     check_name,
     check_stages,
+    retrieve,
 )
 from ctxfs.workflows._state import (
     CompletedStage,
@@ -114,7 +116,8 @@ class Workflow:
         workspace: Where the state file, the outputs and the agents' files live.
         policy: Budgets and the checkpoint interval (default :class:`WorkflowPolicy`).
         memory: Finds long-term memory for the task, once when the workflow starts (kept in
-            the state file, so a resumed run sees the same).
+            the state file, so a resumed run sees the same): a retriever of
+            :mod:`ctxfs.memory` (its ``search``), or any callable from the task to texts.
         counter: Counts tokens for the budgets (default: the project's tiktoken counter).
         clock: Returns the current time, timezone-aware (for the state file's timestamps and
             the checkpoint interval).
@@ -130,7 +133,7 @@ class Workflow:
         stages: Sequence[Stage],
         workspace: Workspace,
         policy: WorkflowPolicy | None = None,
-        memory: MemoryRetriever | None = None,
+        memory: MemoryRetriever | MemorySearch | None = None,
         counter: TokenCounter | Callable[[str], int] | None = None,
         clock: Clock | None = None,
     ) -> None:
@@ -178,7 +181,7 @@ class Workflow:
         if workflow_id is None:
             workflow_id = f"{now:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         check_name("workflow_id", workflow_id)
-        memory = list(self._memory(task)) if self._memory is not None else []
+        memory = retrieve(self._memory, task, self._policy.memory_items)
         state = WorkflowState(
             workflow_id=workflow_id,
             version=1,
@@ -187,7 +190,7 @@ class Workflow:
             status="running",
             current_stage=self._stages[0].name,
             completed_stages=[],
-            memory=[str(item) for item in memory],
+            memory=memory,
             memory_snapshots=[],
             halt=None,
             errors=[],
@@ -331,6 +334,7 @@ class Workflow:
             memory=memory,
             memory_text=memory_text,
             schema=stage.schema,
+            attempt=1 + sum(1 for error in state.errors if error.stage == stage.name),
             checkpoint=checkpoint,
         )
 
