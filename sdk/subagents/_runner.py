@@ -24,6 +24,7 @@ from ctxfs.subagents._record import TaskRecord, child_thread_id, read_record, wr
 from ctxfs.subagents._result import TaskProgress, TaskResult
 from ctxfs.subagents._spec import SubAgent
 from ctxfs.subagents._spec import general_purpose as _general_purpose
+from ctxfs.subagents._tool import task_tool
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 
 if TYPE_CHECKING:
@@ -235,8 +236,6 @@ class SubAgents:
         depth: int = 1,
     ) -> BaseTool:
         """The ``task`` tool that runs these sub-agents (see :func:`ctxfs.subagents.task_tool`)."""
-        from ctxfs.subagents._tool import task_tool
-
         return task_tool(
             self, parent_thread_id=parent_thread_id, artifacts_key=artifacts_key, depth=depth
         )

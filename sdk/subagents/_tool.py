@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
@@ -12,13 +13,41 @@ from pydantic import BaseModel, Field
 from ctxfs._errors import UnknownSubAgentError
 from ctxfs.integrations._core import current_thread_id
 from ctxfs.subagents._result import TaskResult
+from ctxfs.subagents._spec import SubAgent
 
 if TYPE_CHECKING:
     from langgraph.types import StreamWriter
 
-    from ctxfs.subagents._runner import SubAgents
+__all__ = ["TaskArgs", "TaskRunner", "task_tool"]
 
-__all__ = ["TaskArgs", "task_tool"]
+
+class TaskRunner(Protocol):
+    """What the ``task`` tool needs of a registry (:class:`~ctxfs.subagents.SubAgents` is one)."""
+
+    def __iter__(self) -> Iterator[SubAgent]: ...
+
+    def run(
+        self,
+        name: str,
+        prompt: str,
+        *,
+        parent_thread_id: str,
+        tool_call_id: str,
+        depth: int = 1,
+        progress: StreamWriter | None = None,
+    ) -> TaskResult: ...
+
+    async def arun(
+        self,
+        name: str,
+        prompt: str,
+        *,
+        parent_thread_id: str,
+        tool_call_id: str,
+        depth: int = 1,
+        progress: StreamWriter | None = None,
+    ) -> TaskResult: ...
+
 
 _DESCRIPTION = """Hand a task to a sub-agent, which works on it in its own context window and \
 returns a short report.
@@ -47,7 +76,7 @@ class TaskArgs(BaseModel):
 
 
 def task_tool(
-    subagents: SubAgents,
+    subagents: TaskRunner,
     *,
     parent_thread_id: str | None = None,
     artifacts_key: str | None = "artifacts",
