@@ -69,6 +69,9 @@ def memory_node(
     """
 
     def run(state: _State) -> dict[str, Any]:
+        # The user's new message is queued now: compaction may archive it before the turn
+        # ends.
+        memory.record(current_thread_id(), list(state.get(messages_key) or []))
         memory.process_due()
         update: dict[str, Any] = {"memory_prompt": memory.prompt().text}
         if recall and not state.get("memory_recalled"):
@@ -95,14 +98,7 @@ def remember_node(
         return {}
 
     async def arun(state: _State) -> dict[str, Any]:
-        thread = current_thread_id()
-
-        def work() -> dict[str, Any]:
-            memory.record(thread, list(state.get(messages_key) or []))
-            memory.process_due()
-            return {}
-
-        return await asyncio.to_thread(work)
+        return await asyncio.to_thread(run, state)  # the run's context goes with it
 
     return RunnableLambda(run, afunc=arun, name="ctxfs_remember")
 

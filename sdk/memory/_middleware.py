@@ -75,7 +75,10 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
       in ``middleware=[...]``: the outer one runs first, so the context engine counts the
       system message with the memory in it, as part of the request's budget.
     - **After the run** (``after_agent``): queues the turn's user messages and final answers
-      under the thread, to be learned from once the thread has been quiet for the debounce.
+      under the thread, to be learned from once the thread has been quiet for the debounce
+      (the user's messages are queued at the start of the run already, in case compaction
+      archives them during it). The queue lives in the process: call
+      ``memory.flush()`` before the process ends to learn from turns still waiting.
 
     Failures of the memory (storage, a malformed memory file, the extraction model) are
     logged on the ``ctxfs.memory`` logger and never reach the agent: it runs without memory.
@@ -111,6 +114,9 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
     # The run hooks: one implementation, two thin shells.
 
     def _before(self, state: Mapping[str, Any], thread: str) -> dict[str, Any] | None:
+        # The user's new message is queued now: compaction may archive it before the run
+        # ends.
+        self._memory.record(thread, _messages(state))
         self._learn(self._memory.process_due)
         update: dict[str, Any] = {}
         try:
