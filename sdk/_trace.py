@@ -6,6 +6,13 @@ A *trace* is a JSONL file, one message per line, in conversation order::
      "tool_calls": [{"id": "...", "name": "...", "args": {...}}],   # assistant only
      "tool_call_id": "...", "name": "..."}                          # tool only
 
+Two other shapes are read as well, line by line (they may be mixed): OpenAI's chat format
+(``tool_calls`` as ``{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}``,
+``content`` as a string, ``null`` or a list of text parts, ``developer`` for ``system``) and
+LangChain's serialized messages (``messages_to_dict``'s ``{"type", "data"}`` and ``dumpd``'s
+``{"lc": 1, "type": "constructor", ...}``). A file holding one JSON array of such messages is
+read too: its messages are numbered as lines are.
+
 A malformed line raises :class:`~ctxfs._errors.TraceError` naming the file and the line.
 """
 
@@ -23,6 +30,7 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
+    messages_from_dict,
 )
 
 from ctxfs._errors import TraceError
@@ -31,6 +39,14 @@ __all__ = ["ROLES", "parse_trace", "read_trace"]
 
 ROLES = ("system", "user", "assistant", "tool")
 """The roles a trace line may have."""
+
+_DUMPED: dict[str, type[BaseMessage]] = {
+    kind.__name__: kind for kind in (SystemMessage, HumanMessage, AIMessage, ToolMessage)
+}
+"""The message classes a ``dumpd`` line may construct (nothing else is instantiated)."""
+
+_ALIASES = {"developer": "system", "human": "user", "ai": "assistant"}
+"""Other names of those roles (OpenAI's ``developer``, LangChain's message types)."""
 
 
 def read_trace(path: str | os.PathLike[str]) -> list[BaseMessage]:
@@ -58,6 +74,16 @@ def read_trace(path: str | os.PathLike[str]) -> list[BaseMessage]:
             source=source,
             line=line,
         ) from None
+    if text.lstrip().startswith("["):  # one JSON array of messages
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TraceError(
+                f"not valid JSON: {exc.msg} (column {exc.colno})", source=source, line=exc.lineno
+            ) from None
+        if not isinstance(items, list):  # pragma: no cover - "[" starts a list
+            raise TraceError("expected a JSON array of messages", source=source)
+        return parse_trace([json.dumps(item) for item in items], source=source)
     # Lines end at "\n" only: a JSON string may hold other line separators (U+2028...).
     return parse_trace(text.split("\n"), source=source)
 
@@ -106,17 +132,14 @@ class _TraceParser:
         except RecursionError:
             raise self.fail(line, "JSON nested too deeply to read") from None
         if not isinstance(record, dict):
-            raise self.fail(
-                line, f"expected a JSON object (one message per line), got {_kind(record)}"
-            )
+            raise self.fail(line, f"expected a JSON object (one per message), got {_kind(record)}")
+        if "role" not in record and "type" in record:
+            record = self._from_langchain(line, record)
         role = record.get("role")
+        role = _ALIASES.get(role, role) if isinstance(role, str) else role
         if role not in ROLES:
             raise self.fail(line, f"unknown role {role!r}; expected one of: {', '.join(ROLES)}")
-        content = record.get("content")
-        if content is None:
-            content = ""
-        if not isinstance(content, str):
-            raise self.fail(line, f"content must be a string, got {_kind(content)}")
+        content = self._content(line, record.get("content"))
         if role != "assistant" and record.get("tool_calls"):
             raise self.fail(line, f"only assistant messages have tool_calls, not {role}")
         mid = f"m{index}"
@@ -140,6 +163,8 @@ class _TraceParser:
             where = f"tool_calls[{n}]"
             if not isinstance(call, dict):
                 raise self.fail(line, f"{where} must be an object, got {_kind(call)}")
+            if isinstance(call.get("function"), dict):  # OpenAI's shape
+                call = self._from_openai_call(line, where, call)
             call_id, name, args = call.get("id"), call.get("name"), call.get("args")
             if not isinstance(call_id, str) or not call_id:
                 raise self.fail(line, f"{where} needs an id (a non-empty string)")
@@ -156,6 +181,71 @@ class _TraceParser:
             self.calls[call_id] = line
             calls.append({"name": name, "args": args, "id": call_id})
         return calls
+
+    def _content(self, line: int, content: object) -> str:
+        """A message's text: a string, nothing, or a list of text parts (joined)."""
+        if content is None:
+            return ""
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            texts = []
+            for n, part in enumerate(content):
+                if isinstance(part, str):
+                    texts.append(part)
+                elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+                else:
+                    kind = part.get("type") if isinstance(part, dict) else _kind(part)
+                    raise self.fail(
+                        line, f"content[{n}] is not text ({kind!r}); a trace holds text only"
+                    )
+            return "".join(texts)
+        raise self.fail(line, f"content must be a string, got {_kind(content)}")
+
+    def _from_openai_call(self, line: int, where: str, call: Mapping[str, Any]) -> dict[str, Any]:
+        function = call["function"]
+        arguments = function.get("arguments")
+        args: object = {}
+        if isinstance(arguments, str) and arguments.strip():
+            try:
+                args = json.loads(arguments)
+            except json.JSONDecodeError as exc:
+                raise self.fail(
+                    line, f"{where}.function.arguments is not JSON: {exc.msg}"
+                ) from None
+        elif isinstance(arguments, dict):
+            args = arguments
+        elif arguments not in (None, ""):
+            raise self.fail(
+                line, f"{where}.function.arguments must be a JSON string, got {_kind(arguments)}"
+            )
+        return {"id": call.get("id"), "name": function.get("name"), "args": args}
+
+    def _from_langchain(self, line: int, record: Mapping[str, Any]) -> dict[str, Any]:
+        """A LangChain-serialized message as a trace record."""
+        try:
+            if record.get("lc") == 1:  # dumpd(): a constructor of a message class
+                path, kwargs = record.get("id"), record.get("kwargs")
+                kind = _DUMPED.get(path[-1]) if isinstance(path, list) and path else None
+                if kind is None or not isinstance(kwargs, dict):
+                    raise ValueError(f"not a message constructor: {path!r}")
+                message = kind(**kwargs)
+            else:
+                message = messages_from_dict([dict(record)])[0]
+        except Exception as exc:  # whatever LangChain raises: say which line
+            raise self.fail(
+                line, f"not a LangChain message ({type(exc).__name__}: {exc})"
+            ) from None
+        if not isinstance(message, BaseMessage):
+            raise self.fail(line, f"not a LangChain message: {type(message).__name__}")
+        out: dict[str, Any] = {"role": message.type, "content": message.content}
+        if isinstance(message, AIMessage) and message.tool_calls:
+            out["tool_calls"] = [dict(call) for call in message.tool_calls]
+        if isinstance(message, ToolMessage):
+            out["tool_call_id"] = message.tool_call_id
+            out["name"] = message.name
+        return out
 
     def _tool_result(
         self, line: int, record: Mapping[str, Any], content: str, mid: str

@@ -194,7 +194,8 @@ def test_plot_without_matplotlib_names_the_extra(
 BAD_TRACES = [
     (['{"role": "user", "content": "hi"}', "{not json"], "2: not valid JSON"),
     (['{"role": "robot", "content": "hi"}'], "1: unknown role 'robot'; expected one of: "),
-    (["[1, 2]"], "1: expected a JSON object (one message per line), got a list"),
+    (['"hi"'], "1: expected a JSON object (one per message), got a string"),
+    (["[1, 2]"], "1: expected a JSON object (one per message), got a number"),
     (['{"role": "user", "content": 5}'], "1: content must be a string, got a number"),
     (
         ['{"role": "user", "content": "q"}', '{"role": "tool", "tool_call_id": "x"}'],
