@@ -360,15 +360,23 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return request.override(tools=[*kept, *added])
 
     def _own_call(self, request: ToolCallRequest) -> ToolCallRequest:
-        """The call, given the tool to run when it is one of this middleware's."""
+        """The call, given the tool to run when it is one of this middleware's (and no tool
+        of that name is registered with the agent)."""
         if not self._own:
             return request
         tool = self._own.get(request.tool_call["name"])
-        if tool is None or request.tool is tool:
+        if tool is None or request.tool is not None:
             return request
-        if request.tool is not None and self._on_tool_conflict != "replace":
-            return request  # the other source's tool of that name
         return request.override(tool=tool)
+
+    def _replacement(self, request: ToolCallRequest) -> BaseTool | None:
+        """This middleware's tool, when it runs instead of another's of the same name."""
+        if self._on_tool_conflict != "replace" or not self._own:
+            return None
+        tool = self._own.get(request.tool_call["name"])
+        if tool is None or request.tool is None or request.tool is tool:
+            return None
+        return tool
 
     def _shape_of(self, request: ModelRequest[Any]) -> RequestShape:
         tools = (*request.tools, *self._output_tools(request.response_format))
@@ -436,6 +444,14 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
     ) -> _ToolOutput:
         """Runs the tool, then offloads its result if it is too large."""
+        tool = self._replacement(request)
+        if tool is not None:
+            # Run here: the agent's tool node would give it the arguments it injects into
+            # the other tool of that name (Deep Agents' runtime), which this one does not take.
+            return self._hooks.wrap_tool_call(
+                request,
+                lambda r: cast(ToolMessage, tool.invoke({**r.tool_call, "type": "tool_call"})),
+            )
         return self._hooks.wrap_tool_call(self._own_call(request), handler)
 
     async def awrap_tool_call(
@@ -444,4 +460,13 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
     ) -> _ToolOutput:
         """The async twin of :meth:`wrap_tool_call` (the offload runs in a worker thread)."""
+        tool = self._replacement(request)
+        if tool is not None:
+
+            async def run(call: ToolCallRequest) -> _ToolOutput:
+                return cast(
+                    ToolMessage, await tool.ainvoke({**call.tool_call, "type": "tool_call"})
+                )
+
+            return await self._hooks.awrap_tool_call(request, run)
         return await self._hooks.awrap_tool_call(self._own_call(request), handler)
