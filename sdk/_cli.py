@@ -8,11 +8,13 @@ Subcommands:
     glob, grep   tools' semantics and output.
     transcripts  List the archived conversation segments, or show one.
     mcp serve    Serve a workspace to MCP clients (Claude Code, editors) over stdio.
+    session      Show the staged workflows of a workspace, or resume one.
 
 Every failure is one line on stderr (``ctxfs <command>: <what went wrong>``) and a non-zero
 exit status, never a traceback:
 
-- ``0``: done; ``1``: ``grep`` found nothing.
+- ``0``: done; ``1``: ``grep`` found nothing, or ``session resume`` halted on an invalid
+  stage output.
 - ``2``: an error in what was asked (arguments, a trace or policy file, the workspace or its
   storage), or a usage error reported by the argument parser.
 - ``70``: an internal error, a defect of ctxfs (the line names the exception; please report
@@ -30,6 +32,7 @@ from typing import IO
 from ctxfs._cli_common import CliError
 from ctxfs._cli_mcp import add_mcp_parser
 from ctxfs._cli_replay import add_replay_parser
+from ctxfs._cli_session import add_session_parser
 from ctxfs._cli_workspace import EXIT_ERROR, add_workspace_parsers, parse_grep
 from ctxfs._errors import WorkspaceError
 
@@ -91,6 +94,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     add_replay_parser(commands)
     grep = add_workspace_parsers(commands)
     add_mcp_parser(commands)
+    add_session_parser(commands)
     return parser, grep
 
 

@@ -1,0 +1,157 @@
+"""``ctxfs session show | resume`` on a local folder and on S3."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxfs import Workspace
+from ctxfs._cli import main
+from tests.conftest import s3_options
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "workflow_research.py"
+
+FLOW = """
+from ctxfs.workflows import Stage, Workflow
+
+def build(workspace):
+    def first(stage_input):
+        return {"summary": "planned", "confidence": "high"}
+
+    def second(stage_input):
+        return '{"summary": "found it", "confidence": "sure"}'
+
+    return Workflow(
+        stages=[Stage(name="plan", prompt="Plan.", agent=first),
+                Stage(name="find", prompt="Find.", agent=second)],
+        workspace=workspace,
+    )
+
+not_a_function = 3
+"""
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture(params=["local", "s3"])
+def where(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, Workspace]:
+    """A workspace URL, and the same workspace opened in the test."""
+    if request.param == "local":
+        url = str(tmp_path / "ws")
+        return url, Workspace(url)
+    endpoint = request.getfixturevalue("s3_endpoint")
+    bucket = request.getfixturevalue("s3_bucket")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("CTXFS_S3_ENDPOINT_URL", endpoint)
+    url = f"s3://{bucket}/flows"
+    return url, Workspace(url, storage_options=s3_options(endpoint))
+
+
+def _flow_file(tmp_path: Path) -> str:
+    path = tmp_path / "flow.py"
+    path.write_text(FLOW)
+    return str(path)
+
+
+def _load_build(path: str) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(compile(Path(path).read_text(), path, "exec"), namespace)
+    return namespace["build"]
+
+
+def test_show_a_halted_workflow_fix_it_and_resume(
+    where: tuple[str, Workspace], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, workspace = where
+    flow = _flow_file(tmp_path)
+    assert run(capsys, "session", "show", url)[1] == f"no workflows in {workspace.url}\n"
+    assert _load_build(flow)(workspace).run("Find the bug", workflow_id="bug").status == "halted"
+
+    status, out, err = run(capsys, "session", "show", url)
+    assert (status, err) == (0, "")
+    assert out.startswith("bug  halted, at find  1/2 stages  updated ")
+    status, out, _ = run(capsys, "session", "show", url, "bug")
+    assert status == 0
+    assert "task: Find the bug\nstate file: /sessions/bug.json\nstages:\n" in out
+    assert "  1. plan  completed  confidence high    /sessions/bug/stages/01-plan.json\n" in out
+    assert "  2. find  HALTED: invalid output (below)\n" in out
+    assert (
+        "halted at find: its output does not match the stage's schema:\n"
+        "  confidence: Input should be 'high', 'medium' or 'low'\n"
+        "raw output (fix it in the state file's halt.raw_output, then resume):\n"
+        '  {\n    "summary": "found it",\n    "confidence": "sure"\n  }\n'
+    ) in out
+    status, out, _ = run(capsys, "session", "show", url, "bug", "--json")
+    state = json.loads(out)
+    assert status == 0 and state["halt"]["raw_output"]["confidence"] == "sure"
+
+    # Resuming without a fix halts again (exit 1); after the fix it completes (exit 0).
+    status, out, _ = run(capsys, "session", "resume", url, "bug", "--workflow", f"{flow}:build")
+    assert status == 1 and "HALTED" in out
+    state = json.loads(workspace.read_text("/sessions/bug.json"))
+    state["halt"]["raw_output"]["confidence"] = "medium"
+    workspace.write_text("/sessions/bug.json", json.dumps(state, indent=2))
+    status, out, err = run(capsys, "session", "resume", url, "bug", "--workflow", f"{flow}:build")
+    assert (status, err) == (0, "")
+    assert "workflow bug: completed" in out
+    assert "  2. find  completed  confidence medium  /sessions/bug/stages/02-find.json" in out
+
+
+def test_resume_the_example_after_a_failed_stage(
+    where: tuple[str, Workspace], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    url, workspace = where
+    spec = importlib.util.spec_from_file_location("example_workflow_research", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    flow = example.build_workflow(workspace)
+
+    def down(stage_input: Any) -> Any:
+        raise ConnectionError("the search API is down")
+
+    object.__setattr__(flow.stages[1], "agent", down)
+    with pytest.raises(ConnectionError):
+        flow.run(example.TASK, workflow_id="queue")
+    status, out, err = run(
+        capsys, "session", "resume", url, "queue", "--workflow", f"{EXAMPLE}:build_workflow"
+    )
+    assert (status, err) == (0, "")
+    assert "workflow queue: completed" in out
+    assert "errors so far: 1\n  researcher: the agent raised ConnectionError: " in out
+    assert workspace.exists("/research/queue/incident-2026-03.md")
+
+
+def test_errors_are_one_line(
+    where: tuple[str, Workspace], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, workspace = where
+    flow = _flow_file(tmp_path)
+    _load_build(flow)(workspace).run("t", workflow_id="w")
+    cases = {
+        ("show", url, "nope"): "ctxfs session: no workflow 'nope' in ",
+        ("resume", url, "w", "--workflow", "missing.py:build"): (
+            "ctxfs session: --workflow 'missing.py:build': no such file missing.py"
+        ),
+        ("resume", url, "w", "--workflow", f"{flow}:nothing"): "has no function 'nothing'",
+        ("resume", url, "w", "--workflow", f"{flow}:not_a_function"): "no function",
+        ("resume", url, "w", "--workflow", "flow.py"): "give FILE.py:NAME or module:NAME",
+        ("resume", url, "w", "--workflow", "no_such_module_x:build"): "cannot import",
+    }
+    for argv, message in cases.items():
+        status, out, err = run(capsys, "session", *argv)
+        assert status == 2 and out == "" and message in err, (argv, err)
+        assert err.count("\n") == 1
