@@ -32,6 +32,7 @@ from typing import Any, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
+from langgraph.config import get_stream_writer
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
@@ -410,17 +411,62 @@ class ContextHooks:
 
     def report(self, event: ContextEvent, thread_id: str) -> None:
         """Logs ``event`` and passes it to the callback (whose failures are logged only)."""
+        text = _describe(event)
         if _is_failure(event):
-            _log.warning("ctxfs [%s]: %s", thread_id, describe_event(event))
+            _log.warning("ctxfs [%s]: %s", thread_id, text)
         elif isinstance(event, ContextMeasured):
-            _log.debug("ctxfs [%s]: %s", thread_id, event)
+            _log.debug("ctxfs [%s]: %s", thread_id, text)
         else:
-            _log.info("ctxfs [%s]: %s", thread_id, describe_event(event))
+            _log.info("ctxfs [%s]: %s", thread_id, text)
+        _stream(event, thread_id, text)
         if self._on_event is not None:
             try:
                 self._on_event(event, thread_id)
             except Exception:
                 _log.exception("ctxfs: the on_event callback raised")
+
+
+def _describe(event: ContextEvent) -> str:
+    if isinstance(event, ContextMeasured):
+        return (
+            f"request {event.tokens_before:,} -> {event.tokens_after:,} tokens of "
+            f"{event.limit:,} (system {event.system_tokens:,}, tools {event.tool_tokens:,}, "
+            f"{event.messages} messages {event.message_tokens:,})"
+        )
+    return describe_event(event)
+
+
+def _stream(event: ContextEvent, thread_id: str, text: str) -> None:
+    """Writes ``event`` to LangGraph's custom stream when it happens inside a graph run.
+
+    A UI that streams with ``stream_mode="custom"`` gets ``{"ctxfs": {"event", "thread_id",
+    "text", "data"}}`` (``data``: the event's fields, JSON-ready).
+    """
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # not inside a graph run: nobody is listening
+        return
+    data = {key: _json_ready(value) for key, value in dataclasses.asdict(event).items()}
+    writer(
+        {
+            "ctxfs": {
+                "event": type(event).__name__,
+                "thread_id": thread_id,
+                "text": text,
+                "data": data,
+            }
+        }
+    )
+
+
+def _json_ready(value: object) -> object:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_ready(item) for item in value]
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    return str(value)
 
 
 _OVERFLOW_WORDS = (
