@@ -48,6 +48,9 @@ class LsArgs(ToolArgs):
     path: str = Field(
         default="/", description="Folder to list, an absolute workspace path such as /notes."
     )
+    offset: int = Field(
+        default=0, ge=0, description="Skip this many entries first, to see the next page."
+    )
 
 
 class ReadFileArgs(ToolArgs):
@@ -122,6 +125,9 @@ class GlobArgs(ToolArgs):
     pattern: str = Field(description="Glob pattern, e.g. '**/*.py', '*.md', 'src/**/*.{ts,tsx}'.")
     path: str = Field(
         default="/", description="Folder to search in; the pattern is relative to it."
+    )
+    offset: int = Field(
+        default=0, ge=0, description="Skip this many matches first, to see the next page."
     )
 
 

@@ -153,42 +153,94 @@ def format_ls(
     cap: int,
     budget: OutputBudget | None = None,
     names: ToolNames = DEFAULT_NAMES,
+    offset: int = 0,
 ) -> str:
-    """One path per line, folders ending with ``/``; at most ``cap`` entries, and at most
-    what fits the ``budget``."""
+    """One path per line, folders ending with ``/``, one page from ``offset``: at most
+    ``cap`` entries, and at most what fits the ``budget``; the last line then gives the
+    ``offset`` of the next page.
+
+    Raises:
+        ValueError: ``offset`` is negative, or past the end of a non-empty listing.
+    """
     if not entries:
         return f"(directory {path} is empty)"
-    lines = [f"{e.path}/" if e.is_dir else e.path for e in entries[:cap]]
+    _check_offset(offset, len(entries), "entry", "entries")
+    lines = [f"{e.path}/" if e.is_dir else e.path for e in entries[offset : offset + cap]]
 
     def notes(shown: int) -> list[str]:
-        if shown == len(entries):
-            return []
-        why = f" (the listing stopped at {_limit_note(budget)})" if shown < len(lines) else ""
-        return [
-            f"... {plural(len(entries) - shown, 'more entry', 'more entries')} not shown{why}; "
-            f"list a subfolder, or use {names.glob} with a pattern to find specific files"
-        ]
+        return _page_notes(
+            offset,
+            shown,
+            len(entries),
+            ("more entry", "more entries"),
+            cut=f" (this page stopped at {_limit_note(budget)})" if shown < len(lines) else "",
+            again=f"call {names.ls} again with offset={offset + shown} to see the next page",
+            narrow=f"list a subfolder or use {names.glob} with a pattern to find specific files",
+        )
 
     return _fit(lines, notes, budget)
 
 
 def format_glob(
-    result: GlobResult, *, pattern: str, path: str, budget: OutputBudget | None = None
+    result: GlobResult,
+    *,
+    pattern: str,
+    path: str,
+    budget: OutputBudget | None = None,
+    names: ToolNames = DEFAULT_NAMES,
+    offset: int = 0,
 ) -> str:
-    """One matching file per line, sorted, with a note when the list was capped."""
-    if not result.paths:
+    """One matching file per line, sorted, one page from ``offset`` (``result.paths`` are
+    the matches from the first on); the last line then gives the ``offset`` of the next page.
+
+    Raises:
+        ValueError: ``offset`` is negative, or past the end of the matches.
+    """
+    if not result.paths and not offset:
         return f"No files match {quote(pattern)} under {path}"
+    _check_offset(offset, result.total, "match", "matches")
+    page = list(result.paths[offset:])
 
     def notes(shown: int) -> list[str]:
-        if shown == result.total:
-            return []
-        why = f", up to {_limit_note(budget)}" if shown < len(result.paths) else ""
-        return [
-            f"... {plural(result.total - shown, 'more file matches', 'more files match')} "
-            f"(showing the first {shown}{why}); narrow the pattern or the path to see the rest"
-        ]
+        return _page_notes(
+            offset,
+            shown,
+            result.total,
+            ("more file matches", "more files match"),
+            cut=f" (this page stopped at {_limit_note(budget)})" if shown < len(page) else "",
+            again=f"call {names.glob} again with offset={offset + shown} to see the next page",
+            narrow="narrow the pattern or the path",
+        )
 
-    return _fit(list(result.paths), notes, budget)
+    return _fit(page, notes, budget)
+
+
+def _check_offset(offset: int, total: int, one: str, many: str) -> None:
+    if offset < 0:
+        raise ValueError("offset must be 0 or more")
+    if offset and offset >= total:
+        raise ValueError(
+            f"offset {offset} is past the end ({plural(total, one, many)}); "
+            f"use an offset from 0 to {total - 1}"
+        )
+
+
+def _page_notes(
+    offset: int,
+    shown: int,
+    total: int,
+    words: tuple[str, str],
+    *,
+    cut: str,
+    again: str,
+    narrow: str,
+) -> list[str]:
+    """The note after a page of ``shown`` entries from ``offset``: how many are left and how
+    to see them (nothing when the page reached the end)."""
+    left = total - offset - shown
+    if left <= 0:
+        return []
+    return [f"... {plural(left, *words)}{cut}; {again}, or {narrow}"]
 
 
 def _fit(entries: list[str], notes: _Notes, budget: OutputBudget | None) -> str:

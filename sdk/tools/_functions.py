@@ -138,10 +138,11 @@ class ToolSet:
             for name, text, args, run in specs
         ]
 
-    def ls(self, path: str) -> str:
+    def ls(self, path: str, offset: int = 0) -> str:
         entries = self.ws.ls(path)
         cap = self.limits.max_glob_results
-        return format_ls(self.ws.resolve(path), entries, cap, self.budget.fixed(), self.names)
+        budget = self.budget.fixed()
+        return format_ls(self.ws.resolve(path), entries, cap, budget, self.names, offset)
 
     def read_file(self, file_path: str, offset: int, limit: int, column: int = 0) -> str:
         budget = self.budget.fixed()
@@ -162,10 +163,13 @@ class ToolSet:
         result = self.ws.edit(file_path, old_string, new_string, replace_all=replace_all)
         return f"Edited {result.path}: replaced {plural(result.replacements, 'occurrence')}"
 
-    def glob(self, pattern: str, path: str) -> str:
-        result = self.ws.glob(pattern, path)
+    def glob(self, pattern: str, path: str, offset: int = 0) -> str:
+        result = self.ws.glob(pattern, path, limit=offset + self.limits.max_glob_results)
         path = self.ws.resolve(path)
-        return format_glob(result, pattern=pattern, path=path, budget=self.budget.fixed())
+        budget = self.budget.fixed()
+        return format_glob(
+            result, pattern=pattern, path=path, budget=budget, names=self.names, offset=offset
+        )
 
     def grep(
         self,
@@ -241,8 +245,8 @@ List a folder of the workspace: one path per line, folders end with '/'.
 
 Paths are absolute workspace paths starting at '/'. Start with ls('/') to see what there is;
 use glob to find files by name at any depth, and grep to search their contents. A listing
-shows at most {cap} entries and {tokens}; the last line then says how many were left
-out."""
+is paged: at most {cap} entries and {tokens} from offset (default 0); when more remain, the
+last line gives the offset for the next call."""
 
 _READ_FILE = """\
 Read a text file of the workspace. Lines are numbered like `cat -n`: the line number, a tab,
@@ -282,9 +286,10 @@ file paths (files only, not folders), one per line, sorted.
 A pattern without '/' matches file names at any depth ('*.md' finds /a/b/c.md); a pattern with
 '/' is matched against the path relative to the path argument (default '/'). Supported: '*'
 (within one folder name), '**' (any number of folders), '?', '[abc]', '{{a,b}}'. Names
-starting with '.' match only when the pattern spells the dot ('.env', '**/.*'). At most {cap}
-paths and {tokens} are returned; if more match, the output says how many: narrow the
-pattern or the path."""
+starting with '.' match only when the pattern spells the dot ('.env', '**/.*'). The output is
+paged: at most {cap} paths and {tokens} from offset (default 0); when more match, the last
+line says how many and gives the offset for the next call (or narrow the pattern or the
+path)."""
 
 _GREP = """\
 Search the contents of the workspace's text files with a regular expression, like ripgrep.

@@ -94,17 +94,18 @@ def test_ls_and_glob_say_how_many_entries_were_left_out() -> None:
     *entries, note = listing.split("\n")
     assert entries == [f"/data/part-{n:03}.csv" for n in range(len(entries))]
     assert note == (
-        f"... {200 - len(entries)} more entries not shown (the listing stopped at the "
-        "100-token output limit); list a subfolder, or use glob with a pattern to find "
-        "specific files"
+        f"... {200 - len(entries)} more entries (this page stopped at the 100-token output "
+        f"limit); call ls again with offset={len(entries)} to see the next page, or list a "
+        "subfolder or use glob with a pattern to find specific files"
     )
     found = t["glob"](pattern="*.csv")
     assert tokens(found) <= 100
     *paths, note = found.split("\n")
-    assert paths == entries
+    assert paths == [f"/data/part-{n:03}.csv" for n in range(len(paths))]
     assert note == (
-        f"... {200 - len(paths)} more files match (showing the first {len(paths)}, up to the "
-        "100-token output limit); narrow the pattern or the path to see the rest"
+        f"... {200 - len(paths)} more files match (this page stopped at the 100-token output "
+        f"limit); call glob again with offset={len(paths)} to see the next page, or narrow "
+        "the pattern or the path"
     )
 
 

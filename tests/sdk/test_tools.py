@@ -292,10 +292,13 @@ def test_ls_caps_long_listings(make_workspace: WorkspaceFactory) -> None:
     ws = make_workspace(limits=Limits(max_glob_results=2))
     for name in "abc":
         ws.write_text(f"/{name}.txt", "")
-    assert tools(ws)["ls"]() == (
-        "/a.txt\n/b.txt\n... 1 more entry not shown; list a subfolder, or use glob with a "
-        "pattern to find specific files"
+    ls = tools(ws)["ls"]
+    assert ls() == (
+        "/a.txt\n/b.txt\n... 1 more entry; call ls again with offset=2 to see the next page, "
+        "or list a subfolder or use glob with a pattern to find specific files"
     )
+    assert ls(offset=2) == "/c.txt"
+    assert ls(offset=3) == "Error: offset 3 is past the end (3 entries); use an offset from 0 to 2"
 
 
 def test_glob_lists_sorted_files_and_says_when_capped(make_workspace: WorkspaceFactory) -> None:
@@ -305,9 +308,12 @@ def test_glob_lists_sorted_files_and_says_when_capped(make_workspace: WorkspaceF
     glob = tools(ws)["glob"]
     assert glob(pattern="*.md") == "/docs/x.md"
     assert glob(pattern="*.py") == (
-        "/src/a.py\n/src/b.py\n"
-        "... 1 more file matches (showing the first 2); narrow the pattern or the path to see "
-        "the rest"
+        "/src/a.py\n/src/b.py\n... 1 more file matches; call glob again with offset=2 to see "
+        "the next page, or narrow the pattern or the path"
+    )
+    assert glob(pattern="*.py", offset=2) == "/src/pkg/c.py"
+    assert glob(pattern="*.py", offset=3) == (
+        "Error: offset 3 is past the end (3 matches); use an offset from 0 to 2"
     )
     assert glob(pattern="pkg/*.py", path="/src") == "/src/pkg/c.py"
     assert glob(pattern="*.rs") == "No files match '*.rs' under /"

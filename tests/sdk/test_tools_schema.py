@@ -220,14 +220,14 @@ def test_invoke_takes_a_json_string_or_a_mapping(fns: dict[str, ToolFunction]) -
         "12); send a JSON object of arguments"
     )
     assert fns["ls"].invoke("[1, 2]") == (
-        "Error: the arguments of ls must be a JSON object, not list; valid arguments: path"
+        "Error: the arguments of ls must be a JSON object, not list; valid arguments: path, offset"
     )
 
 
 def test_unexpected_exceptions_become_internal_error_text(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    def broken(path: str) -> str:
+    def broken(path: str, offset: int) -> str:
         raise RuntimeError("boom")
 
     tool = ToolFunction("ls", "List.", ctxfs.tools._args.LsArgs, broken)
