@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from types import ModuleType
 
@@ -23,7 +24,7 @@ def _load(name: str) -> ModuleType:
 
 def test_every_example_is_tested() -> None:
     tested = {"quickstart", "langgraph_graph", "s3_workspace", "openai_messages", "subagents"}
-    tested |= {"deepagents_s3"}
+    tested |= {"workflow_research"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -84,22 +85,20 @@ def test_subagents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (tmp_path / "ws" / "transcripts").is_dir()
 
 
-def test_deepagents_s3(
-    s3_endpoint: str,
-    s3_bucket: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("CTXFS_S3_ENDPOINT_URL", s3_endpoint)
-    url = f"s3://{s3_bucket}/agents/deep-1"
-    listing = _load("deepagents_s3").main([url]).splitlines()
-    assert f"{url}/notes/audit.md" in listing
-    assert not any(line.endswith("/scratch.md") for line in listing)  # deleted by the agent
-    assert any(line.startswith(f"{url}/tool_results/audit") for line in listing)
+def test_workflow_research(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = _load("workflow_research").main(["--workspace", str(tmp_path / "ws")])
+    assert summary.startswith("Move to the event queue: it removes double settlement")
     printed = capsys.readouterr().out
-    assert "[export_audit_log] [ctxfs: tool result offloaded]" in printed
-    assert "[grep] /tool_results/audit" in printed
-    assert "[delete] Deleted /scratch.md" in printed
+    assert "settlement-queue: completed; state file /sessions/settlement-queue.json" in printed
+    ws = Workspace(tmp_path / "ws")
+    state = json.loads(ws.read_text("/sessions/settlement-queue.json"))
+    assert [s["stage"] for s in state["completed_stages"]] == [
+        "planner",
+        "researcher",
+        "synthesizer",
+    ]
+    refs = state["completed_stages"][1]["output"]["raw_data_refs"]
+    assert refs == [
+        f"/research/settlement-queue/{n}" for n in ("incident-2026-03.md", "queue-trial.md")
+    ]
+    assert "412 payments" in ws.read_text(refs[0])  # the raw material, readable by path
