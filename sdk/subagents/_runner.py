@@ -291,12 +291,23 @@ class SubAgents:
         )
 
     def _thread_for(self, name: str, prompt: str, parent: str, call_id: str) -> str:
-        """The task's thread: the derived one, unless a provider reused the call id for
-        another task (then the next free ``.2``, ``.3``...)."""
+        """The task's thread: the derived one, unless its record is another task's (a
+        provider that reused a call id, or two parent/call pairs that spell the same thread
+        id): then the next free ``.2``, ``.3``..."""
+        task = (parent, call_id, name, prompt)
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             thread = child_thread_id(parent, call_id, attempt)
             recorded = read_record(self._workspace, thread)
-            if recorded is None or (recorded.subagent, recorded.prompt) == (name, prompt):
+            if (
+                recorded is None
+                or (
+                    recorded.parent_thread_id,
+                    recorded.tool_call_id,
+                    recorded.subagent,
+                    recorded.prompt,
+                )
+                == task
+            ):
                 return thread
         raise ValueError(f"call id {call_id!r} of thread {parent!r} was used {_MAX_ATTEMPTS} times")
 

@@ -4,11 +4,12 @@ record, its transcript, on every backend."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
@@ -28,6 +29,7 @@ from ctxfs.subagents import (
 )
 from ctxfs.testing import ScriptedChatModel, tool_call
 
+_WORKSPACES = itertools.count()
 POLICY = ContextPolicy(max_input_tokens=16_000, tool_results={"threshold": {"tokens": 500}})
 
 
@@ -373,3 +375,32 @@ def test_arun_gives_the_same_result_and_reports_progress() -> None:
         ("finished", 2, (), "completed"),
     ]
     assert {e.thread_id for e in seen} == {"p/task-c"}
+
+
+# -- properties -----------------------------------------------------------------------------
+
+_IDS = st.sampled_from(["p", "p/task-c", "c", "c/task-c", "c.2"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_IDS, _IDS, st.sampled_from(["A.", "B."])), min_size=1, max_size=6))
+def test_every_task_gets_its_own_thread_and_a_repeat_gets_its_result(
+    tasks: list[tuple[str, str, str]],
+) -> None:
+    # Parent threads and call ids chosen so that some pairs spell the same thread id.
+    ws = Workspace("memory://sub-prop-" + str(next(_WORKSPACES)))
+    model = ScriptedChatModel(responses=[lambda messages: f"did {messages[1].content}"])
+    spec = SubAgent(name="quick", description="d", tools=(), workspace_tools=False)
+    agents = SubAgents(ws, model=model, policy=POLICY, subagents=[spec])
+    threads: dict[tuple[str, str, str], str] = {}
+    for parent, call, prompt in tasks:
+        result = agents.run("quick", prompt, parent_thread_id=parent, tool_call_id=call)
+        assert result.answer == f"did {prompt}"
+        key = (parent, call, prompt)
+        assert threads.setdefault(key, result.thread_id) == result.thread_id  # a repeat: same
+    assert len(set(threads.values())) == len(threads)  # distinct tasks: distinct threads
+    assert len(model.requests) == len(threads)  # a repeat is not run again
+    recorded = {
+        (r.parent_thread_id, r.tool_call_id, r.prompt): r.thread_id for r in task_records(ws)
+    }
+    assert recorded == threads
