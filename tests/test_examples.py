@@ -25,6 +25,7 @@ def _load(name: str) -> ModuleType:
 def test_every_example_is_tested() -> None:
     tested = {"quickstart", "langgraph_graph", "s3_workspace", "openai_messages", "subagents"}
     tested |= {"workflow_research"}
+    tested |= {"deepagents_s3"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -83,6 +84,27 @@ def test_subagents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "artifacts: ['/audit/north.md', '/audit/south.md']" in printed
     assert "[audit/task-audit-n] finished completed" in printed
     assert (tmp_path / "ws" / "transcripts").is_dir()
+
+
+def test_deepagents_s3(
+    s3_endpoint: str,
+    s3_bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("CTXFS_S3_ENDPOINT_URL", s3_endpoint)
+    url = f"s3://{s3_bucket}/agents/deep-1"
+    listing = _load("deepagents_s3").main([url]).splitlines()
+    assert f"{url}/notes/audit.md" in listing
+    assert not any(line.endswith("/scratch.md") for line in listing)  # deleted by the agent
+    assert any(line.startswith(f"{url}/tool_results/audit") for line in listing)
+    printed = capsys.readouterr().out
+    assert "[export_audit_log] [ctxfs: tool result offloaded]" in printed
+    assert "[grep] /tool_results/audit" in printed
+    assert "[delete] Deleted /scratch.md" in printed
 
 
 def test_workflow_research(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
