@@ -339,5 +339,8 @@ def describe_event(event: ContextEvent) -> str:
                 f"{event.limit:,} (system {event.system:,}, tools {event.tools:,}, messages "
                 f"{event.messages:,}): {event.reason}"
             )
+    describe = getattr(event, "describe", None)
+    if callable(describe):  # an event defined outside the engine says what it is itself
+        return str(describe())
     path = getattr(event, "path", None)
     return f"{type(event).__name__}{f' -> {path}' if path else ''}"
