@@ -1,5 +1,8 @@
 """ctxfs: keep long-running LLM agents inside their context window without losing anything."""
 
+__version__ = "0.2.0"
+"""The version of ctxfs (the one place it is written: pyproject.toml reads it from here)."""
+
 from ctxfs._archive import ArchiveSegment, TranscriptArchive
 from ctxfs._engine import ContextEngine
 from ctxfs._errors import (

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO
 
+from ctxfs import __version__
 from ctxfs._cli_common import CliError
 from ctxfs._cli_mcp import add_mcp_parser
 from ctxfs._cli_replay import add_replay_parser
@@ -53,6 +54,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         prog="ctxfs",
         description="Keep long-running LLM agents inside their context window, losing nothing.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",

@@ -1,0 +1,23 @@
+"""One version, written once: the package, its metadata and the command line agree."""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import version
+
+import pytest
+
+import ctxfs
+from ctxfs._cli import main
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    assert re.fullmatch(r"\d+\.\d+\.\d+", ctxfs.__version__)
+    assert version("ctxfs") == ctxfs.__version__
+
+
+def test_ctxfs_version_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"ctxfs {ctxfs.__version__}\n"
