@@ -108,7 +108,8 @@ def test_deepagents_s3(
 
 
 def test_workflow_research(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    summary = _load("workflow_research").main(["--workspace", str(tmp_path / "ws")])
+    example = _load("workflow_research")
+    summary = example.main(["--workspace", str(tmp_path / "ws")])
     assert summary.startswith("Move to the event queue: it removes double settlement")
     printed = capsys.readouterr().out
     assert "settlement-queue: completed; state file /sessions/settlement-queue.json" in printed
@@ -120,7 +121,5 @@ def test_workflow_research(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         "synthesizer",
     ]
     refs = state["completed_stages"][1]["output"]["raw_data_refs"]
-    assert refs == [
-        f"/research/settlement-queue/{n}" for n in ("incident-2026-03.md", "queue-trial.md")
-    ]
+    assert refs == [f"/research/settlement-queue/{n}" for n in example.SOURCES]
     assert "412 payments" in ws.read_text(refs[0])  # the raw material, readable by path
