@@ -40,9 +40,12 @@ docs: $(STAMP_DOCS)
 	$(BIN)/python docs/gen_config_reference.py
 	$(BIN)/mkdocs build --strict
 
-# Side by side with Deep Agents and LangChain on the recorded runs (make bench TRAJECTORIES=DIR).
+# Side by side with Deep Agents and LangChain on the recorded runs (make bench TRAJECTORIES=DIR),
+# then one synthetic thread of 50,000 messages (compaction and summary cost, index and
+# checkpoint size as the thread grows).
 bench: $(STAMP_BENCH)
 	$(BIN)/python benchmarks/bench_side_by_side.py --trajectories $(TRAJECTORIES) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/bench_scale.py
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check sdk backends sandbox tests examples benchmarks
