@@ -444,7 +444,7 @@ def _stream(event: ContextEvent, thread_id: str, text: str) -> None:
     """
     try:
         writer = get_stream_writer()
-    except RuntimeError:  # not inside a graph run: nobody is listening
+    except (RuntimeError, KeyError):  # not inside a graph run (or a runnable outside one)
         return
     data = {key: _json_ready(value) for key, value in dataclasses.asdict(event).items()}
     writer(
