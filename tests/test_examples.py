@@ -26,6 +26,7 @@ def test_every_example_is_tested() -> None:
     tested = {"quickstart", "langgraph_graph", "s3_workspace", "openai_messages", "subagents"}
     tested |= {"workflow_research"}
     tested |= {"deepagents_s3"}
+    tested |= {"mcp_client"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -84,6 +85,17 @@ def test_subagents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "artifacts: ['/audit/north.md', '/audit/south.md']" in printed
     assert "[audit/task-audit-n] finished completed" in printed
     assert (tmp_path / "ws" / "transcripts").is_dir()
+
+
+def test_mcp_client(capfd: pytest.CaptureFixture[str]) -> None:
+    # the server runs as a subprocess over stdio, on a temporary folder (its stderr needs a
+    # real file descriptor, hence capfd)
+    failure = _load("mcp_client").main([])
+    assert failure == "01:12:01 job=export step=4321 FAILED disk quota exceeded on /var/export"
+    printed = capfd.readouterr().out
+    assert "[ctxfs: output saved] The output of edit_file" in printed
+    assert "resource ctxfs:///tool_results/mcp/edit_file-" in printed
+    assert "refused: Error: /tool_results/forged.txt is in the read-only area" in printed
 
 
 def test_deepagents_s3(
