@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -26,6 +26,7 @@ from ctxfs.workflows._files import (
     write_stage_file,
 )
 from ctxfs.workflows._outputs import (
+    StageOutput,
     check_output,
     confidence_of,
     error_text,
@@ -53,6 +54,7 @@ from ctxfs.workflows._state import (
 __all__ = ["Workflow", "WorkflowRun"]
 
 Clock = Callable[[], datetime]
+_Output = TypeVar("_Output", bound=BaseModel)
 
 
 def _utc_now() -> datetime:
@@ -80,6 +82,31 @@ class WorkflowRun:
     halt: StageHalt | None
     state_path: str
     state: WorkflowState
+
+    @overload
+    def output(self, stage: str) -> StageOutput: ...
+
+    @overload
+    def output(self, stage: str, schema: type[_Output]) -> _Output: ...
+
+    def output(self, stage: str, schema: type[BaseModel] = StageOutput) -> BaseModel:
+        """One completed stage's output, typed as its schema (default :class:`StageOutput`).
+
+        Raises:
+            KeyError: The stage has not completed.
+            TypeError: Its output is not a ``schema``.
+        """
+        if stage not in self.outputs:
+            raise KeyError(
+                f"stage {stage!r} has not completed; completed: {', '.join(self.outputs) or 'none'}"
+            )
+        output = self.outputs[stage]
+        if not isinstance(output, schema):
+            raise TypeError(
+                f"stage {stage!r} returns {type(output).__name__}, not {schema.__name__}; "
+                f"pass its schema: run.output({stage!r}, {type(output).__name__})"
+            )
+        return output
 
 
 class _Progress:
