@@ -6,6 +6,9 @@
   :func:`~ctxfs.integrations.langgraph.compaction_node`,
   :func:`~ctxfs.integrations.langgraph.offload_tool_node` and
   :class:`~ctxfs.integrations.langgraph.ToolResultOffloader`.
+- :mod:`ctxfs.integrations.deepagents`:
+  :class:`~ctxfs.integrations.deepagents.WorkspaceBackend`, a Deep Agents backend over a
+  workspace, for ``create_deep_agent(backend=...)`` (extra ``deepagents``).
 
 Nothing is imported here, so ``import ctxfs`` never pulls in a framework.
 """
