@@ -7,6 +7,7 @@ Subcommands:
     ls, cat,     Look into any workspace (a folder, memory://, s3://...) with the agent's own
     glob, grep   tools' semantics and output.
     transcripts  List the archived conversation segments, or show one.
+    memory       Show, search or forget long-term memory (show | search | forget).
     mcp serve    Serve a workspace to MCP clients (Claude Code, editors) over stdio.
     session      Show the staged workflows of a workspace, or resume one.
 
@@ -32,6 +33,7 @@ from typing import IO
 from ctxfs import __version__
 from ctxfs._cli_common import CliError
 from ctxfs._cli_mcp import add_mcp_parser
+from ctxfs._cli_memory import add_memory_parser
 from ctxfs._cli_replay import add_replay_parser
 from ctxfs._cli_session import add_session_parser
 from ctxfs._cli_workspace import EXIT_ERROR, add_workspace_parsers, parse_grep
@@ -95,6 +97,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     demo.set_defaults(handler=_demo)
     add_replay_parser(commands)
     grep = add_workspace_parsers(commands)
+    add_memory_parser(commands)
     add_mcp_parser(commands)
     add_session_parser(commands)
     return parser, grep
