@@ -29,7 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ctxfs import ContextPolicy, Workspace
 from ctxfs.integrations.langchain import ContextMiddleware
-from ctxfs.subagents import SubAgent, SubAgentMiddleware, SubAgents, TaskProgress
+from ctxfs.subagents import SubAgent, SubAgentMiddleware, SubAgents
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 
@@ -121,8 +121,9 @@ def main(argv: list[str] | None = None) -> str:
     config: Any = {"configurable": {"thread_id": "audit"}}
     request = {"messages": [("user", "Audit both regions.")]}
     for mode, chunk in agent.stream(request, config, stream_mode=["custom", "updates"]):
-        if mode == "custom" and isinstance(chunk, TaskProgress) and chunk.kind != "tool":
-            print(f"[{chunk.thread_id}] {chunk.kind} {chunk.detail or ', '.join(chunk.tools)}")
+        event = chunk.get("ctxfs", {}) if mode == "custom" else {}
+        if event.get("event") == "TaskProgress" and event["data"]["kind"] != "tool":
+            print(f"[{event['thread_id']}] {event['text']}")
     state = agent.get_state(config).values
     for message in state["messages"]:
         if message.type == "tool" and message.name == "task":

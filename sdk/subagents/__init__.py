@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ctxfs._errors import UnknownSubAgentError
 from ctxfs.subagents._record import TaskRecord, child_thread_id, task_records
 from ctxfs.subagents._result import TaskProgress, TaskResult, TaskStatus, merge_artifacts
-from ctxfs.subagents._runner import ProgressHandler, SubAgents
+from ctxfs.subagents._runner import SubAgents
 from ctxfs.subagents._spec import DEFAULT_MAX_TURNS, GENERAL_PURPOSE, SubAgent
 from ctxfs.subagents._tool import TaskArgs, task_tool
 
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_TURNS",
     "GENERAL_PURPOSE",
-    "ProgressHandler",
     "SubAgent",
     "SubAgentMiddleware",
     "SubAgentState",

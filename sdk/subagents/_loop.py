@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,7 +77,6 @@ class Run:
         max_turns: Most model calls.
         max_tokens: Most tokens over all model calls, or ``None``.
         messages: Its history (starting with the task); the steps extend and compact it.
-        report: Called with each :class:`TaskProgress`.
     """
 
     subagent: str
@@ -92,7 +91,6 @@ class Run:
     max_turns: int
     max_tokens: int | None
     messages: list[BaseMessage]
-    report: Callable[[TaskProgress], None]
     turns: int = 0
     tokens: int = 0
     artifacts: dict[str, None] = field(default_factory=dict)
@@ -117,7 +115,7 @@ class Run:
         return ""
 
     def progress(self, kind: Literal["started", "model", "tool", "finished"], **extra: Any) -> None:
-        """Reports a step (failures of the receiver are logged, never raised)."""
+        """Reports a step like any context event: log, ``on_event``, the graph's stream."""
         event = TaskProgress(
             subagent=self.subagent,
             thread_id=self.thread_id,
@@ -128,10 +126,7 @@ class Run:
             tokens=self.tokens,
             **extra,
         )
-        try:
-            self.report(event)
-        except Exception:
-            _log.exception("ctxfs: a sub-agent progress receiver raised")
+        self.hooks.report(event, self.thread_id)
 
     def stop(self, status: TaskStatus, reason: str = "") -> None:
         """Ends the run with ``status``."""

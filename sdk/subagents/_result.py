@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from ctxfs._events import ContextEvent
+
 __all__ = ["TaskProgress", "TaskResult", "TaskStatus", "merge_artifacts"]
 
 TaskStatus = Literal["completed", "partial", "failed"]
@@ -127,8 +129,13 @@ class TaskResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TaskProgress:
-    """One step of a running sub-agent, sent to the parent's stream (``stream_mode="custom"``).
+class TaskProgress(ContextEvent):
+    """One step of a running sub-agent.
+
+    Reported like every context event: logged, passed to the registry's ``on_event``, and
+    written to the parent graph's custom stream (``stream_mode="custom"``) as
+    ``{"ctxfs": {"event": "TaskProgress", "thread_id", "text", "data"}}``, ``thread_id``
+    being the sub-agent's thread.
 
     Attributes:
         subagent: The sub-agent's name.
@@ -153,3 +160,17 @@ class TaskProgress:
     tokens: int = 0
     tools: tuple[str, ...] = ()
     detail: str = ""
+
+    def describe(self) -> str:
+        """One line for a person (what logs and the stream's ``text`` show)."""
+        who = (
+            f"sub-agent {self.subagent!r} (task {self.tool_call_id!r} of {self.parent_thread_id!r})"
+        )
+        if self.kind == "started":
+            return f"{who} started"
+        if self.kind == "model":
+            asked = f"asked for {', '.join(self.tools)}" if self.tools else "answered"
+            return f"{who}: model call {self.turn} {asked} ({self.tokens:,} tokens so far)"
+        if self.kind == "tool":
+            return f"{who}: {self.detail} returned"
+        return f"{who} finished: {self.detail} after {self.turn} turn(s), {self.tokens:,} tokens"

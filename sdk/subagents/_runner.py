@@ -6,7 +6,6 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -21,19 +20,13 @@ from ctxfs._workspace import Workspace
 from ctxfs.integrations._core import ContextHooks, EventHandler
 from ctxfs.subagents._loop import Run, adrive, drive
 from ctxfs.subagents._record import TaskRecord, child_thread_id, read_record, write_record
-from ctxfs.subagents._result import TaskProgress, TaskResult
+from ctxfs.subagents._result import TaskResult
 from ctxfs.subagents._spec import SubAgent
 from ctxfs.subagents._spec import general_purpose as _general_purpose
 from ctxfs.subagents._tool import task_tool
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 
-if TYPE_CHECKING:
-    from langgraph.types import StreamWriter
-
-__all__ = ["ProgressHandler", "SubAgents"]
-
-ProgressHandler = Callable[[TaskProgress], object]
-"""Called with each step of every sub-task."""
+__all__ = ["SubAgents"]
 
 _log = logging.getLogger("ctxfs.subagents")
 _MAX_ATTEMPTS = 100
@@ -82,10 +75,10 @@ class SubAgents:
             sub-agent start any; 2 lets sub-agents whose spec has ``subagents=True`` start
             their own; and so on.
         clock: The time written in transcript indexes (default: now, UTC).
-        on_event: Called with every context event of every sub-agent (offloads, summaries)
-            and its thread id.
-        on_progress: Called with every :class:`~ctxfs.subagents.TaskProgress` (the ``task``
-            tool also writes them to the parent's LangGraph stream).
+        on_event: Called with every event of every sub-agent, and its thread id: its
+            context events (offloads, summaries, a ``ContextMeasured`` before each model
+            call) and its steps (:class:`~ctxfs.subagents.TaskProgress`). Inside a graph run
+            the same events go to the graph's custom stream.
     """
 
     def __init__(
@@ -100,7 +93,6 @@ class SubAgents:
         max_depth: int = 1,
         clock: Callable[[], datetime] | None = None,
         on_event: EventHandler | None = None,
-        on_progress: ProgressHandler | None = None,
     ) -> None:
         if max_depth < 1:
             raise ValueError(f"max_depth must be at least 1 (got {max_depth})")
@@ -111,7 +103,6 @@ class SubAgents:
         self._max_depth = max_depth
         self._clock = clock
         self._on_event = on_event
-        self._on_progress = on_progress
         self._specs: dict[str, SubAgent] = {}
         for spec in ([_general_purpose()] if general_purpose else []) + list(subagents):
             self.register(spec)
@@ -173,7 +164,6 @@ class SubAgents:
         parent_thread_id: str,
         tool_call_id: str,
         depth: int = 1,
-        progress: StreamWriter | None = None,
     ) -> TaskResult:
         """Runs the sub-agent ``name`` on ``prompt`` and returns what it handed back.
 
@@ -189,14 +179,12 @@ class SubAgents:
             tool_call_id: The parent's call (with the parent thread, names the sub-agent's
                 thread).
             depth: How deep this sub-agent is nested (1: started by the top agent).
-            progress: Also called with each step (the ``task`` tool passes the parent's
-                LangGraph stream writer).
 
         Raises:
             UnknownSubAgentError: ``name`` is not registered.
             ValueError: ``depth`` is beyond ``max_depth``.
         """
-        prepared = self._prepare(name, prompt, parent_thread_id, tool_call_id, depth, progress)
+        prepared = self._prepare(name, prompt, parent_thread_id, tool_call_id, depth)
         if isinstance(prepared, TaskResult):
             return prepared
         try:
@@ -213,12 +201,11 @@ class SubAgents:
         parent_thread_id: str,
         tool_call_id: str,
         depth: int = 1,
-        progress: StreamWriter | None = None,
     ) -> TaskResult:
         """The async twin of :meth:`run`: workspace work in worker threads, the model and
         tools awaited, so parallel tasks run concurrently on one event loop."""
         prepared = await asyncio.to_thread(
-            self._prepare, name, prompt, parent_thread_id, tool_call_id, depth, progress
+            self._prepare, name, prompt, parent_thread_id, tool_call_id, depth
         )
         if isinstance(prepared, TaskResult):
             return prepared
@@ -249,7 +236,6 @@ class SubAgents:
         parent: str,
         call_id: str,
         depth: int,
-        progress: StreamWriter | None,
     ) -> Run | TaskResult:
         spec = self.get(name)
         if not 1 <= depth <= self._max_depth:
@@ -287,7 +273,6 @@ class SubAgents:
             max_turns=spec.max_turns,
             max_tokens=spec.max_tokens,
             messages=[HumanMessage(content=prompt, id=f"{thread}:task")],
-            report=self._reporter(progress),
         )
 
     def _thread_for(self, name: str, prompt: str, parent: str, call_id: str) -> str:
@@ -330,17 +315,6 @@ class SubAgents:
             nested = self.task_tool(parent_thread_id=thread, artifacts_key=None, depth=depth + 1)
             tools.append(nested)
         return tools
-
-    def _reporter(self, writer: StreamWriter | None) -> Callable[[TaskProgress], None]:
-        handler = self._on_progress
-
-        def report(event: TaskProgress) -> None:
-            if writer is not None:
-                writer(event)
-            if handler is not None:
-                handler(event)
-
-        return report
 
     def _failed(self, run: Run, exc: Exception) -> TaskResult:
         _log.warning(

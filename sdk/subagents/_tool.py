@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
@@ -14,9 +14,6 @@ from ctxfs._errors import UnknownSubAgentError
 from ctxfs.integrations._core import current_thread_id
 from ctxfs.subagents._result import TaskResult
 from ctxfs.subagents._spec import SubAgent
-
-if TYPE_CHECKING:
-    from langgraph.types import StreamWriter
 
 __all__ = ["TaskArgs", "TaskRunner", "task_tool"]
 
@@ -34,7 +31,6 @@ class TaskRunner(Protocol):
         parent_thread_id: str,
         tool_call_id: str,
         depth: int = 1,
-        progress: StreamWriter | None = None,
     ) -> TaskResult: ...
 
     async def arun(
@@ -45,7 +41,6 @@ class TaskRunner(Protocol):
         parent_thread_id: str,
         tool_call_id: str,
         depth: int = 1,
-        progress: StreamWriter | None = None,
     ) -> TaskResult: ...
 
 
@@ -86,8 +81,9 @@ def task_tool(
 
     Each call runs :meth:`SubAgents.run <ctxfs.subagents.SubAgents.run>` (or ``arun`` in an
     async graph, so parallel calls run concurrently) with the calling graph's thread as the
-    parent and the call's id; the sub-agent's steps go to the graph's custom stream
-    (:class:`~ctxfs.subagents.TaskProgress`). It answers with a ``ToolMessage`` whose text is
+    parent and the call's id; the sub-agent's steps
+    (:class:`~ctxfs.subagents.TaskProgress`) and context events go to the graph's custom
+    stream. It answers with a ``ToolMessage`` whose text is
     :meth:`TaskResult.to_text <ctxfs.subagents.TaskResult.to_text>` and whose ``artifact`` is
     :meth:`TaskResult.to_json <ctxfs.subagents.TaskResult.to_json>`; a failed sub-agent or an
     unknown type gives an error result (``status="error"``) the model can act on, never an
@@ -116,7 +112,6 @@ def task_tool(
                 parent_thread_id=parent(),
                 tool_call_id=tool_call_id,
                 depth=depth,
-                progress=_stream_writer(),
             )
         except UnknownSubAgentError as exc:
             return _refusal(exc, tool_call_id)
@@ -130,7 +125,6 @@ def task_tool(
                 parent_thread_id=parent(),
                 tool_call_id=tool_call_id,
                 depth=depth,
-                progress=_stream_writer(),
             )
         except UnknownSubAgentError as exc:
             return _refusal(exc, tool_call_id)
@@ -166,13 +160,3 @@ def _answer(result: TaskResult, artifacts_key: str | None) -> ToolMessage | Comm
     if artifacts_key is None or not result.artifacts:
         return message
     return Command(update={"messages": [message], artifacts_key: list(result.artifacts)})
-
-
-def _stream_writer() -> StreamWriter | None:
-    """The running graph's custom stream writer, or ``None`` outside a graph run."""
-    from langgraph.config import get_stream_writer
-
-    try:
-        return get_stream_writer()
-    except (RuntimeError, KeyError):
-        return None

@@ -3,9 +3,10 @@ test_subagents_crash.py and killed where it is told.
 
 Usage: python _crash_subagents.py WORKSPACE_DIR SQLITE_PATH
 
-With ``CTXFS_KILL=<folder>:<n>`` in the environment, the process SIGKILLs itself right after
-the n-th file written under that workspace folder: ``/tool_results`` (a sub-agent's offload),
-``/transcripts`` (a sub-task's record or transcript), ``/notes`` (a sub-agent's write_file).
+With ``CTXFS_KILL=<text>:<n>`` in the environment, the process SIGKILLs itself right after
+the n-th workspace write whose path contains the text: ``/tool_results/`` (a sub-agent's
+offload), ``segment-0001.md`` (a sub-task's transcript), ``task.json`` (a sub-task's record:
+written when it starts and when it ends), ``/notes/`` (a sub-agent's write_file).
 Run again without it, the parent resumes from the SQLite checkpoint and finishes; it prints
 its final messages and artifacts as JSON.
 """
@@ -78,13 +79,13 @@ def _install_kill_switch() -> None:
     spec = os.environ.get("CTXFS_KILL")
     if not spec:
         return
-    folder, _, count = spec.rpartition(":")
+    text, _, count = spec.rpartition(":")
     remaining = [int(count)]
     original = Workspace.write_bytes
 
     def write_bytes(self: Workspace, path: str, data: bytes, **kwargs: Any) -> Any:
         info = original(self, path, data, **kwargs)
-        if path.startswith(folder + "/"):
+        if text in path:
             remaining[0] -= 1
             if remaining[0] == 0:
                 os.kill(os.getpid(), signal.SIGKILL)

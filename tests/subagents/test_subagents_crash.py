@@ -69,10 +69,10 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
 @pytest.mark.parametrize(
     "kill",
     [
-        "/tool_results:1",  # the first sub-agent's first offload
-        "/transcripts:3",  # the first sub-task's transcript: JSONL and Markdown written
-        "/transcripts:6",  # the first sub-task recorded as finished, its answer not merged
-        "/notes:2",  # inside one of the two parallel sub-agents
+        "/tool_results/:1",  # the first sub-agent's first offload
+        "segment-0001.md:1",  # the first sub-task's transcript written, not yet committed
+        "task.json:2",  # the first sub-task recorded as finished, its answer not merged
+        "/notes/:2",  # inside one of the two parallel sub-agents
     ],
 )
 def test_killed_mid_sub_task_resumes_and_ends_like_an_uninterrupted_run(

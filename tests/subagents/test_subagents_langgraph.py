@@ -14,7 +14,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from ctxfs import ContextEngine, ContextPolicy, Workspace
 from ctxfs.integrations.langgraph import compaction_node, offload_tool_node
-from ctxfs.subagents import SubAgents, TaskProgress, merge_artifacts
+from ctxfs.subagents import SubAgents, merge_artifacts
 from ctxfs.testing import ScriptedChatModel, tool_call
 from ctxfs.tools import workspace_tools
 
@@ -71,23 +71,25 @@ def test_task_tool_in_a_hand_written_graph(run_async: bool) -> None:
     graph = _graph(ws)
     config: Any = {"configurable": {"thread_id": "g1"}}
     request = {"messages": [("user", "Write the notes.")]}
-    progress: list[TaskProgress] = []
+    chunks: list[Any] = []
 
     async def go() -> None:
         async for chunk in graph.astream(request, config, stream_mode="custom"):
-            progress.append(chunk)
+            chunks.append(chunk)
 
     if run_async:
         asyncio.run(go())
     else:
-        progress.extend(graph.stream(request, config, stream_mode="custom"))
+        chunks.extend(graph.stream(request, config, stream_mode="custom"))
+    progress = [c["ctxfs"] for c in chunks if c["ctxfs"]["event"] == "TaskProgress"]
     state = graph.get_state(config).values
     assert state["artifacts"] == ["/notes/1.md", "/notes/2.md"]
     answers = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in answers] == ["a", "b", "c"]
     assert all(m.text.startswith("Written.") for m in answers)
     assert answers[0].artifact["thread_id"] == "g1/task-a"
-    assert {e.thread_id for e in progress} == {"g1/task-a", "g1/task-b", "g1/task-c"}
+    assert {e["thread_id"] for e in progress} == {"g1/task-a", "g1/task-b", "g1/task-c"}
+    assert progress[0]["text"].startswith("sub-agent 'general-purpose' (task '")
     assert state["messages"][-1].content == "Both notes written."
 
 
@@ -110,4 +112,4 @@ def test_without_an_artifacts_key_the_tool_updates_only_messages() -> None:
         }
     )
     assert isinstance(out, ToolMessage) and out.artifact["artifacts"] == ["/x.md"]
-    assert out.artifact["thread_id"] == "p/task-c"
+    assert out.artifact["thread_id"] == "p/task-c" and out.artifact["status"] == "completed"

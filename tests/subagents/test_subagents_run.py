@@ -362,7 +362,9 @@ def test_arun_gives_the_same_result_and_reports_progress() -> None:
         model=ScriptedChatModel(responses=replies()),
         policy=POLICY,
         tools=[query],
-        on_progress=seen.append,
+        on_event=lambda event, thread: (
+            seen.append(event) if isinstance(event, TaskProgress) else None
+        ),
     )
     a = sync.run("general-purpose", "List.", parent_thread_id="p", tool_call_id="c")
     b = asyncio.run(asyn.arun("general-purpose", "List.", parent_thread_id="p", tool_call_id="c"))

@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from ctxfs import ContextPolicy, Workspace
 from ctxfs.integrations.langchain import ContextMiddleware
-from ctxfs.subagents import SubAgent, SubAgentMiddleware, SubAgents, TaskProgress, task_records
+from ctxfs.subagents import SubAgent, SubAgentMiddleware, SubAgents, task_records
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 DETAIL = "order 8841 refunded twice by worker-3"
@@ -143,15 +143,15 @@ def _setup() -> tuple[Workspace, ScriptedChatModel, list[ScriptedChatModel], Any
     return ws, parent, [finder, explorer], agent
 
 
-def _stream(agent: Any, run_async: bool) -> tuple[list[TaskProgress], dict[str, Any]]:
-    progress: list[TaskProgress] = []
+def _stream(agent: Any, run_async: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    progress: list[dict[str, Any]] = []
     final: dict[str, Any] = {}
     request = {"messages": [("user", "Audit payments. PARENT-ONLY-MARKER")]}
     modes = ["custom", "values"]
 
     def take(mode: str, chunk: Any) -> None:
         if mode == "custom":
-            progress.append(chunk)
+            progress.append(chunk["ctxfs"])
         else:
             final.update(chunk)
 
@@ -217,14 +217,18 @@ def test_three_delegated_explorations_then_a_detail_recovered(run_async: bool) -
         "/notes/settlements.md",
     ]
 
-    # Progress streamed from all three sub-agents, each from started to finished.
+    # Progress streamed from all three sub-agents, each from started to finished, with
+    # their own context events (the offload of each query result) under their threads.
     by_thread: dict[str, list[str]] = {}
     for event in progress:
-        assert isinstance(event, TaskProgress) and event.parent_thread_id == "main"
-        by_thread.setdefault(event.thread_id, []).append(event.kind)
+        if event["event"] == "TaskProgress":
+            assert event["data"]["parent_thread_id"] == "main"
+            by_thread.setdefault(event["thread_id"], []).append(event["data"]["kind"])
     assert sorted(by_thread) == ["main/task-t1", "main/task-t2", "main/task-t3"]
     for kinds in by_thread.values():
         assert kinds[0] == "started" and kinds[-1] == "finished" and "model" in kinds
+    offloads = {e["thread_id"] for e in progress if e["event"] == "ToolResultOffloaded"}
+    assert offloads == {"main/task-t2", "main/task-t3"}
 
     # Threads and how they relate, from the workspace alone.
     assert [(r.parent_thread_id, r.thread_id, r.status) for r in task_records(ws)] == [
