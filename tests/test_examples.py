@@ -83,7 +83,8 @@ def test_subagents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert answer == "North has a payment refunded twice (ticket OPS-2291); south is in order."
     printed = capsys.readouterr().out
     assert "artifacts: ['/audit/north.md', '/audit/south.md']" in printed
-    assert "[audit/task-audit-n] sub-agent 'auditor' (task 'audit-n' of 'audit') finished" in printed
+    finished = "[audit/task-audit-n] sub-agent 'auditor' (task 'audit-n' of 'audit') finished"
+    assert finished in printed
     assert (tmp_path / "ws" / "transcripts").is_dir()
 
 
