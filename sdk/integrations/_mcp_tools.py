@@ -17,13 +17,14 @@ from __future__ import annotations
 import difflib
 import hashlib
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from pydantic import ValidationError
 
-from ctxfs._errors import EditError, SearchTimeoutError
+from ctxfs._errors import EditError, NotTextError, PathNotFoundError, SearchTimeoutError
 from ctxfs._glob import GlobMatcher, compile_glob
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
 from ctxfs._naming import result_path
@@ -177,6 +178,7 @@ class McpToolbox:
         self._thread_id = thread_id
         self._set = ToolSet(self._view, self._budget, MCP_NAMES)
         self._tools = {tool.name: tool for tool in self._build()}
+        self._lock = threading.Lock()
 
     @property
     def workspace(self) -> Workspace:
@@ -198,8 +200,13 @@ class McpToolbox:
 
         Returns:
             The answer: failures (an unknown tool, bad arguments, a workspace error) are
-            answers with ``is_error`` set and a text that says what to do next.
+            answers with ``is_error`` set and a text that says what to do next. Calls from
+            several threads run one at a time.
         """
+        with self._lock:  # the token counter's caches are not thread-safe
+            return self._call(name, arguments)
+
+    def _call(self, name: str, arguments: Mapping[str, object] | None) -> McpAnswer:
         budget = self._budget.fixed()
         tool = self._tools.get(name)
         if tool is None:
@@ -372,10 +379,24 @@ class McpToolbox:
 
     def _edit_file(self, path: str, edits: list[EditOperation], dry_run: bool) -> str:
         virtual = self._view.resolve(path)
-        before = self._view.read_text(virtual)
-        after, replaced = apply_edits(virtual, before, edits)
-        if not dry_run:
-            self._view.write_text(virtual, after)
+        if dry_run:
+            before = self._view.read_text(virtual)
+            after, replaced = apply_edits(virtual, before, edits)
+        else:
+            applied: list[tuple[str, str, int]] = []
+
+            def change(data: bytes | None) -> bytes:
+                if data is None:
+                    raise PathNotFoundError(f"{virtual}: no such file or directory", path=virtual)
+                text = _text_of(virtual, data)
+                new, count = apply_edits(virtual, text, edits)
+                applied.append((text, new, count))
+                return new.encode("utf-8")
+
+            # Applied to exactly the content read: if another writer changed the file in
+            # between, the write is refused and the edits are checked again on what it holds.
+            self._view.update(virtual, change)
+            before, after, replaced = applied[-1]
         diff = _unified_diff(virtual, before, after)
         count = plural(replaced, "occurrence")
         if dry_run:
@@ -485,6 +506,16 @@ def apply_edits(path: str, text: str, edits: Sequence[EditOperation]) -> tuple[s
                 continue
         raise EditError(f"{which}: {problem}; nothing was changed", path=path)
     return text, replaced
+
+
+def _text_of(path: str, data: bytes) -> str:
+    """The text of a file to edit, or :class:`~ctxfs._errors.NotTextError`."""
+    if b"\x00" not in data:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    raise NotTextError(f"{path} is not a UTF-8 text file; it cannot be edited", path=path)
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:

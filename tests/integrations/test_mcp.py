@@ -280,6 +280,29 @@ def test_edit_file_is_all_or_nothing(workspace: Workspace) -> None:
     assert workspace.read_text("/conf.ini") == "a=1\nb=2\nb=2\n"
 
 
+def test_edit_file_refuses_what_it_cannot_edit(workspace: Workspace) -> None:
+    workspace.write_bytes("/image.bin", b"\x89PNG\x00\x01")
+    server = create_server(workspace)
+    edits = [{"oldText": "PNG", "newText": "GIF"}]
+
+    async def session(client: Client) -> None:
+        binary = await client.call_tool("edit_file", {"path": "/image.bin", "edits": edits})
+        assert binary.is_error and _text(binary) == (
+            "Error: /image.bin is not a UTF-8 text file; it cannot be edited; read_text_file "
+            "and edit_file work only on UTF-8 text files"
+        )
+        missing = await client.call_tool("edit_file", {"path": "/nope.txt", "edits": edits})
+        assert missing.is_error and _text(missing).startswith(
+            "Error: /nope.txt: no such file or directory; check the path with list_directory"
+        )
+        saved = await client.call_tool("edit_file", {"path": "/transcripts/t/x.md", "edits": edits})
+        assert saved.is_error and "is in the read-only area /transcripts/" in _text(saved)
+
+    _run(session, server)
+    assert workspace.read_bytes("/image.bin") == b"\x89PNG\x00\x01"
+    assert not workspace.exists("/nope.txt")
+
+
 def test_search_files_excludes_files_and_folders(workspace: Workspace) -> None:
     for path in ["/src/a.py", "/src/gen/b.py", "/node_modules/x/c.py", "/d.py"]:
         workspace.write_text(path, "pass\n")
