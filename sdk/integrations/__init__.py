@@ -9,6 +9,9 @@
 - :mod:`ctxfs.integrations.deepagents`:
   :class:`~ctxfs.integrations.deepagents.WorkspaceBackend`, a Deep Agents backend over a
   workspace, for ``create_deep_agent(backend=...)`` (extra ``deepagents``).
+- :mod:`ctxfs.integrations.mcp`: :func:`~ctxfs.integrations.mcp.create_server`, an MCP
+  server over a workspace for agents outside Python, also ``ctxfs mcp serve`` (extra
+  ``mcp``).
 
 Nothing is imported here, so ``import ctxfs`` never pulls in a framework.
 """
