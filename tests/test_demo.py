@@ -67,3 +67,28 @@ def test_live_view_draws_the_turns() -> None:
     drawn = buffer.getvalue()
     assert "9,000 -> 4,000/12,000" in drawn and "/tool_results/x.txt" in drawn
     assert "summary text" in drawn
+
+
+def test_the_live_view_leaves_every_turn_in_order_with_the_size_without_ctxfs() -> None:
+    buffer = io.StringIO()
+    view = LiveView(Console(file=buffer, force_terminal=True, width=200))
+    turns = [
+        Turn(number=n, tokens_before=1_000 + n, tokens=1_000 + n, budget=12_000, without=5_000 + n)
+        for n in range(1, 31)
+    ]
+    view.update(turns)  # the table shows the last 14 turns only
+    view.close()
+    log = buffer.getvalue().split("Every turn, in order:", 1)[1]
+    numbers = [int(line.split()[1]) for line in log.splitlines() if line.startswith("turn ")]
+    assert numbers == list(range(1, 31))
+    assert "(without ctxfs: 5,001)" in log
+
+
+def test_the_size_without_ctxfs_adds_back_everything_ctxfs_removed(tmp_path: Path) -> None:
+    options = DemoOptions(workspace=str(tmp_path / "ws"), live=False)
+    report = run_demo(options, stream=io.StringIO())
+    for turn in report.turns:
+        assert turn.without >= turn.tokens_before
+    # it only grows: what ctxfs removed is added back, never subtracted
+    assert [t.without for t in report.turns] == sorted(t.without for t in report.turns)
+    assert report.turns[-1].without > 2 * report.turns[-1].tokens

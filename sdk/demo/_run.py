@@ -199,6 +199,7 @@ class _Tracker:
         self.turns: list[Turn] = []
         self.events: list[ContextEvent] = []
         self._early: list[str] = []
+        self._removed = 0  # tokens ctxfs took out of the context so far
 
     def on_event(self, event: ContextEvent, thread_id: str) -> None:
         self.events.append(event)
@@ -208,14 +209,19 @@ class _Tracker:
                 tokens_before=event.tokens_before,
                 tokens=event.tokens_after,
                 budget=event.max_input_tokens,
+                without=event.tokens_before + self._removed,
             )
+            self._removed += event.tokens_before - event.tokens_after
             turn.notes.extend(self._early)
             self._early.clear()
             self.turns.append(turn)
-        elif (line := describe_event(event)) is not None:
-            # Compaction events come before their turn's measurement; offloads after the call.
-            target = self._early if self._compaction_pending(event) else self._current_notes()
-            target.append(line)
+        else:
+            if isinstance(event, ToolResultOffloaded):
+                self._removed += event.tokens - event.tokens_after
+            if (line := describe_event(event)) is not None:
+                # Compaction events come before their turn's measurement; offloads after.
+                target = self._early if self._compaction_pending(event) else self._current_notes()
+                target.append(line)
         self.view.update(self.turns)
 
     def _compaction_pending(self, event: ContextEvent) -> bool:

@@ -33,6 +33,8 @@ class Turn:
         tokens_before: Context tokens before compaction.
         tokens: Context tokens the model was sent.
         budget: The policy's ``max_input_tokens``.
+        without: Tokens the model would have been sent without ctxfs: everything offloaded,
+            cleared and summarized so far put back.
         action: What the model did (a tool call or its answer), once known.
         notes: What ctxfs did, one line each.
     """
@@ -41,6 +43,7 @@ class Turn:
     tokens_before: int
     tokens: int
     budget: int
+    without: int = 0
     action: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -77,6 +80,17 @@ def _context(turn: Turn) -> str:
     return text
 
 
+def _without(turn: Turn) -> str:
+    return f"(without ctxfs: {turn.without:,})" if turn.without > turn.tokens else ""
+
+
+def _line(turn: Turn) -> str:
+    return (
+        f"turn {turn.number:>2}  context {_context(turn):>22} tokens {_without(turn):>24}  "
+        f"{turn.action}"
+    )
+
+
 class PlainView:
     """Plain lines on a stream: one block per turn, printed when the next one starts."""
 
@@ -92,10 +106,7 @@ class PlainView:
 
     def _flush(self, turns: Sequence[Turn]) -> None:
         for turn in turns[self._printed :]:
-            print(
-                f"turn {turn.number:>2}  context {_context(turn):>22} tokens  {turn.action}",
-                file=self._stream,
-            )
+            print(_line(turn), file=self._stream)
             for note in turn.notes:
                 print(f"          ctxfs: {note}", file=self._stream)
         self._printed = max(self._printed, len(turns))
@@ -122,12 +133,14 @@ class LiveView:
         self._console = console
         self._live: Live = Live(console=console, auto_refresh=False, transient=False)
         self._live.start()
+        self._turns: list[Turn] = []
 
     def update(self, turns: Sequence[Turn]) -> None:
         """Redraws the table."""
         from rich.table import Table
         from rich.text import Text
 
+        self._turns = list(turns)
         table = Table(title="ctxfs demo: context per model call", expand=True)
         table.add_column("#", justify="right", width=3)
         table.add_column("context / budget", width=_BAR + 2)
@@ -138,6 +151,8 @@ class LiveView:
             colour = "red" if share > 0.85 else "yellow" if share > 0.6 else "green"
             context = Text(_bar(turn.tokens, turn.budget), style=colour)
             context.append(f"\n{_context(turn)}")
+            if turn.without > turn.tokens:
+                context.append(f"\nwithout ctxfs {turn.without:,}", style="dim")
             notes = "\n".join(turn.notes)
             table.add_row(str(turn.number), context, turn.action, Text(notes, style="cyan"))
         self._live.update(table, refresh=True)
@@ -149,5 +164,10 @@ class LiveView:
         self._live.console.print(Panel(text, title=title, expand=True))
 
     def close(self) -> None:
-        """Stops the live display, leaving the last table on screen."""
+        """Stops the live display, then logs every turn in order (the table shows the last)."""
         self._live.stop()
+        self._console.print("\nEvery turn, in order:", highlight=False)
+        for turn in self._turns:
+            self._console.print(_line(turn), highlight=False, markup=False)
+            for note in turn.notes:
+                self._console.print(f"          ctxfs: {note}", highlight=False, markup=False)
