@@ -46,9 +46,9 @@ _MIME_TYPES: Final = {
 }
 
 _KINDS: Final = {
-    RESULTS_DIR: "The full text of a tool result that was shortened in conversation {thread}.",
-    INPUTS_DIR: "The byte-exact argument of a tool call shortened in conversation {thread}.",
-    TRANSCRIPTS_DIR: "Archived messages of conversation {thread} ({form}).",
+    RESULTS_DIR: "The full text of a tool result that was shortened in {conversation}.",
+    INPUTS_DIR: "The byte-exact argument of a tool call that was shortened in {conversation}.",
+    TRANSCRIPTS_DIR: "Archived messages of {conversation} ({form}).",
 }
 
 
@@ -167,12 +167,13 @@ def _saved_files(workspace: Workspace) -> Iterator[FileInfo]:
 
 def _entry(info: FileInfo) -> ResourceEntry:
     area, _, rest = info.path[1:].partition("/")
-    thread = rest.partition("/")[0] if "/" in rest else "?"
+    # files are kept per conversation: <area>/<thread>/<file>
+    conversation = f"conversation {rest.partition('/')[0]}" if "/" in rest else "a conversation"
     form = "lossless JSONL" if info.path.endswith(".jsonl") else "Markdown"
     if info.path.endswith("/index.json"):
-        description = f"The index of the archived segments of conversation {thread}."
+        description = f"The index of the archived segments of {conversation}."
     else:
-        description = _KINDS[f"/{area}"].format(thread=thread, form=form)
+        description = _KINDS[f"/{area}"].format(conversation=conversation, form=form)
     return ResourceEntry(
         uri=resource_uri(info.path),
         path=info.path,

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import quote as url_quote
 
 from pydantic import ValidationError
 
@@ -56,6 +57,7 @@ from ctxfs.tools._names import ToolNames
 
 __all__ = [
     "MCP_NAMES",
+    "URI_PREFIX",
     "McpAnswer",
     "McpTool",
     "McpToolbox",
@@ -84,8 +86,6 @@ _AREA_CONTENTS: Final = {
 
 def resource_uri(path: str) -> str:
     """The MCP resource URI of a workspace path: ``ctxfs:///tool_results/t/a.txt``."""
-    from urllib.parse import quote as url_quote
-
     return URI_PREFIX + url_quote(path, safe="/")
 
 

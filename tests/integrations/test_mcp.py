@@ -328,11 +328,13 @@ def test_resources_page_and_refuse_what_is_not_theirs(workspace: Workspace) -> N
 
     async def session(client: Client) -> None:
         seen: list[str] = []
+        described: dict[str, tuple[str | None, str | None]] = {}
         cursor: str | None = None
         while True:
             page = await client.list_resources(cursor=cursor)
             assert len(page.resources) <= 2
             seen += [resource.uri for resource in page.resources]
+            described |= {r.uri: (r.description, r.mime_type) for r in page.resources}
             cursor = page.next_cursor
             if cursor is None:
                 break
@@ -340,6 +342,10 @@ def test_resources_page_and_refuse_what_is_not_theirs(workspace: Workspace) -> N
             "ctxfs:///tool_inputs/t/blob.bin",
             *(f"ctxfs:///tool_results/t/{n}-query.txt" for n in range(5)),
         ]
+        assert described["ctxfs:///tool_results/t/0-query.txt"] == (
+            "The full text of a tool result that was shortened in conversation t.",
+            "text/plain",
+        )
         blob = (await client.read_resource("ctxfs:///tool_inputs/t/blob.bin")).contents[0]
         assert isinstance(blob, types.BlobResourceContents) and blob.blob == "AAH/"
         notes = (await client.read_resource("ctxfs:///notes.md")).contents[0]
