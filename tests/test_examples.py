@@ -23,7 +23,8 @@ def _load(name: str) -> ModuleType:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"quickstart", "langgraph_graph", "s3_workspace", "openai_messages", "subagents"}
+    tested = {"quickstart", "langgraph_graph", "s3_workspace", "openai_messages"}
+    tested |= {"parallel_subagents"}
     tested |= {"workflow_research"}
     tested |= {"deepagents_s3"}
     tested |= {"mcp_client"}
@@ -78,8 +79,8 @@ def test_s3_workspace(s3_endpoint: str, s3_bucket: str, monkeypatch: pytest.Monk
     assert any(line.startswith(f"{url}/tool_results/audit-") for line in listing)
 
 
-def test_subagents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    answer = _load("subagents").main(["--workspace", str(tmp_path / "ws")])
+def test_parallel_subagents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answer = _load("parallel_subagents").main(["--workspace", str(tmp_path / "ws")])
     assert answer == "North has a payment refunded twice (ticket OPS-2291); south is in order."
     printed = capsys.readouterr().out
     assert "artifacts: ['/audit/north.md', '/audit/south.md']" in printed

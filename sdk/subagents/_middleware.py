@@ -27,7 +27,7 @@ class SubAgentState(AgentState[Any]):
     artifacts: NotRequired[Annotated[list[str], merge_artifacts]]
 
 
-class SubAgentMiddleware(AgentMiddleware[SubAgentState, Any, Any]):
+class SubAgentMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Gives a ``create_agent`` agent the ``task`` tool over a :class:`SubAgents` registry.
 
     The tool runs sub-agents in their own threads and context windows (see

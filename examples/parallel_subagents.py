@@ -11,7 +11,7 @@ sub-agents' steps arrive on the parent's custom stream.
 
 Run it offline (scripted models)::
 
-    python examples/subagents.py [--workspace DIR]
+    python examples/parallel_subagents.py [--workspace DIR]
 
 then ``ctxfs transcripts DIR`` shows the parent and sub-agent threads.
 """
@@ -24,6 +24,7 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -118,10 +119,13 @@ def main(argv: list[str] | None = None) -> str:
         middleware=[ContextMiddleware(workspace, policy), SubAgentMiddleware(subagents)],
         checkpointer=InMemorySaver(),
     )
-    config: Any = {"configurable": {"thread_id": "audit"}}
-    request = {"messages": [("user", "Audit both regions.")]}
-    for mode, chunk in agent.stream(request, config, stream_mode=["custom", "updates"]):
-        event = chunk.get("ctxfs", {}) if mode == "custom" else {}
+    config: RunnableConfig = {"configurable": {"thread_id": "audit"}}
+    for mode, chunk in agent.stream(
+        {"messages": [{"role": "user", "content": "Audit both regions."}]},
+        config,
+        stream_mode=["custom", "updates"],
+    ):
+        event = chunk.get("ctxfs", {}) if mode == "custom" and isinstance(chunk, dict) else {}
         if event.get("event") == "TaskProgress" and event["data"]["kind"] != "tool":
             print(f"[{event['thread_id']}] {event['text']}")
     state = agent.get_state(config).values
