@@ -13,7 +13,8 @@ extractive summarizer: no model). The thread writes files, runs commands and get
 every size, some far over the offload threshold, so each summary has files, offloaded paths
 and earlier segments to name.
 
-At each mark (a number of messages sent so far, and the 500th summary) it reports:
+At each mark (a number of messages sent so far, and the 500th summary: ``--summaries``) it
+reports:
 
 - the per-call cost of a compaction that does not summarize (median of the calls since the
   previous mark) and of one that summarizes and commits a segment to the transcript index
@@ -135,7 +136,9 @@ def _index_bytes(workspace: Workspace, folder: str) -> int:
     )
 
 
-def run(marks: list[int], window: int, workspace_url: str, seed: int) -> list[Mark]:
+def run(
+    marks: list[int], window: int, workspace_url: str, seed: int, summaries_mark: int
+) -> list[Mark]:
     workspace = Workspace(workspace_url)
     engine = ContextEngine(workspace, ContextPolicy(max_input_tokens=window))
     folder = TranscriptArchive(workspace, THREAD).directory
@@ -146,7 +149,7 @@ def run(marks: list[int], window: int, workspace_url: str, seed: int) -> list[Ma
     summarizing: list[float] = []
     results: list[Mark] = []
     pending = sorted(marks)
-    at_500 = False
+    at_summaries = summaries_mark <= 0
     started = time.perf_counter()
 
     def mark(label: str) -> None:
@@ -184,16 +187,16 @@ def run(marks: list[int], window: int, workspace_url: str, seed: int) -> list[Ma
         assert isinstance(result, ToolMessage)
         state = [*compacted.messages, engine.offload_tool_result(result, thread_id=THREAD)]
         sent += 2
-        if summaries >= 500 and not at_500:
-            at_500 = True
-            mark("500 summaries")
+        if summaries >= summaries_mark and not at_summaries:
+            at_summaries = True
+            mark(f"{summaries_mark} summaries")
         while pending and sent >= pending[0]:
             pending.pop(0)
             mark(f"{sent // 1000}k messages" if sent >= 1000 else f"{sent} messages")
-        if not pending and at_500:
+        if not pending and at_summaries:
             break
         if not pending and sent >= 4 * max(marks):
-            break  # 500 summaries are out of reach at this window
+            break  # that many summaries are out of reach at this window
     return results
 
 
@@ -230,10 +233,14 @@ def main() -> None:
     parser.add_argument(
         "--workspace", default="memory://bench-scale", help="a folder, memory://name or s3://..."
     )
+    parser.add_argument(
+        "--summaries", type=int, default=500, help="also a mark at this many summaries (0: none)"
+    )
     parser.add_argument("--seed", type=int, default=18)
     args = parser.parse_args()
-    print(f"Driving one thread to {max(args.marks):,} messages (and 500 summaries)...")
-    results = run(args.marks, args.window, args.workspace, args.seed)
+    also = f" (and {args.summaries} summaries)" if args.summaries > 0 else ""
+    print(f"Driving one thread to {max(args.marks):,} messages{also}...")
+    results = run(args.marks, args.window, args.workspace, args.seed, args.summaries)
     report(results, args.window)
 
 
