@@ -421,3 +421,24 @@ def test_tool_schemas_follow_the_reference_server(workspace: Workspace) -> None:
         assert '"oldText"' in edit and '"newText"' in edit
 
     _run(session, server)
+
+
+def test_serve_reports_what_stops_it_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ctxfs._cli import main
+
+    folder = str(tmp_path / "ws")
+    assert main(["mcp", "serve", folder, "--max-output-tokens", "5"]) == 2
+    assert capsys.readouterr().err == (
+        "ctxfs mcp: max_output_tokens must be at least 100 (room for a paging note and some "
+        "content), got 5\n"
+    )
+    assert main(["mcp", "serve", folder, "--read-only", "../.."]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ctxfs mcp: ") and err.count("\n") == 1
+    assert (
+        main(["mcp", "serve", "s3://no-such-bucket/x", "--endpoint-url", "http://127.0.0.1:9"]) == 2
+    )
+    err = capsys.readouterr().err
+    assert err.startswith("ctxfs mcp: cannot open the workspace s3://no-such-bucket/x: ")
