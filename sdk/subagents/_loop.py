@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,8 +28,6 @@ from ctxfs.integrations._core import ContextHooks, RequestShape
 from ctxfs.subagents._result import TaskProgress, TaskStatus
 
 __all__ = ["Ask", "Compact", "Run", "RunTools", "adrive", "drive", "steps"]
-
-_log = logging.getLogger("ctxfs.subagents")
 
 # Tools whose successful calls make their file_path an artifact (the workspace tools').
 _WRITE_TOOLS = frozenset({"write_file", "edit_file"})

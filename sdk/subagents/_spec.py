@@ -6,7 +6,7 @@ from typing import Annotated
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from pydantic import BaseModel, ConfigDict, Field
 
 from ctxfs._policy import ContextPolicy
 
@@ -61,9 +61,9 @@ class SubAgent(BaseModel):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
     description: Annotated[str, Field(min_length=1)]
     system_prompt: str = GENERAL_PURPOSE_PROMPT
-    tools: SkipValidation[tuple[BaseTool, ...] | None] = None
+    tools: tuple[BaseTool, ...] | None = None
     workspace_tools: bool = True
-    model: SkipValidation[BaseChatModel | None] = None
+    model: BaseChatModel | None = None
     policy: ContextPolicy | None = None
     max_turns: Annotated[int, Field(ge=1)] = DEFAULT_MAX_TURNS
     max_tokens: Annotated[int | None, Field(ge=1)] = None

@@ -80,6 +80,8 @@ def test_an_unknown_name_is_an_error_listing_the_registered_ones() -> None:
         ({"name": "ok", "description": ""}, "at least 1 character"),
         ({"name": "ok", "description": "d", "max_turns": 0}, "greater than or equal to 1"),
         ({"name": "ok", "description": "d", "max_token": 5}, "Extra inputs are not permitted"),
+        ({"name": "ok", "description": "d", "model": "openai:gpt-5"}, "instance of BaseChatModel"),
+        ({"name": "ok", "description": "d", "tools": [print]}, "instance of BaseTool"),
     ],
 )
 def test_a_spec_is_validated(fields: dict[str, object], message: str) -> None:
@@ -406,3 +408,26 @@ def test_every_task_gets_its_own_thread_and_a_repeat_gets_its_result(
         (r.parent_thread_id, r.tool_call_id, r.prompt): r.thread_id for r in task_records(ws)
     }
     assert recorded == threads
+
+
+def test_a_long_sub_task_is_summarized_and_its_transcript_still_holds_everything() -> None:
+    ws = Workspace("memory://sub-long")
+    pages = [tool_call("query", {"name": f"q{n}"}) for n in range(8)]
+    small = ContextPolicy(
+        max_input_tokens=12_000,
+        tool_results={"threshold": {"tokens": 5_000}},  # results stay in the context
+        clearing={"enabled": False},
+        summarization={"trigger": {"fraction": 0.6}, "keep": {"fraction": 0.2}},
+    )
+    spec = SubAgent(name="long", description="d", policy=small, workspace_tools=False)
+    agents = _agents(ws, [*pages, "Read all eight."], subagents=[spec])
+    result = agents.run("long", "Read them all.", parent_thread_id="p", tool_call_id="c")
+    assert result.status == "completed" and result.turns == 9
+    archive = TranscriptArchive(ws, result.thread_id)
+    segments = archive.segments()
+    assert len(segments) >= 2  # summarized on the way, then the rest at the end
+    assert [s.start for s in segments[1:]] == [s.stop for s in segments[:-1]]  # contiguous
+    assert result.transcripts == tuple(s.markdown_path for s in segments)
+    messages = archive.read_all()
+    assert [m.type for m in messages] == ["human", *["ai", "tool"] * 8, "ai"]
+    assert [m.id for m in messages if m.type == "ai"] == [f"scripted-{n}" for n in range(9)]
