@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -47,7 +47,7 @@ __all__ = [
     "load_state",
 ]
 
-STATE_FORMAT = "ctxfs.workflow/1"
+STATE_FORMAT: Final = "ctxfs.workflow/1"
 """The ``format`` field of every state file this version writes and reads."""
 
 WorkflowStatus = Literal["running", "halted", "completed"]
