@@ -4,7 +4,9 @@ Layout, per thread (``<thread>`` is :func:`ctxfs._naming.safe_name` of the threa
 
     /transcripts/<thread>/segment-0001.jsonl   lossless: one message per line
     /transcripts/<thread>/segment-0001.md      readable twin, every text verbatim
-    /transcripts/<thread>/index.json           every committed segment, oldest first
+    /transcripts/<thread>/segment-0001.json    its record: the index entry, on its own
+    /transcripts/<thread>/index-0001.json      a full page: entries of segments 1-32
+    /transcripts/<thread>/index.json           the head: the page count and later entries
 
 - **JSONL** lines are ``json.dumps(messages_to_dict([m])[0], ensure_ascii=True)``: pure ASCII,
   so no exotic line separator can split a line; ``messages_from_dict`` restores the messages
@@ -16,19 +18,30 @@ Layout, per thread (``<thread>`` is :func:`ctxfs._naming.safe_name` of the threa
   (absolute positions in the original, uncompacted thread), time, tokens, the summary
   message that replaced the segment (stored once, ``messages_to_dict`` form; its text is
   :attr:`ArchiveSegment.summary`), and path, SHA-256 and size of both files.
+- **Append-only index.** Entries go into the head; when it holds :data:`PAGE_SIZE` of them
+  they move, once and for all, into the next full page (written create-only, never
+  rewritten). So a commit rewrites at most one page's worth of entries, however long the
+  thread: its cost stays flat.
 
 Write protocol (crash-safe, deterministic): the two segment files are written create-only
-and read back (size and SHA-256) before anything else happens; only then is the index
-rewritten atomically (a temporary file and a rename on local disk, one whole-object put on
-object stores). So no index entry ever names a missing or half-written file. A compaction
-reads the index once (:meth:`TranscriptArchive.segments`) and hands what it read to
-:meth:`~TranscriptArchive.write_segment` and :meth:`~TranscriptArchive.commit`, so each
-summary costs one read and one write of the index. A re-run after a
-crash finds what it left: a segment with the same range and content already in the index is
-reused as is; a leftover segment file with identical bytes is adopted; a leftover with
-different bytes keeps its number and the segment takes the next one. The time in the index
-comes from the ``clock`` argument; it appears nowhere else, so messages and segment files do
-not depend on it. One writer per thread at a time.
+and read back (size and SHA-256) before anything else happens; then the segment's record is
+written create-only (the commit itself); only then is the head rewritten, as a conditional
+write on the version that was read (compare-and-swap: another writer's entry is never
+overwritten). So no index entry ever names a missing or half-written file, and the index is
+a cache of the records: a missing, torn or incomplete index is rebuilt from them. A re-run
+after a crash finds what it left: a segment with the same range and content already in the
+index is reused as is; a leftover segment file with identical bytes is adopted; a leftover
+with different bytes keeps its number and the segment takes the next one. Messages that a
+committed segment already holds byte for byte (a compaction whose result never reached the
+agent's state) are not archived again: only the rest is. The time in the index comes from
+the ``clock`` argument; it appears nowhere else, so messages and segment files do not depend
+on it.
+
+One writer per thread, and a second one is detected: a commit that finds in the head a
+segment committed since its writer read the index, over the same messages, raises
+:class:`~ctxfs._errors.ArchiveError` (nothing is dropped) instead of merging two versions of
+one conversation. Segments over other messages (two archive objects taking turns) are both
+kept.
 """
 
 from __future__ import annotations
@@ -50,7 +63,13 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from ctxfs._errors import ArchiveError, PathExistsError, PathNotFoundError, WorkspaceError
+from ctxfs._errors import (
+    ArchiveError,
+    ConflictError,
+    PathExistsError,
+    PathNotFoundError,
+    WorkspaceError,
+)
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._messages import text_blocks
 from ctxfs._naming import safe_name
@@ -58,6 +77,7 @@ from ctxfs._workspace import Workspace
 
 __all__ = [
     "INDEX_NAME",
+    "PAGE_SIZE",
     "ArchiveError",
     "ArchiveSegment",
     "TranscriptArchive",
@@ -68,12 +88,20 @@ __all__ = [
 INDEX_NAME = "index.json"
 """File name of the per-thread index."""
 
+PAGE_SIZE = 32
+"""Entries per full index page; the head holds fewer."""
+
 _INDEX_FORMAT = "ctxfs-transcript-index"
 # 1 also stored each summary's text next to the message; 2 had no per-segment records (each
-# segment gets its record when such an index is read). Both are still read.
-_INDEX_VERSION = 3
+# segment gets its record when such an index is read); 3 kept every entry in index.json
+# (the next commit moves them into pages). All are still read.
+_INDEX_VERSION = 4
+_RECORDS_SINCE = 3
 _MAX_PROBES = 64
-_RECORD = re.compile(r"segment-\d{4,}\.json")
+_COMMIT_ATTEMPTS = 16
+_RECORD = re.compile(r"segment-(\d{4,})\.json")
+_SEGMENT_FILE = re.compile(r"segment-(\d{4,})\.(?:jsonl|md|json)")
+_MARKDOWN_RANGE = re.compile(rb"^# Transcript of thread .*, messages (\d+)-(\d+)\n")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +170,29 @@ class ArchiveSegment:
             raise ArchiveError(f"malformed transcript index entry: {exc}") from None
 
 
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """The head of a thread's index: how many full pages precede it, its own entries, the
+    version it was read at (``None``: there is none yet) and its format version."""
+
+    pages: int
+    entries: tuple[ArchiveSegment, ...]
+    version: str | None
+    format_version: int
+
+
+_LOST = _Head(pages=0, entries=(), version=None, format_version=0)
+
+
+class _Unreadable(Exception):
+    """The index (or one of its pages) is missing, torn or malformed: rebuild it."""
+
+    def __init__(self, reason: str, version: str | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.version = version
+
+
 def thread_transcript_dir(thread_id: str) -> str:
     """Returns the virtual folder of a thread's transcripts."""
     return f"{TRANSCRIPTS_DIR}/{safe_name(thread_id)}"
@@ -177,6 +228,9 @@ class TranscriptArchive:
         self._clock = clock or _default_clock
         self._dir = thread_transcript_dir(thread_id)
         self._repairs: list[str] = []
+        # The index as segments() last read it: the first compare-and-swap of a commit is
+        # tried on it (a stale one only fails that first try), sparing one read per summary.
+        self._loaded: tuple[_Head, tuple[ArchiveSegment, ...]] | None = None
 
     @property
     def directory(self) -> str:
@@ -199,6 +253,10 @@ class TranscriptArchive:
         """Returns the path of segment ``number``'s record: its index entry, on its own."""
         return f"{self._dir}/segment-{number:04d}.json"
 
+    def page_path(self, page: int) -> str:
+        """Returns the path of full index page ``page`` (1, 2, ...)."""
+        return f"{self._dir}/index-{page:04d}.json"
+
     def segments(self, *, expected: Sequence[str] = ()) -> tuple[ArchiveSegment, ...]:
         """Returns the committed segments, oldest first (empty if nothing was archived).
 
@@ -219,74 +277,144 @@ class TranscriptArchive:
         # this thread's own are vouched for here
         expected = [path for path in expected if path.startswith(self._dir + "/")]
         try:
-            raw = self._workspace.read_text(self.index_path)
+            head, entries = self._load()
+        except _Unreadable as exc:
+            return self._rebuild(exc.reason, expected, exc.version)
+        if head.version is None:
+            rebuilt = self._rebuild("the index was missing", expected, None)
+            self._loaded = None if rebuilt else (head, ())
+            return rebuilt
+        listed = {segment.markdown_path for segment in entries}
+        missing = [path for path in expected if path not in listed]
+        if missing:
+            return self._rebuild(f"the index lacked {', '.join(missing)}", expected, head.version)
+        if head.format_version < _RECORDS_SINCE:
+            self._migrate(entries, head.version)
+            return entries
+        self._loaded = (head, entries)
+        return entries
+
+    def _load(self) -> tuple[_Head, tuple[ArchiveSegment, ...]]:
+        """The head and every entry (full pages first), or :class:`_Unreadable`."""
+        head = self._read_head()
+        entries: list[ArchiveSegment] = []
+        for page in range(1, head.pages + 1):
+            entries += self._read_page(page, head.version)
+        entries += head.entries
+        numbers = [segment.number for segment in entries]
+        if numbers != sorted(set(numbers)):
+            raise _Unreadable("the index lists segments out of order", head.version)
+        return head, tuple(entries)
+
+    def _read_head(self) -> _Head:
+        """The head of the index; ``version`` is ``None`` when there is none."""
+        try:
+            raw, version = self._workspace.read_versioned(self.index_path)
         except PathNotFoundError:
-            return self._rebuild("the index was missing", expected)
+            return _Head(pages=0, entries=(), version=None, format_version=_INDEX_VERSION)
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not read {self.index_path}: {exc}") from exc
         try:
             data = json.loads(raw)
             entries = tuple(ArchiveSegment.from_json(entry) for entry in data["segments"])
-        except (ValueError, KeyError, TypeError, RecursionError, ArchiveError) as exc:
+            pages = data.get("pages", 0)
+            if not isinstance(pages, int) or pages < 0:
+                raise ValueError(f"pages is {pages!r}")
+            format_version = data.get("version")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             reason = f"the index could not be read ({type(exc).__name__}: {exc})"
-            return self._rebuild(reason, expected)
-        listed = {segment.markdown_path for segment in entries}
-        missing = [path for path in expected if path not in listed]
-        if missing:
-            return self._rebuild(f"the index lacked {', '.join(missing)}", expected)
-        if not isinstance(data.get("version"), int) or data["version"] < _INDEX_VERSION:
-            self._migrate(entries)
+            raise _Unreadable(reason, version) from None
+        except ArchiveError as exc:
+            raise _Unreadable(f"the index could not be read ({exc})", version) from None
+        known = format_version if isinstance(format_version, int) else 0
+        return _Head(pages=pages, entries=entries, version=version, format_version=known)
+
+    def _read_page(self, page: int, head_version: str | None) -> list[ArchiveSegment]:
+        path = self.page_path(page)
+        try:
+            raw = self._workspace.read_bytes(path)
+        except PathNotFoundError:
+            raise _Unreadable(f"the index page {path} was missing", head_version) from None
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not read {path}: {exc}") from exc
+        try:
+            data = json.loads(raw)
+            entries = [ArchiveSegment.from_json(entry) for entry in data["segments"]]
+            if len(entries) != PAGE_SIZE:
+                raise ValueError(f"{len(entries)} entries instead of {PAGE_SIZE}")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            reason = f"the index page {path} could not be read ({type(exc).__name__}: {exc})"
+            raise _Unreadable(reason, head_version) from None
+        except ArchiveError as exc:
+            reason = f"the index page {path} could not be read ({exc})"
+            raise _Unreadable(reason, head_version) from None
         return entries
 
-    def _migrate(self, entries: Sequence[ArchiveSegment]) -> None:
+    def _migrate(self, entries: Sequence[ArchiveSegment], version: str | None) -> None:
         """Gives every segment of an index written before records existed its record."""
         for segment in entries:
             path = self.record_path(segment.number)
             if not self._put(path, _json_bytes(segment.to_json())):
                 raise ArchiveError(f"{path} holds a record that differs from the index")
-        self._write_index(entries)
+        self._store_index(entries, version)
 
     @property
     def repairs(self) -> tuple[str, ...]:
         """What :meth:`segments` found wrong with the index and rebuilt, in order."""
         return tuple(self._repairs)
 
-    def _rebuild(self, reason: str, expected: Sequence[str]) -> tuple[ArchiveSegment, ...]:
-        records = set(self._listed_records())
+    def _rebuild(
+        self, reason: str, expected: Sequence[str], version: str | None
+    ) -> tuple[ArchiveSegment, ...]:
+        numbers, torn = self._listed_numbers()
         for markdown in expected:  # read directly: a stale listing must not hide them
-            if markdown.startswith(self._dir + "/") and markdown.endswith(".md"):
-                records.add(markdown[: -len(".md")] + ".json")
-        found: dict[int, ArchiveSegment] = {}
-        for path in sorted(records):
-            segment = self._read_record(path)
+            found = _SEGMENT_FILE.fullmatch(markdown.rsplit("/", 1)[-1])
+            if found is not None:
+                numbers.add(int(found.group(1)))
+        found_segments: dict[int, ArchiveSegment] = {}
+        wanted = {path.rsplit("/", 1)[-1] for path in expected}
+        for number in sorted(numbers):
+            segment = self._read_record(self.record_path(number))
+            if segment is None and (
+                number in torn or self.segment_paths(number)[1].rsplit("/", 1)[-1] in wanted
+            ):
+                # committed (a summary names it) or being committed (its record was started)
+                # but the record is missing or torn: the verified files themselves tell
+                segment = self._from_files(number)
             if segment is not None:
-                found[segment.number] = segment
-        listed = {segment.markdown_path for segment in found.values()}
+                found_segments[segment.number] = segment
+        listed = {segment.markdown_path for segment in found_segments.values()}
         lost = [path for path in expected if path not in listed]
         if lost:
             raise ArchiveError(
                 f"{reason}, and the records of {', '.join(lost)} could not be read either; "
                 "nothing is dropped until they can"
             )
-        segments = tuple(found[n] for n in sorted(found))
+        segments = tuple(found_segments[n] for n in sorted(found_segments))
         if not segments and reason == "the index was missing":
             return ()  # a thread with nothing archived yet
         self._repairs.append(f"{reason}; rebuilt from {len(segments)} segment record(s)")
-        self._write_index(list(segments))
+        self._store_index(segments, version)
         return segments
 
-    def _listed_records(self) -> list[str]:
+    def _listed_numbers(self) -> tuple[set[int], set[int]]:
+        """Segment numbers with a record in the folder, and those whose record is torn."""
         try:
             entries = self._workspace.ls(self._dir)
         except PathNotFoundError:
-            return []
+            return set(), set()
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not list {self._dir}: {exc}") from exc
-        return [
-            e.path
-            for e in entries
-            if e.type == "file" and _RECORD.fullmatch(e.path.rsplit("/", 1)[-1]) is not None
-        ]
+        numbers: set[int] = set()
+        torn: set[int] = set()
+        for entry in entries:
+            found = _RECORD.fullmatch(entry.name)
+            if entry.type == "file" and found is not None:
+                number = int(found.group(1))
+                numbers.add(number)
+                if self._read_record(entry.path) is None:
+                    torn.add(number)
+        return numbers, torn
 
     def _read_record(self, path: str) -> ArchiveSegment | None:
         try:
@@ -297,8 +425,59 @@ class TranscriptArchive:
             raise ArchiveError(f"could not read {path}: {exc}") from exc
         try:
             return ArchiveSegment.from_json(json.loads(raw))
-        except (ValueError, TypeError, RecursionError, ArchiveError):
-            return None  # a torn record: its segment was never committed
+        except (ValueError, TypeError, AttributeError, RecursionError, ArchiveError):
+            return None  # a torn record
+
+    def _from_files(self, number: int) -> ArchiveSegment | None:
+        """Segment ``number`` as its two files describe it, its record written again; or
+        ``None`` if they are missing or do not agree (then it was never complete).
+
+        Its tokens and time are unknown (0 and ``""``) and it has no summary.
+        """
+        jsonl_path, markdown_path = self.segment_paths(number)
+        try:
+            jsonl = self._workspace.read_bytes(jsonl_path)
+            markdown = self._workspace.read_bytes(markdown_path)
+        except PathNotFoundError:
+            return None
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not read segment {number} of {self._dir}: {exc}") from exc
+        heading = _MARKDOWN_RANGE.match(markdown)
+        try:
+            count = len(decode_jsonl(jsonl))
+        except (ValueError, TypeError, KeyError):
+            return None
+        if heading is None or int(heading.group(2)) + 1 - int(heading.group(1)) != count:
+            return None
+        segment = ArchiveSegment(
+            number=number,
+            start=int(heading.group(1)),
+            stop=int(heading.group(2)) + 1,
+            tokens=0,
+            created="",
+            jsonl_path=jsonl_path,
+            jsonl_sha256=_sha(jsonl),
+            jsonl_bytes=len(jsonl),
+            markdown_path=markdown_path,
+            markdown_sha256=_sha(markdown),
+            markdown_bytes=len(markdown),
+        )
+        record = _json_bytes(segment.to_json())
+        path = self.record_path(number)
+        try:
+            _, version = self._workspace.read_versioned(path)
+        except PathNotFoundError:
+            self._put(path, record)
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not read {path}: {exc}") from exc
+        else:  # a torn record: replaced, unless someone else replaced it meanwhile
+            try:
+                self._workspace.write_bytes(path, record, if_version=version)
+            except ConflictError:
+                return self._read_record(path)
+            except (WorkspaceError, OSError) as exc:
+                raise ArchiveError(f"could not write {path}: {exc}") from exc
+        return segment
 
     def read_segment(self, segment: ArchiveSegment) -> list[BaseMessage]:
         """Returns the messages of a segment, restored exactly from its JSONL file.
@@ -336,6 +515,10 @@ class TranscriptArchive:
     ) -> tuple[ArchiveSegment, bool]:
         """Writes and verifies a segment; does not touch the index (see :meth:`commit`).
 
+        Messages that committed segments already hold byte for byte, from ``start`` on (a
+        compaction whose result never reached the agent's state), are not written again:
+        the segment then holds only the messages after them.
+
         Args:
             messages: The messages to archive, as the agent saw them.
             start: Absolute position of the first one in the original thread.
@@ -353,19 +536,30 @@ class TranscriptArchive:
         if not messages:
             raise ValueError("nothing to archive: messages is empty")
         try:
-            jsonl = encode_jsonl(messages)
-            markdown = render_markdown(messages, thread_id=self._thread_id, start=start).encode(
-                "utf-8",
-                "backslashreplace",  # a lone surrogate must not block the archive
-            )
-        except (TypeError, ValueError) as exc:  # unserializable payload, lone surrogate
+            lines = encode_lines(messages)
+        except (TypeError, ValueError) as exc:  # unserializable payload
             raise ArchiveError(f"the messages cannot be serialized: {exc}") from exc
         stop = start + len(messages)
         if committed is None:
             committed = self.segments()
+        jsonl = _joined(lines)
         for segment in committed:
             if (segment.start, segment.stop, segment.jsonl_sha256) == (start, stop, _sha(jsonl)):
                 return segment, True
+        held = self._already_held(committed, lines, start)
+        if held is not None and held.stop == stop:
+            return held, True
+        if held is not None:
+            skip = held.stop - start
+            messages, lines, start = messages[skip:], lines[skip:], held.stop
+            jsonl = _joined(lines)
+        try:
+            markdown = render_markdown(messages, thread_id=self._thread_id, start=start).encode(
+                "utf-8",
+                "backslashreplace",  # a lone surrogate must not block the archive
+            )
+        except (TypeError, ValueError) as exc:
+            raise ArchiveError(f"the messages cannot be serialized: {exc}") from exc
         first = max((s.number for s in committed), default=0) + 1
         for number in range(first, first + _MAX_PROBES):
             jsonl_path, markdown_path = self.segment_paths(number)
@@ -379,7 +573,7 @@ class TranscriptArchive:
                     and recorded.jsonl_sha256 == _sha(jsonl)
                 ):
                     # committed by an earlier run whose index write failed: adopt it
-                    self._write_index([*committed, recorded])
+                    self._append(recorded, committed)
                     return recorded, True
                 segment = ArchiveSegment(
                     number=number,
@@ -397,6 +591,22 @@ class TranscriptArchive:
                 return segment, False
         raise ArchiveError(f"no free segment number in {self._dir} after {_MAX_PROBES} tries")
 
+    def _already_held(
+        self, committed: Sequence[ArchiveSegment], lines: Sequence[str], start: int
+    ) -> ArchiveSegment | None:
+        """The last of the committed segments that hold, byte for byte and one after the
+        other, the first of ``lines`` (which start at ``start``); ``None`` if none does."""
+        position, held = start, None
+        by_start = {segment.start: segment for segment in committed}
+        while (segment := by_start.get(position)) is not None:
+            if segment.stop <= position or segment.stop - start > len(lines):
+                break
+            ours = _joined(lines[position - start : segment.stop - start])
+            if len(ours) != segment.jsonl_bytes or _sha(ours) != segment.jsonl_sha256:
+                break
+            position, held = segment.stop, segment
+        return held
+
     def commit(
         self,
         segment: ArchiveSegment,
@@ -404,22 +614,27 @@ class TranscriptArchive:
         summary: BaseMessage,
         committed: Sequence[ArchiveSegment] | None = None,
     ) -> ArchiveSegment:
-        """Adds a written segment to the index, atomically; a no-op if it is already there.
+        """Adds a written segment to the index; a no-op if it is already there.
+
+        The segment's record is written first (create-only: that is the commit), then the
+        head of the index is rewritten on the condition that nobody changed it since it was
+        read (compare-and-swap), read again and retried otherwise: an entry someone else
+        added meanwhile is kept, never overwritten.
 
         Args:
             segment: From :meth:`write_segment`.
             summary: The message that replaces the segment in the conversation; it is
                 recorded once, in :attr:`ArchiveSegment.summary_message`.
             committed: The index as :meth:`segments` returned it before
-                :meth:`write_segment` (one writer per thread, so it is still current);
-                read if omitted.
+                :meth:`write_segment`: a segment over the same messages that is in the
+                index now but was not then was committed by a second writer on the thread.
 
         Raises:
-            ArchiveError: The index could not be read or rewritten, or holds a different
-                segment under the same number.
+            ArchiveError: The index could not be read or rewritten, holds a different
+                segment under the same number, or a second writer committed a segment over
+                the same messages since ``committed`` was read (nothing is dropped then).
         """
-        entries = list(self.segments() if committed is None else committed)
-        for existing in entries:
+        for existing in committed or ():
             if existing.number == segment.number:
                 if existing.jsonl_sha256 != segment.jsonl_sha256:
                     raise ArchiveError(
@@ -435,28 +650,145 @@ class TranscriptArchive:
         # The record is the commit; the index that follows is a cache rebuilt from records.
         path = self.record_path(final.number)
         if not self._put(path, record):
-            raise ArchiveError(f"{path} already holds a different record; nothing is dropped")
-        self._verify(path, record)
-        entries.append(final)
-        self._write_index(entries)
-        return final
+            recorded = self._read_record(path)
+            if recorded is None or recorded.jsonl_sha256 != final.jsonl_sha256:
+                raise ArchiveError(
+                    f"{path} already holds a different record (another writer on this "
+                    "thread?); nothing is dropped"
+                )
+            final = recorded  # committed by an earlier run of this very compaction
+        else:
+            self._verify(path, record)
+        return self._append(final, committed)
 
-    def _write_index(self, entries: Sequence[ArchiveSegment]) -> None:
+    def _append(
+        self, final: ArchiveSegment, committed: Sequence[ArchiveSegment] | None
+    ) -> ArchiveSegment:
+        """Adds a committed segment's entry to the index by compare-and-swap of its head."""
+        seen = None if committed is None else {s.number for s in committed}
+        for _attempt in range(_COMMIT_ATTEMPTS):
+            loaded, self._loaded = self._loaded, None
+            try:
+                head, entries = loaded if loaded is not None else self._load()
+            except _Unreadable:
+                head, entries = _LOST, ()
+            if head is _LOST or (head.version is None and committed != ()):
+                # torn, or lost since it was read: rebuilt from the records, this one's too
+                rebuilt = self.segments(expected=[final.markdown_path])
+                return next(s for s in rebuilt if s.number == final.number)
+            for existing in entries:
+                if existing.number == final.number:
+                    if existing.jsonl_sha256 != final.jsonl_sha256:
+                        raise ArchiveError(
+                            f"segment {final.number} of {self._dir} is already in the index "
+                            "with different content"
+                        )
+                    return existing
+            if seen is not None:
+                self._check_no_second_writer(final, [e for e in entries if e.number not in seen])
+            in_pages = entries[: len(entries) - len(head.entries)]
+            if in_pages and in_pages[-1].number > final.number:
+                raise ArchiveError(
+                    f"segment {final.number} of {self._dir} comes before segments already "
+                    "paged in the index; nothing is dropped"
+                )
+            try:
+                self._store_head(head, [*head.entries, final])
+            except (ConflictError, PathExistsError):
+                continue  # another commit got in first: read the head again
+            return final
+        raise ArchiveError(
+            f"the index of {self._dir} kept changing while segment {final.number} was "
+            "committed; nothing is dropped"
+        )
+
+    def _check_no_second_writer(
+        self, final: ArchiveSegment, fresh: Sequence[ArchiveSegment]
+    ) -> None:
+        for other in fresh:
+            if other.start < final.stop and final.start < other.stop:
+                raise ArchiveError(
+                    f"a second writer on thread {self._thread_id!r}: segment {other.number} "
+                    f"(messages {other.start}-{other.stop - 1}) was committed to {self._dir} "
+                    f"while this compaction archived messages {final.start}-{final.stop - 1} "
+                    f"as segment {final.number}; one writer per thread (give each run its "
+                    "own thread id). Nothing is dropped; the segment's files stay unindexed"
+                )
+
+    def _store_head(self, head: _Head, entries: Sequence[ArchiveSegment]) -> None:
+        """Rewrites the head on the version ``head`` was read at, moving full pages out.
+
+        Raises:
+            ConflictError: The head changed since (or, for a new one, PathExistsError).
+        """
+        pages, rest = head.pages, list(entries)
+        rest.sort(key=lambda s: s.number)
+        while len(rest) >= PAGE_SIZE:
+            pages += 1
+            self._write_page(pages, rest[:PAGE_SIZE], create_only=True)
+            rest = rest[PAGE_SIZE:]
         document = {
             "format": _INDEX_FORMAT,
             "version": _INDEX_VERSION,
             "thread_id": self._thread_id,
-            "segments": [s.to_json() for s in entries],
+            "pages": pages,
+            "segments": [s.to_json() for s in rest],
         }
         try:
             data = _json_bytes(document, indent=1)
-            self._workspace.write_bytes(self.index_path, data)
         except (TypeError, ValueError) as exc:
             raise ArchiveError(f"the summary cannot be serialized: {exc}") from exc
+        try:
+            if head.version is None:
+                self._workspace.write_bytes(self.index_path, data, create_only=True)
+            else:
+                self._workspace.write_bytes(self.index_path, data, if_version=head.version)
+        except (ConflictError, PathExistsError):
+            raise
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not write {self.index_path}: {exc}") from exc
         # Not read back: the index only points at files verified above, and every segment
         # also has its own record, from which a lost or torn index is rebuilt.
+
+    def _write_page(
+        self, page: int, entries: Sequence[ArchiveSegment], *, create_only: bool
+    ) -> None:
+        document = {
+            "format": _INDEX_FORMAT,
+            "version": _INDEX_VERSION,
+            "thread_id": self._thread_id,
+            "page": page,
+            "segments": [s.to_json() for s in entries],
+        }
+        path = self.page_path(page)
+        try:
+            data = _json_bytes(document, indent=1)
+        except (TypeError, ValueError) as exc:
+            raise ArchiveError(f"the summary cannot be serialized: {exc}") from exc
+        if create_only:
+            if not self._put(path, data):
+                raise ArchiveError(f"{path} already holds other entries; nothing is dropped")
+            return
+        try:
+            self._workspace.write_bytes(path, data)  # a rebuild: the page may be torn
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not write {path}: {exc}") from exc
+
+    def _store_index(self, entries: Sequence[ArchiveSegment], version: str | None) -> None:
+        """Writes the whole index (pages and head) from ``entries``: a rebuild."""
+        full = len(entries) // PAGE_SIZE
+        for page in range(1, full + 1):
+            self._write_page(
+                page, entries[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], create_only=False
+            )
+        head = _Head(pages=full, entries=(), version=version, format_version=_INDEX_VERSION)
+        try:
+            self._store_head(head, entries[full * PAGE_SIZE :])
+        except (ConflictError, PathExistsError) as exc:
+            raise ArchiveError(
+                f"the index of {self._dir} changed while it was rebuilt (another writer on "
+                "this thread?); nothing is dropped, the next compaction reads it again"
+            ) from exc
 
     def _put(self, path: str, data: bytes) -> bool:
         """Writes create-only; True if ``path`` now holds ``data``, False if taken."""
@@ -490,7 +822,15 @@ def encode_jsonl(messages: Sequence[BaseMessage]) -> bytes:
     (restored exactly by :func:`decode_jsonl`), anything else as a tagged ``repr``.
     Lone surrogates are escaped as JSON allows (``\\udXXX``) and come back as they were.
     """
-    lines = [_encode_line(d) for d in messages_to_dict(list(messages))]
+    return _joined(encode_lines(messages))
+
+
+def encode_lines(messages: Sequence[BaseMessage]) -> list[str]:
+    """Returns the JSONL lines of :func:`encode_jsonl`, one per message, without newlines."""
+    return [_encode_line(d) for d in messages_to_dict(list(messages))]
+
+
+def _joined(lines: Sequence[str]) -> bytes:
     return ("\n".join(lines) + "\n").encode("ascii")
 
 

@@ -120,15 +120,19 @@ def thread_id_from_config(
     while they run one at a time.
 
     A node of a sub-graph runs in a checkpoint namespace such as
-    ``researcher:<task>|model:<task>``; its conversation is ``<thread_id>/researcher``: the
-    namespace without its task ids and without the last segment (the node itself), so a
-    sub-agent's messages never mix with its parent's, and every step of it lands in the same
-    place.
+    ``researcher:<task>|model:<task>``; its conversation is ``<thread_id>/researcher:<task>``:
+    the namespace without its last segment (the node itself, whose task changes at every
+    step). The task of each enclosing node stays: it names one invocation, and is the same at
+    every step of it (and again when a checkpointed run resumes it). So every agent
+    invocation gets its own thread: a sub-agent's messages never mix with its parent's, nor
+    with those of the same sub-agent invoked in parallel (three calls of one tool that runs
+    a ``create_agent`` sub-agent are three threads), and every step of one invocation lands
+    in the same place.
 
     Example:
         >>> thread_id_from_config({"configurable": {"thread_id": "t1",
         ...     "checkpoint_ns": "researcher:1f2|model:9ab"}})
-        't1/researcher'
+        't1/researcher:1f2'
         >>> thread_id_from_config({"run_id": "5d1c"})
         'run-5d1c'
         >>> thread_id_from_config(None)
@@ -144,8 +148,8 @@ def thread_id_from_config(
     else:
         base = default
     namespace = configurable.get("checkpoint_ns") or ""
-    parents = [segment.split(":", 1)[0] for segment in str(namespace).split("|")[:-1]]
-    return "/".join([base, *(name for name in parents if name)])
+    parents = str(namespace).split("|")[:-1]
+    return "/".join([base, *(segment for segment in parents if segment)])
 
 
 def current_thread_id(default: str = DEFAULT_THREAD_ID) -> str:
@@ -177,12 +181,19 @@ def state_update(
 ) -> dict[str, list[AnyMessage]] | None:
     """The ``messages`` update that turns a graph state holding ``before`` into ``after``.
 
-    For the ``add_messages`` reducer:
+    For the ``add_messages`` reducer, and touching only the messages ``before`` holds, so
+    that a message another node adds in the same graph step (a parallel branch, an inner
+    middleware's command) is kept whatever order the updates are applied in:
 
     - nothing changed (same objects): ``None``, no write at all;
-    - same messages, some replaced (same ids, same order): only the replaced messages, which
-      the reducer swaps in place by id;
-    - anything dropped or added: ``RemoveMessage(REMOVE_ALL_MESSAGES)`` and the new list.
+    - a message replaced (same id): the new one, which the reducer swaps in place;
+    - a message dropped (archived): ``RemoveMessage`` with its id;
+    - a new message (a summary) where messages were dropped: it takes the id of the first of
+      them, so the reducer puts it in that place (a new id would put it at the end).
+
+    Only when ``after`` cannot be reached that way (a message of ``before`` without an id, a
+    new message where nothing was dropped, kept messages out of order) is the state reset
+    with ``RemoveMessage(REMOVE_ALL_MESSAGES)`` and rebuilt from ``after``.
 
     Args:
         before: The messages in the state.
@@ -190,13 +201,51 @@ def state_update(
     """
     if len(before) == len(after) and all(a is b for a, b in zip(after, before, strict=True)):
         return None
-    if len(before) == len(after) and all(
-        b.id is not None and a.id == b.id for a, b in zip(after, before, strict=True)
-    ):
-        changed = [a for a, b in zip(after, before, strict=True) if a is not b]
-        return {"messages": cast(list[AnyMessage], changed)}
-    rebuilt: list[BaseMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *after]
-    return {"messages": cast(list[AnyMessage], rebuilt)}
+    changes = _in_place(before, after)
+    if changes is None:
+        rebuilt: list[BaseMessage] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *after]
+        return {"messages": cast(list[AnyMessage], rebuilt)}
+    return {"messages": cast(list[AnyMessage], changes)} if changes else None
+
+
+def _in_place(
+    before: Sequence[BaseMessage], after: Sequence[BaseMessage]
+) -> list[BaseMessage] | None:
+    """The replacements and removals of :func:`state_update`, or ``None`` if it takes a
+    rebuild."""
+    position: dict[str, int] = {}
+    for index, message in enumerate(before):
+        if message.id is None or message.id in position:
+            return None
+        position[message.id] = index
+    kept = [position.get(message.id) if message.id is not None else None for message in after]
+    places = [p for p in kept if p is not None]
+    if places != sorted(set(places)):
+        return None
+    replaced: list[BaseMessage] = []
+    taken: set[int] = set()
+    previous = -1
+    for index, message in enumerate(after):
+        place = kept[index]
+        if place is not None:
+            if message is not before[place]:
+                replaced.append(message)
+            previous = place
+            continue
+        following = next((p for p in kept[index + 1 :] if p is not None), len(before))
+        free = [p for p in range(previous + 1, following) if p not in taken]
+        if not free:
+            return None  # nothing dropped here for it to replace
+        taken.add(free[0])
+        replaced.append(message.model_copy(update={"id": before[free[0]].id}))
+        previous = free[0]
+    placed = set(places) | taken
+    removed = [
+        RemoveMessage(id=str(message.id))
+        for index, message in enumerate(before)
+        if index not in placed
+    ]
+    return [*replaced, *removed]
 
 
 # -- the hooks ------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 __all__ = ["ContextMeasured", "ContextMiddleware", "ToolConflict"]
 
@@ -102,9 +103,10 @@ def _persisted(
     """The model's answer, with what compaction changed written to the graph state.
 
     The model node first appends the answer; the command then applies the change through the
-    ``add_messages`` reducer. Replaced messages (same ids) are swapped in place; when
-    messages were dropped, the state is rebuilt from the compacted list, followed by the
-    answer (so it is not lost by the rebuild). Nothing is written when the request's
+    ``add_messages`` reducer (see :func:`~ctxfs.integrations.langgraph.state_update`):
+    replaced messages are swapped in place, archived ones removed by id, and the summary put
+    in the place of the first of them; only a list that cannot be reached so is rebuilt,
+    followed by the answer (so it is not lost by the rebuild). Nothing is written when the request's
     messages are not the state's (a middleware outside this one edited them for this
     request only): its edit must not become the state.
     """
@@ -127,7 +129,8 @@ def _persisted(
         answer = response if isinstance(response, ModelResponse) else ModelResponse([response])
         merged = update
     changes = merged["messages"]
-    if changes and isinstance(changes[0], RemoveMessage):
+    rebuilt = changes and isinstance(changes[0], RemoveMessage)
+    if rebuilt and changes[0].id == REMOVE_ALL_MESSAGES:
         merged = {**merged, "messages": [*changes, *answer.result]}
     return ExtendedModelResponse(model_response=answer, command=Command(update=merged))
 
@@ -169,9 +172,9 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Persistence and prompt caching: compaction is *written to the graph state*, with the
     model's answer, not applied to each request on the fly. Messages that were replaced
-    (same id) are swapped in place through the ``add_messages`` reducer; when messages are
-    dropped, the state is reset with ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and rebuilt
-    from the compacted list and the answer. So the
+    (same id) are swapped in place through the ``add_messages`` reducer, and messages that
+    were archived are removed by id (the summary takes the place of the first of them), so a
+    message another middleware or node adds meanwhile is never wiped. So the
     checkpoint shrinks with the context, the work is done once rather than per call, and the
     messages before the newest ones change only when a trigger fires: between compactions the
     model is sent the same prefix as last time, so provider prompt caches stay valid.
@@ -180,7 +183,8 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``config["configurable"]["thread_id"]``; a run without one is named after its
     ``config["run_id"]`` (``run-<run_id>``), and only a run with neither uses ``default``, so
     give concurrent runs without a checkpointer a ``run_id`` each. A sub-graph's messages go
-    to ``<thread_id>/<node>`` (see :func:`~ctxfs.integrations.langgraph.thread_id_from_config`).
+    to ``<thread_id>/<node>:<task>``, one thread per invocation (see
+    :func:`~ctxfs.integrations.langgraph.thread_id_from_config`).
 
     Errors never reach the graph: a failed write keeps the content inline, an unexpected
     engine failure leaves the history as it was, and both are logged on the ``ctxfs`` logger

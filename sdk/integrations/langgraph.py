@@ -15,9 +15,11 @@ A ``ToolNode`` can also offload through its own hook:
 ``ToolNode(tools, wrap_tool_call=offloader.wrap_tool_call,
 awrap_tool_call=offloader.awrap_tool_call)`` with ``offloader = ToolResultOffloader(engine)``.
 
-The compaction node writes its result to the state (replace by id, or remove all and
-rebuild), like :class:`~ctxfs.integrations.langchain.ContextMiddleware`: the checkpoint
-shrinks, and earlier messages change only when a trigger fires.
+The compaction node writes its result to the state like
+:class:`~ctxfs.integrations.langchain.ContextMiddleware` (see :func:`state_update`): replaced
+messages by id, archived ones removed by id, the summary in the place of the first of them.
+It only removes what it archived, so a message a parallel branch adds in the same step is
+kept. The checkpoint shrinks, and earlier messages change only when a trigger fires.
 
 Every block works in sync and async graphs; run asynchronously, the engine's blocking work
 (workspace I/O, tokenizing) goes to a worker thread, and calls into one engine never overlap.

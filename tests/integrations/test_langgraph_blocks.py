@@ -7,11 +7,17 @@ from typing import Any
 
 import pytest
 from _agents import MIDDLE, TOOLS, checkpoint_blobs, report_text
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import Runnable
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 
@@ -116,12 +122,32 @@ def test_state_update_replaces_by_id_or_rebuilds() -> None:
     assert state_update([h, a], [h, a]) is None
     a2 = a.model_copy(update={"content": "short"})
     assert state_update([h, a], [h, a2]) == {"messages": [a2]}
-    summary = HumanMessage("summary")
-    update = state_update([h, a], [summary, a2])
-    assert update is not None
-    first, *rest = update["messages"]
+    # A summary takes the place (the id) of the first message it replaces; the rest of what
+    # was archived is removed by id, so nothing else in the state is touched.
+    s, h2, a3 = SystemMessage("sys", id="s"), HumanMessage("next", id="h2"), AIMessage("b", id="a3")
+    summary = HumanMessage("summary", id="ctxfs-summary-t-0001")
+    update = state_update([s, h, a, h2, a3], [s, summary, h2, a3])
+    assert update == {"messages": [summary.model_copy(update={"id": "h"}), RemoveMessage(id="a")]}
+    assert add_messages([s, h, a, h2, a3], update["messages"]) == [
+        s,
+        summary.model_copy(update={"id": "h"}),
+        h2,
+        a3,
+    ]
+    # A message added beside it (another branch, in the same step) is kept.
+    note = HumanMessage("from a parallel branch", id="n")
+    assert add_messages([s, h, a, h2, a3, note], update["messages"])[-1] == note
+    assert state_update([h, a], [a]) == {"messages": [RemoveMessage(id="h")]}
+    # What cannot be reached that way is rebuilt: a new message where nothing was dropped.
+    rebuilt = state_update([h, a], [h, summary, a])
+    assert rebuilt is not None
+    first, *rest = rebuilt["messages"]
     assert isinstance(first, RemoveMessage) and first.id == REMOVE_ALL_MESSAGES
-    assert rest == [summary, a2]
+    assert rest == [h, summary, a]
+    anonymous = HumanMessage("no id")
+    assert state_update([anonymous, a], [summary, a]) == {
+        "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, a]
+    }
 
 
 @pytest.mark.parametrize(
@@ -133,12 +159,12 @@ def test_state_update_replaces_by_id_or_rebuilds() -> None:
         ({"configurable": {"thread_id": 42}}, "42"),
         ({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, "t"),
         ({"configurable": {"thread_id": "t", "checkpoint_ns": "model:1f"}}, "t"),
-        ({"configurable": {"thread_id": "t", "checkpoint_ns": "a:1|b:2|tools:3"}}, "t/a/b"),
-        ({"configurable": {"checkpoint_ns": "sub:9|model:1"}}, "default/sub"),
+        ({"configurable": {"thread_id": "t", "checkpoint_ns": "a:1|b:2|tools:3"}}, "t/a:1/b:2"),
+        ({"configurable": {"checkpoint_ns": "sub:9|model:1"}}, "default/sub:9"),
         ({"run_id": "r1"}, "run-r1"),
         ({"run_id": "", "configurable": {}}, "default"),
         ({"run_id": "r1", "configurable": {"thread_id": "t"}}, "t"),
-        ({"run_id": "r1", "configurable": {"checkpoint_ns": "sub:9|model:1"}}, "run-r1/sub"),
+        ({"run_id": "r1", "configurable": {"checkpoint_ns": "sub:9|model:1"}}, "run-r1/sub:9"),
     ],
 )
 def test_thread_id_from_config(config: Any, expected: str) -> None:

@@ -290,12 +290,6 @@ def test_a_forked_thread_can_summarize() -> None:
     assert any(isinstance(e, Summarized) for e in fork.events), fork.events
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a compaction whose result never reached the state (the model call failed) "
-    "leaves a committed segment; the next compaction archives an overlapping range, so "
-    "read_all returns messages twice",
-)
 def test_an_unpersisted_compaction_leaves_no_overlapping_segment() -> None:
     ws = Workspace("memory://review-orphan")
     engine = ContextEngine(ws, _summarizing_policy())
@@ -337,12 +331,6 @@ def test_rerunning_a_compaction_whose_index_write_failed_summarizes(
     assert any(isinstance(e, Summarized) for e in again.events), again.events
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a torn index from before per-segment records (version 2) cannot be rebuilt: "
-    "_rebuild only reads records, so the thread can never summarize again (and without an "
-    "expected segment the index is rewritten empty)",
-)
 def test_a_torn_version_2_index_is_rebuilt_from_the_segment_files() -> None:
     ws = Workspace("memory://review-v2")
     archive = TranscriptArchive(ws, "t")
@@ -357,11 +345,6 @@ def test_a_torn_version_2_index_is_rebuilt_from_the_segment_files() -> None:
     assert [s.number for s in found] == [1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="commit writes the index from the snapshot read before write_segment: a second "
-    "archive object committing in between is dropped from the index (invariant 11)",
-)
 def test_two_archives_committing_in_turn_keep_both_segments() -> None:
     ws = Workspace("memory://review-two-writers")
     one, two = TranscriptArchive(ws, "t"), TranscriptArchive(ws, "t")
@@ -484,13 +467,6 @@ def test_a_policy_that_does_not_fit_the_profile_window_is_reported() -> None:
     assert any(isinstance(e, ContextOverBudget) for e in events), events
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an inner middleware's ExtendedModelResponse never reaches ContextMiddleware "
-    "(create_agent collects inner commands itself and applies them before ours), so the "
-    "_merge clash check is dead code and a RemoveMessage(ALL) rebuild wipes the messages "
-    "an inner middleware's command added (integrations/langchain.py _persisted/_merge)",
-)
 def test_messages_an_inner_middleware_adds_survive_a_summary() -> None:
     from langchain.agents.middleware import AgentMiddleware
     from langchain.agents.middleware.types import ExtendedModelResponse
@@ -554,12 +530,6 @@ def test_structured_output_tools_are_counted_in_the_request() -> None:
     assert sent > 0 and measured.tool_tokens == sent
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with the index missing, a committed segment whose record reads back torn is "
-    "taken for 'never committed' and the rebuilt index is written without it, although its "
-    "verified .jsonl/.md are there (invariant 11; _archive._read_record / _rebuild)",
-)
 def test_a_torn_record_does_not_drop_a_committed_segment_from_the_index() -> None:
     from ctxfs import ArchiveError
 

@@ -57,8 +57,8 @@ class KillingWorkspace(Workspace):
     kill_after = 0
     writes = 0
 
-    def write_bytes(self, path: str, data: bytes, *, create_only: bool = False) -> Any:
-        info = super().write_bytes(path, data, create_only=create_only)
+    def write_bytes(self, path: str, data: bytes, **options: Any) -> Any:
+        info = super().write_bytes(path, data, **options)
         type(self).writes += 1
         if type(self).writes == type(self).kill_after:
             os.kill(os.getpid(), signal.SIGKILL)

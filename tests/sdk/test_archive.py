@@ -170,7 +170,7 @@ def test_the_index_stores_each_summary_once() -> None:
     archive.commit(segment, summary=HumanMessage(text, id="s"))
     raw = workspace.read_text(archive.index_path)
     assert raw.count("SUMMARY-TEXT") == 50
-    assert json.loads(raw)["version"] == 3
+    assert json.loads(raw)["version"] == 4
     (entry,) = json.loads(raw)["segments"]
     assert "summary" not in entry
     assert archive.segments()[0].summary == text
@@ -201,6 +201,10 @@ def test_the_index_passed_in_is_not_read_again() -> None:
         def read_bytes(self, path: str, *args: Any, **kwargs: Any) -> Any:
             reads.append(path)
             return super().read_bytes(path, *args, **kwargs)
+
+        def read_versioned(self, path: str) -> Any:
+            reads.append(path)
+            return super().read_versioned(path)
 
     archive = TranscriptArchive(Counting("memory://count"), "t", clock=clock)
     for start, part in ((0, history()[:2]), (2, history()[2:])):

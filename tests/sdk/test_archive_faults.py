@@ -115,7 +115,24 @@ def _segment_files(ws: Workspace) -> list[str]:
     return [e.path for e in ws.ls(folder) if "segment-" in e.path]
 
 
-def test_a_summary_naming_a_segment_whose_record_is_gone_drops_nothing() -> None:
+def test_a_segment_whose_record_is_gone_is_rebuilt_from_its_files() -> None:
+    ws = Workspace("memory://record-gone")
+    engine = ContextEngine(ws, POLICY)
+    _, context, _ = run(engine, 8)
+    archive = TranscriptArchive(ws, "t")
+    *_, last = archive.segments()
+    ws.rm(archive.index_path)
+    ws.rm(archive.record_path(last.number))
+    more = [*context, *turn(90), *turn(91), *turn(92), *turn(93)]
+    result = engine.compact(more, thread_id="t")
+    assert result.summarized  # the summary's segment is vouched for by its verified files
+    rebuilt = TranscriptArchive(ws, "t")
+    assert [s.number for s in rebuilt.segments()] == list(range(1, last.number + 2))
+    assert rebuilt.segments()[last.number - 1].jsonl_sha256 == last.jsonl_sha256
+    assert ws.exists(archive.record_path(last.number))  # and its record written again
+
+
+def test_a_summary_naming_a_segment_whose_record_and_file_are_gone_drops_nothing() -> None:
     ws = Workspace("memory://gone")
     engine = ContextEngine(ws, POLICY)
     _, context, _ = run(engine, 8)
@@ -123,6 +140,7 @@ def test_a_summary_naming_a_segment_whose_record_is_gone_drops_nothing() -> None
     *_, last = archive.segments()
     ws.rm(archive.index_path)
     ws.rm(archive.record_path(last.number))
+    ws.rm(last.jsonl_path)
     more = [*context, *turn(90), *turn(91), *turn(92), *turn(93)]
     result = engine.compact(more, thread_id="t")
     assert result.messages == more  # nothing dropped: the summary's segment cannot be vouched
