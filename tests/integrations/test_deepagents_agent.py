@@ -52,7 +52,7 @@ def test_write_delete_ls_agree(workspace: Workspace) -> None:
             "Done.",
         ],
     )
-    out = agent.invoke({"messages": [("user", "tidy the notes")]}, CONFIG)
+    out = agent.invoke({"messages": [{"role": "user", "content": "tidy the notes"}]}, CONFIG)
     results = [m.text for m in out["messages"] if isinstance(m, ToolMessage)]
     assert results == [
         "Updated file /notes/a.md",
@@ -93,7 +93,7 @@ def test_deep_agents_tools_read_what_ctxfs_offloaded(workspace: Workspace) -> No
         ],
         tools=[export_audit_log],
     )
-    out = agent.invoke({"messages": [("user", "what is event 41?")]}, CONFIG)
+    out = agent.invoke({"messages": [{"role": "user", "content": "what is event 41?"}]}, CONFIG)
     pointer, read, refused = (m for m in out["messages"] if isinstance(m, ToolMessage))
     assert pointer.text.startswith("[ctxfs: tool result offloaded]")
     assert "event=00041 actor=user7 action=login ok" in read.text
@@ -110,7 +110,7 @@ def test_the_issue_scenario_is_refused_with_the_way_out() -> None:
         middleware=[ContextMiddleware(workspace, POLICY)],
     )
     with pytest.raises(ValueError) as refused:
-        agent.invoke({"messages": [("user", "hi")]})
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
     message = str(refused.value)
     assert message.startswith(
         "ContextMiddleware's tools edit_file, glob, grep, ls, read_file, write_file have the "
@@ -132,7 +132,7 @@ def test_on_tool_conflict_chooses_whose_tool_runs(choice: Any) -> None:
     middleware = ContextMiddleware(workspace, POLICY, on_tool_conflict=choice)
     model = ScriptedChatModel(responses=[tool_call("ls", {"path": "/notes"}), "Listed."])
     agent = create_deep_agent(model, backend=WorkspaceBackend(workspace), middleware=[middleware])
-    out = agent.invoke({"messages": [("user", "list the notes")]})
+    out = agent.invoke({"messages": [{"role": "user", "content": "list the notes"}]})
     names = [getattr(t, "name", None) for t in model.request_tools[0]]
     assert names.count("ls") == 1 and names.count("read_file") == 1
     ours = dict(zip(names, model.request_tools[0], strict=True))["ls"] in middleware.own_tools
@@ -148,7 +148,7 @@ def test_a_replacing_tool_runs_in_an_async_agent() -> None:
     middleware = ContextMiddleware(workspace, POLICY, on_tool_conflict="replace")
     model = ScriptedChatModel(responses=[tool_call("ls", {"path": "/notes"}), "Listed."])
     agent = create_deep_agent(model, backend=WorkspaceBackend(workspace), middleware=[middleware])
-    out = asyncio.run(agent.ainvoke({"messages": [("user", "list the notes")]}))
+    out = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "list the notes"}]}))
     assert _tool_messages(out)["ls"] == "/notes/a.md"
 
 
@@ -164,6 +164,6 @@ def test_an_async_deep_agent_uses_the_backend(workspace: Workspace) -> None:
             "Planned.",
         ],
     )
-    out = asyncio.run(agent.ainvoke({"messages": [("user", "plan")]}, CONFIG))
+    out = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "plan"}]}, CONFIG))
     assert _tool_messages(out)["grep"] == "/plan.md"
     assert workspace.read_text("/plan.md") == "- step 1\n"
