@@ -13,13 +13,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.messages.content import create_text_block
 
 from ctxfs import (
     ContextEngine,
     ContextPolicy,
     OffloadFailed,
+    ToolResultCleared,
     ToolResultOffloaded,
     Workspace,
     pointer_of,
@@ -166,3 +167,34 @@ def test_langchain_create_text_block_results_are_offloaded() -> None:
     outcome = engine.offload_tool_result_detailed(message, thread_id="t")
     assert isinstance(outcome.event, ToolResultOffloaded)
     assert resolve_pointers([outcome.message], engine.workspace) == [message]
+
+
+def test_old_results_with_other_keys_or_nul_are_cleared_and_come_back_exactly() -> None:
+    policy = ContextPolicy(
+        max_input_tokens=100_000,
+        clearing={
+            "enabled": True,
+            "trigger": {"tokens": 1_000},
+            "keep": {"results": 1},
+            "min_tokens": 100,
+            "clear_at_least": {"tokens": 100},
+        },
+    )
+    engine = ContextEngine(Workspace(f"memory://clear{next(_fresh)}"), policy)
+    body = "".join(f"line {n}: some words here\n" for n in range(80))
+    contents: list[Any] = [
+        [create_text_block(body), {"type": "text", "text": "x", "cache_control": {"a": 1}}],
+        body + "\x00tail",
+        body,  # the most recent: kept
+    ]
+    messages: list[Any] = [HumanMessage("go")]
+    for n, content in enumerate(contents):
+        call = {"name": "bash", "args": {"command": f"run {n}"}, "id": f"c{n}"}
+        messages += [
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(content, tool_call_id=f"c{n}", name="bash"),
+        ]
+    out = engine.clear_tool_results(messages, thread_id="t")
+    cleared = [e for e in out.events if isinstance(e, ToolResultCleared)]
+    assert [e.tool_call_id for e in cleared] == ["c0", "c1"]
+    assert resolve_pointers(out.messages, engine.workspace) == messages
