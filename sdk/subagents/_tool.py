@@ -89,7 +89,8 @@ def task_tool(
     unknown type gives an error result (``status="error"``) the model can act on, never an
     exception. When the sub-agent wrote files and ``artifacts_key`` is set, the answer is a
     ``Command`` that also adds their paths to that state key (reduce it with
-    :func:`~ctxfs.subagents.merge_artifacts`).
+    :func:`~ctxfs.subagents.merge_artifacts`). The tool's description lists the sub-agents
+    registered when it is made: register them first.
 
     Args:
         subagents: The registry.
