@@ -183,6 +183,7 @@ class SubAgents:
         Raises:
             UnknownSubAgentError: ``name`` is not registered.
             ValueError: ``depth`` is beyond ``max_depth``.
+            WorkspaceError: The sub-task's record could not be read or written (nothing ran).
         """
         prepared = self._prepare(name, prompt, parent_thread_id, tool_call_id, depth)
         if isinstance(prepared, TaskResult):

@@ -10,7 +10,7 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from ctxfs._errors import UnknownSubAgentError
+from ctxfs._errors import UnknownSubAgentError, WorkspaceError
 from ctxfs.integrations._core import current_thread_id
 from ctxfs.subagents._result import TaskResult
 from ctxfs.subagents._spec import SubAgent
@@ -87,7 +87,8 @@ def task_tool(
     :meth:`TaskResult.to_text <ctxfs.subagents.TaskResult.to_text>` and whose ``artifact`` is
     :meth:`TaskResult.to_json <ctxfs.subagents.TaskResult.to_json>`; a failed sub-agent or an
     unknown type gives an error result (``status="error"``) the model can act on, never an
-    exception. When the sub-agent wrote files and ``artifacts_key`` is set, the answer is a
+    exception (nor a workspace that cannot take the sub-task's record). When the sub-agent
+    wrote files and ``artifacts_key`` is set, the answer is a
     ``Command`` that also adds their paths to that state key (reduce it with
     :func:`~ctxfs.subagents.merge_artifacts`). The tool's description lists the sub-agents
     registered when it is made: register them first.
@@ -116,6 +117,8 @@ def task_tool(
             )
         except UnknownSubAgentError as exc:
             return _refusal(exc, tool_call_id)
+        except WorkspaceError as exc:
+            return _not_started(exc, subagent_type, tool_call_id)
         return _answer(result, artifacts_key)
 
     async def atask(description: str, subagent_type: str, tool_call_id: str) -> Any:
@@ -129,6 +132,8 @@ def task_tool(
             )
         except UnknownSubAgentError as exc:
             return _refusal(exc, tool_call_id)
+        except WorkspaceError as exc:
+            return _not_started(exc, subagent_type, tool_call_id)
         return _answer(result, artifacts_key)
 
     return StructuredTool.from_function(
@@ -144,6 +149,18 @@ def task_tool(
 def _refusal(exc: UnknownSubAgentError, tool_call_id: str) -> ToolMessage:
     return ToolMessage(
         content=f"Error: {exc}. Call task again with one of these as subagent_type.",
+        tool_call_id=tool_call_id,
+        name="task",
+        status="error",
+    )
+
+
+def _not_started(exc: WorkspaceError, name: str, tool_call_id: str) -> ToolMessage:
+    return ToolMessage(
+        content=(
+            f"Error: sub-agent {name!r} could not start: the workspace refused its record "
+            f"({exc}). Do the task yourself, or try again later."
+        ),
         tool_call_id=tool_call_id,
         name="task",
         status="error",

@@ -113,3 +113,24 @@ def test_without_an_artifacts_key_the_tool_updates_only_messages() -> None:
     )
     assert isinstance(out, ToolMessage) and out.artifact["artifacts"] == ["/x.md"]
     assert out.artifact["thread_id"] == "p/task-c" and out.artifact["status"] == "completed"
+
+
+def test_a_workspace_that_refuses_the_record_is_an_error_result_not_a_crash() -> None:
+    ws = Workspace("memory://sub-graph-readonly").view(read_only=["/transcripts"])
+    agents = SubAgents(
+        ws,
+        model=ScriptedChatModel(responses=["never"]),
+        policy=ContextPolicy(max_input_tokens=16_000),
+    )
+    out = agents.task_tool(parent_thread_id="p").invoke(
+        {
+            "name": "task",
+            "id": "c",
+            "type": "tool_call",
+            "args": {"description": "x", "subagent_type": "general-purpose"},
+        }
+    )
+    assert isinstance(out, ToolMessage) and out.status == "error"
+    assert out.text.startswith(
+        "Error: sub-agent 'general-purpose' could not start: the workspace refused its record ("
+    )
