@@ -25,7 +25,14 @@ from urllib.parse import quote as url_quote
 
 from pydantic import ValidationError
 
-from ctxfs._errors import EditError, NotTextError, PathNotFoundError, SearchTimeoutError
+from ctxfs._errors import (
+    EditError,
+    IsADirectoryPathError,
+    NotADirectoryPathError,
+    NotTextError,
+    PathNotFoundError,
+    SearchTimeoutError,
+)
 from ctxfs._glob import GlobMatcher, compile_glob
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
 from ctxfs._naming import result_path
@@ -236,7 +243,9 @@ class McpToolbox:
         areas = _areas_note(self._view.read_only)
         tools = [
             McpTool(
-                ToolFunction("list_directory", about.LIST + areas, ListDirectoryArgs, self._set.ls),
+                ToolFunction(
+                    "list_directory", about.LIST + areas, ListDirectoryArgs, self._list_directory
+                ),
                 "List directory",
                 read_only=True,
             ),
@@ -347,9 +356,25 @@ class McpToolbox:
             total = self._view.read_lines(path, 0, 1).total_lines
             offset, limit = max(0, total - tail), tail
         count = head if head is not None else limit
-        return self._set.read_file(
-            path, offset, count or self._view.limits.default_read_lines, column
-        )
+        try:
+            return self._set.read_file(
+                path, offset, count or self._view.limits.default_read_lines, column
+            )
+        except IsADirectoryPathError as exc:  # the workspace's message names ctxfs's own ls
+            where = exc.path or path
+            raise IsADirectoryPathError(
+                f"{where} is a directory, not a file; list it with {MCP_NAMES.ls}", path=where
+            ) from None
+
+    def _list_directory(self, path: str) -> str:
+        try:
+            return self._set.ls(path)
+        except NotADirectoryPathError as exc:  # the message names ctxfs's own read_file
+            where = exc.path or path
+            raise NotADirectoryPathError(
+                f"{where} is a file, not a directory; read it with {MCP_NAMES.read_file}",
+                path=where,
+            ) from None
 
     def _write_file(self, path: str, content: str) -> str:
         return self._set.write_file(path, content)

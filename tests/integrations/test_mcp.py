@@ -217,6 +217,14 @@ def test_paged_reads_name_the_servers_tools(workspace: Workspace) -> None:
         )
         both = await client.call_tool("read_text_file", {"path": "/log.txt", "head": 1, "tail": 1})
         assert both.is_error and _text(both) == "Error: give head or tail, not both"
+        folder = await client.call_tool("read_text_file", {"path": "/"})
+        assert folder.is_error and _text(folder) == (
+            "Error: / is a directory, not a file; list it with list_directory"
+        )
+        file = await client.call_tool("list_directory", {"path": "/log.txt"})
+        assert file.is_error and _text(file) == (
+            "Error: /log.txt is a file, not a directory; read it with read_text_file"
+        )
         missing = await client.call_tool("read_text_file", {"path": "/nope.txt"})
         assert missing.is_error and _text(missing) == (
             "Error: /nope.txt: no such file or directory; check the path with list_directory "
