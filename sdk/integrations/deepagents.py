@@ -33,6 +33,7 @@ import base64
 from collections.abc import Callable
 
 from ctxfs._errors import (
+    EditError,
     IsADirectoryPathError,
     NotADirectoryPathError,
     PathNotFoundError,
@@ -105,6 +106,10 @@ def _include_glob(pattern: str) -> Callable[[str], bool]:
         return lambda relpath: False
     by_path = compile_glob("/" + anchored)
     return by_path.matches
+
+
+def _with_crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 def _error_code(exc: WorkspaceError) -> FileOperationError | str:
@@ -186,8 +191,8 @@ class WorkspaceBackend(BackendProtocol):
         reads nothing; an offset past the end is an error that gives the file's length.
         """
         try:
-            data = self._workspace.read_bytes(file_path)
             if _file_kind(file_path) in _BINARY_KINDS:
+                data = self._workspace.read_bytes(file_path)
                 encoded = base64.standard_b64encode(data).decode("ascii")
                 return ReadResult(file_data=FileData(content=encoded, encoding="base64"))
             text = self._workspace.read_text(file_path)
@@ -236,11 +241,23 @@ class WorkspaceBackend(BackendProtocol):
         new_string: str,
         replace_all: bool = False,
     ) -> EditResult:
-        """Replace exact text: ``old_string`` must occur once, or set ``replace_all``."""
+        """Replace exact text: ``old_string`` must occur once, or set ``replace_all``.
+
+        :meth:`read` shows a file with CRLF line endings with LF ones, as Deep Agents' other
+        backends do; so when ``old_string`` is not in such a file as given, it is looked for
+        with CRLF endings, and the file keeps its endings.
+        """
         try:
-            result = self._workspace.edit(
-                file_path, old_string, new_string, replace_all=replace_all
-            )
+            try:
+                result = self._workspace.edit(
+                    file_path, old_string, new_string, replace_all=replace_all
+                )
+            except EditError:
+                crlf = _with_crlf(old_string), _with_crlf(new_string)
+                text = self._workspace.read_text(file_path) if crlf[0] != old_string else ""
+                if old_string in text or crlf[0] not in text:
+                    raise
+                result = self._workspace.edit(file_path, *crlf, replace_all=replace_all)
         except PathNotFoundError:
             return EditResult(error=f"Error: File '{file_path}' not found")
         except WorkspaceError as exc:

@@ -353,6 +353,18 @@ def test_edit_errors(backend: WorkspaceBackend) -> None:
     assert download.content == b"c b c"
 
 
+def test_edit_of_a_crlf_file_with_what_read_showed(backend: WorkspaceBackend) -> None:
+    backend.upload_files([("/win.txt", b"one\r\ntwo\r\nthree\r\n")])
+    shown = backend.read("/win.txt")
+    assert shown.file_data is not None and shown.file_data["content"] == "one\ntwo\nthree\n"
+    edited = backend.edit("/win.txt", "one\ntwo\n", "1\n2\n")
+    assert (edited.error, edited.occurrences) == (None, 1)
+    (download,) = backend.download_files(["/win.txt"])
+    assert download.content == b"1\r\n2\r\nthree\r\n"  # the file keeps its line endings
+    absent = backend.edit("/win.txt", "four\n", "4\n")
+    assert absent.error is not None and "was not found in /win.txt" in absent.error
+
+
 def test_delete_a_file_then_it_is_gone(backend: WorkspaceBackend) -> None:
     backend.write("/docs/readme.md", "hello store")
     result = backend.delete("/docs/readme.md")
