@@ -23,7 +23,13 @@ def _load(name: str) -> ModuleType:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"quickstart", "langgraph_graph", "s3_workspace", "openai_messages"}
+    tested = {
+        "quickstart",
+        "langgraph_graph",
+        "s3_workspace",
+        "openai_messages",
+        "memory_two_sessions",
+    }
     tested |= {"parallel_subagents"}
     tested |= {"workflow_research"}
     tested |= {"deepagents_s3"}
@@ -137,3 +143,12 @@ def test_workflow_research(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     refs = state["completed_stages"][1]["output"]["raw_data_refs"]
     assert refs == [f"/research/settlement-queue/{n}" for n in example.SOURCES]
     assert "412 payments" in ws.read_text(refs[0])  # the raw material, readable by path
+
+
+def test_memory_two_sessions(tmp_path: Path) -> None:
+    system = _load("memory_two_sessions").main(["--workspace", str(tmp_path / "ws")])
+    memory, recalled = system.split("<recalled>")
+    assert "- [knowledge, 0.90] The staging database listens on port 6543." in memory
+    assert "short answers" not in memory  # under the confidence threshold
+    assert "disk quota exceeded on volume vol-7731" in recalled  # from session 1's transcript
+    assert (tmp_path / "ws" / "memories" / "alice" / "memory.json").is_file()

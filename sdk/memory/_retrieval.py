@@ -38,7 +38,7 @@ __all__ = [
 
 _log = logging.getLogger("ctxfs.memory")
 
-CHUNK_CHARS = 1_200
+CHUNK_CHARS = 600
 """Transcript messages longer than this are searched (and recalled) in chunks of lines."""
 
 HitKind = Literal["fact", "transcript"]

@@ -121,7 +121,7 @@ def test_long_transcript_messages_are_searched_in_chunks() -> None:
     lines[321] = "line 321: the deploy key is ed25519-XYZ"
     _archive(workspace, "t", [ToolMessage("\n".join(lines), tool_call_id="c", id="t")])
     (hit,) = KeywordRetriever(workspace).search("deploy key ed25519", k=1)
-    assert "the deploy key is ed25519-XYZ" in hit.text and len(hit.text) <= 1_200
+    assert "the deploy key is ed25519-XYZ" in hit.text and len(hit.text) <= 600
     assert hit.ref.startswith("segment-0001.jsonl#0.")
 
 
