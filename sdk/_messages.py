@@ -148,7 +148,7 @@ def saved_text(content: Content) -> str | None:
     Contents with other blocks (images...) are not saved: :func:`why_not_saved` says why.
 
     Example:
-        >>> content = [{"type": "text", "text": "a\x00b", "id": "lc_1"}]
+        >>> content = [{"type": "text", "text": "a\\x00b", "id": "lc_1"}]
         >>> text = saved_text(content)
         >>> text
         'a␀b'
