@@ -172,8 +172,14 @@ def write_stage_file(
     output: dict[str, Any],
     started_at: datetime,
     completed_at: datetime,
+    *,
+    create_only: bool,
 ) -> None:
-    """Writes one validated output on its own (overwriting an identical earlier attempt)."""
+    """Writes one validated output on its own.
+
+    Raises:
+        PathExistsError: ``create_only`` and the file exists.
+    """
     record = {
         "stage": stage,
         "output": output,
@@ -181,7 +187,7 @@ def write_stage_file(
         "completed_at": completed_at.isoformat(),
     }
     text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
-    workspace.write_bytes(path, text.encode("utf-8"))
+    workspace.write_bytes(path, text.encode("utf-8"), create_only=create_only)
 
 
 def read_stage_file(

@@ -7,11 +7,16 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from ctxfs._errors import WorkflowError, WorkflowStateError
+from ctxfs._errors import (
+    PathExistsError,
+    WorkflowConflictError,
+    WorkflowError,
+    WorkflowStateError,
+)
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace import Workspace
 from ctxfs.workflows._context import StageInput, StoredOutput, pack_memory, pack_previous
@@ -55,6 +60,7 @@ __all__ = ["Workflow", "WorkflowRun"]
 
 Clock = Callable[[], datetime]
 _Output = TypeVar("_Output", bound=BaseModel)
+_FileMode = Literal["create", "replace", "kept"]
 
 
 def _utc_now() -> datetime:
@@ -68,7 +74,7 @@ class WorkflowRun:
     Attributes:
         workflow_id: The workflow's id (pass it to :meth:`Workflow.resume`).
         status: ``completed``, or ``halted`` when a stage's output did not validate (see
-            ``halt``), or ``running`` when it stopped otherwise (resume it).
+            ``halt``).
         outputs: Each completed stage's validated output (an instance of its schema), by
             stage name, in stage order.
         halt: The record of the invalid output, when halted.
@@ -276,7 +282,9 @@ class Workflow:
             except (ValidationError, TypeError) as exc:
                 return self._halt(progress, stage, halt.raw_output, exc)
             now = self._now()
-            self._complete(progress, index, stage, output, now, now)
+            path = stage_path(workflow_id, index, stage.name)
+            mode: _FileMode = "replace" if self._workspace.exists(path) else "create"
+            self._complete(progress, index, stage, output, now, now, mode)
         return self._drive(progress)
 
     def state(self, workflow_id: str) -> WorkflowState:
@@ -300,8 +308,11 @@ class Workflow:
                 except ValidationError:
                     pass
                 else:
-                    self._complete(progress, index, stage, output, started, completed)
+                    self._complete(progress, index, stage, output, started, completed, "kept")
                     continue
+            # A file there that could not be taken (another schema, unreadable) is replaced;
+            # otherwise the output file is write-once, so a second runner cannot swap it.
+            mode: _FileMode = "replace" if self._workspace.exists(path) else "create"
             started = self._now()
             stage_input = self._input(progress, index, stage)
             try:
@@ -319,7 +330,7 @@ class Workflow:
                 output = check_output(stage.schema, reply)
             except (ValidationError, TypeError) as exc:
                 return self._halt(progress, stage, raw_record(reply), exc)
-            self._complete(progress, index, stage, output, started, self._now())
+            self._complete(progress, index, stage, output, started, self._now(), mode)
         return self._result(progress.state)
 
     def _input(self, progress: _Progress, index: int, stage: Stage) -> StageInput:
@@ -373,11 +384,28 @@ class Workflow:
         output: BaseModel,
         started: datetime,
         completed: datetime,
+        mode: _FileMode,
     ) -> None:
         state = progress.state
         path = stage_path(state.workflow_id, index, stage.name)
         output_json = output.model_dump(mode="json")
-        write_stage_file(self._workspace, path, stage.name, output_json, started, completed)
+        if mode != "kept":
+            try:
+                write_stage_file(
+                    self._workspace,
+                    path,
+                    stage.name,
+                    output_json,
+                    started,
+                    completed,
+                    create_only=mode == "create",
+                )
+            except PathExistsError:
+                raise WorkflowConflictError(
+                    f"another runner wrote {path} while this one ran stage {stage.name!r}; "
+                    "this runner stops here, and the workspace keeps the other's output",
+                    path=path,
+                ) from None
         record = CompletedStage(
             stage=stage.name,
             output=output_json,

@@ -305,3 +305,38 @@ def test_a_broken_hand_edit_is_named(workspace: Workspace) -> None:
     workspace.write_text(STATE, "{ not json")
     with pytest.raises(WorkflowStateError, match="is not valid JSON"):
         workflow(workspace).resume(WORKFLOW_ID)
+
+
+def test_a_runner_taken_over_stops_at_its_next_state_write(workspace: Workspace) -> None:
+    first, second = workflow(workspace), workflow(workspace)
+    analyst = next(s for s in first.stages if s.name == "analyst")
+    inner = analyst.agent
+    second_analyst = next(s for s in second.stages if s.name == "analyst")
+
+    def fails(stage_input: StageInput) -> Any:
+        raise RuntimeError("the second runner's model is down")
+
+    object.__setattr__(second_analyst, "agent", fails)
+
+    def analyst_while_another_runner_takes_over(stage_input: StageInput) -> Any:
+        with pytest.raises(RuntimeError, match="model is down"):
+            second.resume(WORKFLOW_ID)  # claims the workflow, records its failure
+        return inner(stage_input)
+
+    object.__setattr__(analyst, "agent", analyst_while_another_runner_takes_over)
+    with pytest.raises(
+        WorkflowConflictError,
+        match=r"another runner wrote /sessions/settlement\.json \(version 9, runner [0-9a-f]{12}\) "
+        r"since this one wrote version 7",
+    ):
+        first.run(TASK, workflow_id=WORKFLOW_ID)
+    state = read_state(workspace, WORKFLOW_ID)
+    assert [e.error for e in state.errors] == [
+        "the agent raised RuntimeError: the second runner's model is down"
+    ]
+    assert [s.stage for s in state.completed_stages] == ["planner", "researcher"]
+    # The first runner's analyst output was written (create-only) before its state write
+    # failed; a resume takes it from there instead of running the stage again.
+    resumed = workflow(workspace).resume(WORKFLOW_ID)
+    clean = workflow(Workspace("memory://clean3")).run(TASK, workflow_id=WORKFLOW_ID)
+    assert outputs_json(resumed.outputs) == outputs_json(clean.outputs)
