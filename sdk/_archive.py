@@ -198,6 +198,11 @@ def thread_transcript_dir(thread_id: str) -> str:
     return f"{TRANSCRIPTS_DIR}/{safe_name(thread_id)}"
 
 
+def _segment_number(path: str) -> int | None:
+    found = _SEGMENT_FILE.fullmatch(path.rsplit("/", 1)[-1])
+    return int(found.group(1)) if found is not None else None
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -231,6 +236,9 @@ class TranscriptArchive:
         # The index as segments() last read it: the first compare-and-swap of a commit is
         # tried on it (a stale one only fails that first try), sparing one read per summary.
         self._loaded: tuple[_Head, tuple[ArchiveSegment, ...]] | None = None
+        # The latest of this thread's segments that the summary in context names (given to
+        # segments() as expected): a later one this writer does not hold is another writer's.
+        self._continued: int | None = None
 
     @property
     def directory(self) -> str:
@@ -276,6 +284,8 @@ class TranscriptArchive:
         # a summary may name segments of another thread (a forked or parent thread): only
         # this thread's own are vouched for here
         expected = [path for path in expected if path.startswith(self._dir + "/")]
+        numbers = [_segment_number(path) for path in expected]
+        self._continued = max((n for n in numbers if n is not None), default=None)
         try:
             head, entries = self._load()
         except _Unreadable as exc:
@@ -547,6 +557,7 @@ class TranscriptArchive:
             if (segment.start, segment.stop, segment.jsonl_sha256) == (start, stop, _sha(jsonl)):
                 return segment, True
         held = self._already_held(committed, lines, start)
+        self._check_continues(committed, held, start)
         if held is not None and held.stop == stop:
             return held, True
         if held is not None:
@@ -701,6 +712,25 @@ class TranscriptArchive:
             f"the index of {self._dir} kept changing while segment {final.number} was "
             "committed; nothing is dropped"
         )
+
+    def _check_continues(
+        self, committed: Sequence[ArchiveSegment], held: ArchiveSegment | None, start: int
+    ) -> None:
+        """Raise if segments were committed after the one the summary in context names,
+        over messages this writer does not hold: another writer continued the thread."""
+        if self._continued is None:
+            return
+        mine = held.number if held is not None else self._continued
+        later = [s for s in committed if s.number > max(mine, self._continued)]
+        if later:
+            other = later[0]
+            raise ArchiveError(
+                f"a second writer on thread {self._thread_id!r}: the summary in context "
+                f"continues from segment {self._continued}, but segment {other.number} "
+                f"(messages {other.start}-{other.stop - 1}) was committed to {self._dir} "
+                f"since, by another writer, while this one archives from message {start}; one "
+                "writer per thread (give each run its own thread id). Nothing is dropped"
+            )
 
     def _check_no_second_writer(
         self, final: ArchiveSegment, fresh: Sequence[ArchiveSegment]

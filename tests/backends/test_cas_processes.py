@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from ctxfs import Workspace
+from ctxfs import TranscriptArchive, Workspace
 
 WORKER = os.path.join(os.path.dirname(__file__), "_cas_worker.py")
 COUNT = 40
@@ -153,3 +153,65 @@ def test_two_processes_editing_one_file_lose_no_edit(
     answers = [answer for report in reports for answer in report["answers"]]
     assert answers == ["Edited /notes/plan.md: replaced 1 occurrence"] * (2 * COUNT)
     assert workspace.read_text("/notes/plan.md") == "".join(f"{slot}: done\n" for slot in slots)
+
+
+TWO_WRITERS = os.path.join(os.path.dirname(__file__), "_two_writers_worker.py")
+ROUNDS = 12
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_two_processes_compacting_one_thread_are_reported_and_lose_nothing(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # The two take turns, one compaction each, so that every run interleaves them the same
+    # way; each continues its own conversation on the one thread "shared".
+    options = request.getfixturevalue("atomic_s3") if backend == "s3" else None
+    config = _target(backend, tmp_path, options)
+    workers = {
+        who: subprocess.Popen(
+            [sys.executable, TWO_WRITERS, json.dumps(config | {"who": who})],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for who in WHO
+    }
+
+    def ask(who: str, line: str) -> dict[str, Any]:
+        worker = workers[who]
+        assert worker.stdin is not None and worker.stdout is not None
+        worker.stdin.write(line + "\n")
+        worker.stdin.flush()
+        answer = worker.stdout.readline()
+        assert answer, worker.stderr.read() if worker.stderr else ""
+        return dict(json.loads(answer))
+
+    reports: dict[str, list[dict[str, Any]]] = {who: [] for who in WHO}
+    for _ in range(ROUNDS):
+        for who in WHO:
+            reports[who].append(ask(who, "step"))
+    endings = {who: ask(who, "end") for who in WHO}
+    for worker in workers.values():
+        worker.communicate(timeout=120)
+        assert worker.returncode == 0
+
+    # Nothing lost: each writer's conversation is its own segments plus its context.
+    assert endings == {who: {"lossless": True} for who in WHO}
+    # Every committed segment is in the index, and every summary's segment with it.
+    workspace = Workspace(config["target"], storage_options=config.get("storage_options"))
+    archive = TranscriptArchive(workspace, "shared")
+    indexed = {s.number for s in archive.segments()}
+    records = {
+        int(e.name[len("segment-") : -len(".json")])
+        for e in workspace.ls(archive.directory)
+        if e.name.startswith("segment-") and e.name.endswith(".json")
+    }
+    assert records == indexed
+    summarized = {path for rs in reports.values() for r in rs for path in r["summarized"]}
+    assert summarized == {s.markdown_path for s in archive.segments()}
+    # The second writer is detected and reported, and what it was given comes back unchanged.
+    failures = [r for rs in reports.values() for r in rs if r["failed"]]
+    assert failures, reports
+    assert all("a second writer on thread 'shared'" in r["failed"][0] for r in failures)
+    assert all(r["unchanged"] and not r["summarized"] for r in failures)
