@@ -79,8 +79,9 @@ class SummaryState:
         files: The latest files written or edited by the agent, at most :data:`MAX_LISTED`.
         offloaded: The latest workspace paths of offloaded tool results and inputs, at most
             :data:`MAX_LISTED`.
-        earlier_files: Whether earlier files were written than ``files`` names.
-        earlier_offloaded: Whether earlier content was offloaded than ``offloaded`` names.
+        earlier_files: Whether more files were written, before those ``files`` names.
+        earlier_offloaded: Whether more content was offloaded, before what ``offloaded``
+            names.
         intent: The session intent section.
         summary: The summary section.
     """
