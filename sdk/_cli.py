@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from ctxfs import __version__
-from ctxfs._cli_common import CliError
+from ctxfs._cli_common import CliError, add_storage_arguments, storage_options
 from ctxfs._cli_mcp import add_mcp_parser
 from ctxfs._cli_memory import add_memory_parser
 from ctxfs._cli_replay import add_replay_parser
@@ -73,9 +73,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         help="where the agent works: a folder, memory://name or s3://bucket/prefix "
         "(default: a new temporary folder)",
     )
-    demo.add_argument(
-        "--endpoint-url", metavar="URL", help="S3-compatible endpoint for an s3:// workspace"
-    )
+    add_storage_arguments(demo)
     demo.add_argument(
         "--model",
         metavar="PROVIDER:NAME",
@@ -141,12 +139,12 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         from ctxfs.demo import DemoOptions, run_demo
     except ImportError as exc:
-        err.write(f"ctxfs demo: {exc}\n")
+        err.write(f"ctxfs demo: {exc} (pip install 'ctxfs[demo]')\n")
         return 2
     live = not args.no_live and out.isatty()
     options = DemoOptions(
         workspace=args.workspace,
-        endpoint_url=args.endpoint_url,
+        storage_options=storage_options(args, args.workspace or ""),
         model=args.model,
         live=live,
         thread_id=args.thread_id,
@@ -156,7 +154,7 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         report = run_demo(options)
     except ImportError as exc:
-        err.write(f"ctxfs demo: {exc}\n")
+        err.write(f"ctxfs demo: {exc} (pip install 'ctxfs[demo]')\n")
         return 2
     out.write(f"Finished in {report.seconds:.1f} s, {len(report.turns)} model calls.\n")
     return 0

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+from typing import Any
 
 from ctxfs._workspace import Workspace
 from ctxfs.backends import local_folder_of, protocol_of
 
-__all__ = ["ENDPOINT_ENV", "CliError", "open_workspace"]
+__all__ = [
+    "ENDPOINT_ENV",
+    "CliError",
+    "add_storage_arguments",
+    "open_workspace",
+    "storage_options",
+]
 
 ENDPOINT_ENV = "CTXFS_S3_ENDPOINT_URL"
 """Environment variable read for ``--endpoint-url`` when the flag is not given."""
@@ -17,8 +26,70 @@ class CliError(Exception):
     """A problem the command line reports in one line on stderr, with a non-zero exit."""
 
 
+def add_storage_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the options that reach an ``s3://`` (or other fsspec) workspace to ``parser``."""
+    group = parser.add_argument_group("storage (s3:// and other fsspec URLs)")
+    group.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        help=f"S3-compatible endpoint for an s3:// workspace (default: ${ENDPOINT_ENV})",
+    )
+    group.add_argument("--profile", metavar="NAME", help="s3://: a profile of the AWS config")
+    group.add_argument("--region", metavar="NAME", help="s3://: the bucket's region")
+    group.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the fsspec filesystem (repeatable); dotted keys nest "
+        "(client_kwargs.verify=false); values are read as JSON where they parse",
+    )
+
+
+def storage_options(args: argparse.Namespace, url: str) -> dict[str, Any] | None:
+    """The fsspec options the arguments of :func:`add_storage_arguments` ask for.
+
+    Raises:
+        CliError: A ``--storage-option`` without ``=``, or ``--profile``/``--region`` for a
+            workspace that is not on S3.
+    """
+    options: dict[str, Any] = {}
+    for item in getattr(args, "storage_option", None) or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--storage-option {item!r}: write KEY=VALUE, e.g. anon=true")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        *parents, last = key.strip().split(".")
+        target = options
+        for part in parents:
+            nested = target.setdefault(part, {})
+            if not isinstance(nested, dict):
+                raise CliError(f"--storage-option {item!r}: {part} is already set to a value")
+            target = nested
+        target[last] = value
+    s3 = protocol_of(url) == "s3"
+    profile, region = getattr(args, "profile", None), getattr(args, "region", None)
+    if (profile or region) and not s3:
+        raise CliError("--profile and --region apply to an s3:// workspace only")
+    if profile:
+        options["profile"] = profile
+    if region:
+        options.setdefault("client_kwargs", {})["region_name"] = region
+    endpoint = getattr(args, "endpoint_url", None) or (os.environ.get(ENDPOINT_ENV) if s3 else None)
+    if endpoint:
+        options["endpoint_url"] = endpoint
+    return options or None
+
+
 def open_workspace(
-    url: str, endpoint_url: str | None, *, must_exist: bool = False, read_only: bool = False
+    url: str,
+    storage: argparse.Namespace | str | None,
+    *,
+    must_exist: bool = False,
+    read_only: bool = False,
 ) -> Workspace:
     """Opens the workspace at ``url``; an S3 endpoint comes from the flag or the environment.
 
@@ -27,7 +98,8 @@ def open_workspace(
 
     Args:
         url: A folder, ``memory://name``, ``s3://bucket/prefix`` or another fsspec URL.
-        endpoint_url: An S3-compatible endpoint, or ``None`` for ``$CTXFS_S3_ENDPOINT_URL``.
+        storage: The parsed arguments of :func:`add_storage_arguments`, or just an
+            S3-compatible endpoint (``None``: ``$CTXFS_S3_ENDPOINT_URL``).
         must_exist: Refuse a local folder that does not exist (instead of creating it): for
             the commands that only look.
         read_only: Open it read-only (the commands that only look): nothing can be
@@ -36,12 +108,12 @@ def open_workspace(
     Raises:
         CliError: The folder is missing, or the URL cannot be opened.
     """
-    s3 = protocol_of(url) == "s3"
-    endpoint = endpoint_url or (os.environ.get(ENDPOINT_ENV) if s3 else None)
+    if not isinstance(storage, argparse.Namespace):
+        storage = argparse.Namespace(endpoint_url=storage)
+    options = storage_options(storage, url)
     folder = local_folder_of(url)
     if must_exist and folder is not None and not os.path.isdir(os.path.expanduser(folder)):
         raise CliError(f"no workspace at {url}: no such folder")
-    options = {"endpoint_url": endpoint} if endpoint else None
     try:
         return Workspace(url, storage_options=options, read_only=["/"] if read_only else [])
     except (ValueError, ImportError, OSError) as exc:

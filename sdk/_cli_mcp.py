@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import IO, Any
 
-from ctxfs._cli_common import CliError, open_workspace
+from ctxfs._cli_common import CliError, add_storage_arguments, open_workspace
 from ctxfs.sandbox import normalize_path
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS
 
@@ -31,11 +31,7 @@ def add_mcp_parser(commands: Any) -> None:
         metavar="WORKSPACE_URL",
         help="a folder, memory://name, s3://bucket/prefix or another fsspec URL",
     )
-    serve.add_argument(
-        "--endpoint-url",
-        metavar="URL",
-        help="S3-compatible endpoint for an s3:// workspace (default: $CTXFS_S3_ENDPOINT_URL)",
-    )
+    add_storage_arguments(serve)
     serve.add_argument(
         "--read-only",
         action="append",
@@ -67,7 +63,7 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except ImportError as exc:
         raise CliError(f"{exc} (pip install 'ctxfs[mcp]')") from None
     areas = [normalize_path(area) for area in args.read_only]
-    workspace = open_workspace(args.url, args.endpoint_url, read_only="/" in areas)
+    workspace = open_workspace(args.url, args, read_only="/" in areas)
     try:
         server = create_server(
             workspace,

@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import IO, Any
 
-from ctxfs._cli_common import CliError, open_workspace
+from ctxfs._cli_common import CliError, add_storage_arguments, open_workspace
 from ctxfs._workspace import Workspace
 
 __all__ = ["add_memory_parser"]
@@ -26,11 +26,7 @@ _DESCRIPTION = (
 def add_memory_parser(commands: Any) -> None:
     """Adds ``memory`` and its subcommands ``show``, ``search`` and ``forget`` to ``commands``."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--endpoint-url",
-        metavar="URL",
-        help="S3-compatible endpoint for an s3:// workspace (default: $CTXFS_S3_ENDPOINT_URL)",
-    )
+    add_storage_arguments(common)
     common.add_argument(
         "url", metavar="URL", help="the workspace: a folder, memory://name, s3://bucket/prefix"
     )
@@ -99,7 +95,7 @@ def _namespace(text: str) -> tuple[str, ...]:
 
 
 def _open(args: argparse.Namespace, *, write: bool = False) -> Workspace:
-    return open_workspace(args.url, args.endpoint_url, must_exist=True, read_only=not write)
+    return open_workspace(args.url, args, must_exist=True, read_only=not write)
 
 
 def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

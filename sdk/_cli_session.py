@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
-from ctxfs._cli_common import CliError, open_workspace
+from ctxfs._cli_common import CliError, add_storage_arguments, open_workspace
 from ctxfs._workspace import Workspace
 from ctxfs.workflows import Workflow, list_workflows, read_state, state_path
 from ctxfs.workflows._state import WorkflowState
@@ -47,11 +47,7 @@ _RESUME = (
 def add_session_parser(commands: Any) -> None:
     """Adds ``session show`` and ``session resume`` to ``commands``."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--endpoint-url",
-        metavar="URL",
-        help="S3-compatible endpoint for an s3:// workspace (default: $CTXFS_S3_ENDPOINT_URL)",
-    )
+    add_storage_arguments(common)
     url_help = "the workspace: a folder, memory://name, s3://bucket/prefix, any fsspec URL"
     session = commands.add_parser(
         "session", help="show or resume staged workflows", description=_SESSION
@@ -85,7 +81,7 @@ def add_session_parser(commands: Any) -> None:
 
 
 def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    workspace = open_workspace(args.url, args.endpoint_url, must_exist=True, read_only=True)
+    workspace = open_workspace(args.url, args, must_exist=True, read_only=True)
     if args.workflow_id is None:
         ids = list_workflows(workspace)
         if not ids:
@@ -153,7 +149,7 @@ def describe(state: WorkflowState) -> str:
 
 
 def _resume(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    workspace = open_workspace(args.url, args.endpoint_url, must_exist=True)
+    workspace = open_workspace(args.url, args, must_exist=True)
     build = _load(args.workflow)
     workflow = build(workspace)
     if not isinstance(workflow, Workflow):

@@ -15,7 +15,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from ctxfs._archive import INDEX_NAME, ArchiveSegment, TranscriptArchive
-from ctxfs._cli_common import CliError, open_workspace
+from ctxfs._cli_common import CliError, add_storage_arguments, open_workspace
 from ctxfs._errors import ArchiveError, PathNotFoundError, ReadOnlyPathError, WorkspaceError
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace import Workspace
@@ -36,11 +36,7 @@ def add_workspace_parsers(commands: Any) -> argparse.ArgumentParser:
         The ``grep`` parser, whose operands :func:`parse_grep` sorts out.
     """
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--endpoint-url",
-        metavar="URL",
-        help="S3-compatible endpoint for an s3:// workspace (default: $CTXFS_S3_ENDPOINT_URL)",
-    )
+    add_storage_arguments(common)
     url_help = "the workspace: a folder, memory://name, s3://bucket/prefix, any fsspec URL"
 
     ls = commands.add_parser(
@@ -178,7 +174,7 @@ def parse_grep(grep: argparse.ArgumentParser, words: list[str]) -> argparse.Name
 
 
 def _open(args: argparse.Namespace) -> Workspace:
-    return open_workspace(args.url, args.endpoint_url, must_exist=True, read_only=True)
+    return open_workspace(args.url, args, must_exist=True, read_only=True)
 
 
 def _tools(workspace: Workspace) -> dict[str, ToolFunction]:

@@ -46,7 +46,8 @@ class DemoOptions:
 
     Attributes:
         workspace: Workspace URL or folder; a fresh temporary folder when ``None``.
-        endpoint_url: S3-compatible endpoint for an ``s3://`` workspace.
+        storage_options: Options of the fsspec filesystem of a workspace URL (for
+            ``s3://``: ``endpoint_url``, ``profile``, ``client_kwargs``...).
         model: ``provider:name`` for ``init_chat_model``; the offline script when ``None``.
         live: Draw a live rich table (otherwise plain lines).
         thread_id: The conversation id (names the folders ctxfs writes).
@@ -55,7 +56,7 @@ class DemoOptions:
     """
 
     workspace: str | None = None
-    endpoint_url: str | None = None
+    storage_options: Mapping[str, Any] | None = None
     model: str | None = None
     live: bool = True
     thread_id: str = "demo"
@@ -153,8 +154,7 @@ def run_demo(options: DemoOptions, *, stream: IO[str] | None = None) -> DemoRepo
 def _open_workspace(options: DemoOptions) -> Workspace:
     if options.workspace is None:
         return Workspace(tempfile.mkdtemp(prefix="ctxfs-demo-"))
-    storage = {"endpoint_url": options.endpoint_url} if options.endpoint_url else None
-    return Workspace(options.workspace, storage_options=storage)
+    return Workspace(options.workspace, storage_options=options.storage_options)
 
 
 def _make_model(spec: str | None) -> BaseChatModel:
