@@ -44,6 +44,9 @@ docs: $(STAMP_DOCS)
 # then one synthetic thread of 50,000 messages (compaction and summary cost, index and
 # checkpoint size as the thread grows).
 bench: $(STAMP_BENCH)
+	@test -d "$(TRAJECTORIES)" || { echo "make bench replays recorded agent runs: no folder" \
+		"$(TRAJECTORIES); run make bench TRAJECTORIES=<a folder of *.jsonl traces>" \
+		"(the format: docs/cli.md, 'The trace format')"; exit 2; }
 	$(BIN)/python benchmarks/bench_side_by_side.py --trajectories $(TRAJECTORIES) $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_scale.py
 
