@@ -225,9 +225,29 @@ def _tool(tool: McpTool) -> mcp_types.Tool:
         name=tool.name,
         title=tool.title,
         description=tool.function.description,
-        input_schema=tool.function.parameters,
+        input_schema=_inlined(tool.function.parameters),
         annotations=annotations,
     )
+
+
+def _inlined(schema: dict[str, object]) -> dict[str, object]:
+    """The schema with its ``$defs`` written in place: some clients pass tool schemas on to
+    model APIs that refuse ``$ref`` (the argument models have no cycles)."""
+    definitions = schema.pop("$defs", None)
+    if not isinstance(definitions, dict):
+        return schema
+
+    def resolve(node: object) -> object:
+        if isinstance(node, dict):
+            reference = node.get("$ref")
+            if isinstance(reference, str) and reference.startswith("#/$defs/"):
+                return resolve(definitions[reference.removeprefix("#/$defs/")])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    return {key: resolve(value) for key, value in schema.items()}
 
 
 def _result(answer: McpAnswer) -> mcp_types.CallToolResult:

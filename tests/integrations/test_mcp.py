@@ -427,6 +427,10 @@ def test_tool_schemas_follow_the_reference_server(workspace: Workspace) -> None:
         assert shapes["read_multiple_files"] == ({"paths"}, {"paths"})
         edit = json.dumps(tools["edit_file"].input_schema)
         assert '"oldText"' in edit and '"newText"' in edit
+        # written in place: some model APIs behind MCP clients refuse $ref
+        assert all("$ref" not in json.dumps(tool.input_schema) for tool in tools.values())
+        item = tools["edit_file"].input_schema["properties"]["edits"]["items"]
+        assert item["required"] == ["oldText", "newText"]
 
     _run(session, server)
 
