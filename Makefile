@@ -49,6 +49,7 @@ bench: $(STAMP_BENCH)
 		"(the format: docs/cli.md, 'The trace format')"; exit 2; }
 	$(BIN)/python benchmarks/bench_side_by_side.py --trajectories $(TRAJECTORIES) $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_scale.py
+	$(BIN)/python benchmarks/bench_memory.py --trajectories $(TRAJECTORIES)
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check sdk backends sandbox tests examples benchmarks
