@@ -42,7 +42,7 @@ docs: $(STAMP_DOCS)
 
 # Side by side with Deep Agents and LangChain on the recorded runs (make bench TRAJECTORIES=DIR),
 # then one synthetic thread of 50,000 messages (compaction and summary cost, index and
-# checkpoint size as the thread grows).
+# checkpoint size as the thread grows), then long-term retrieval over the runs' transcripts.
 bench: $(STAMP_BENCH)
 	@test -d "$(TRAJECTORIES)" || { echo "make bench replays recorded agent runs: no folder" \
 		"$(TRAJECTORIES); run make bench TRAJECTORIES=<a folder of *.jsonl traces>" \
