@@ -26,7 +26,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import ContextPolicy, Workspace
+from ctxfs import ContextPolicy, Workspace, pointer_of
 from ctxfs.integrations.deepagents import WorkspaceBackend
 from ctxfs.integrations.langchain import ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
@@ -41,11 +41,11 @@ def export_audit_log() -> str:
 
 
 def grep_the_saved_log(messages: Sequence[BaseMessage]) -> Any:
-    """The model's next step: search the file ctxfs saved the log to (its path is in the
-    pointer that replaced the result) with Deep Agents' grep."""
-    pointer = next(m for m in messages if isinstance(m, ToolMessage))
-    folder = next(w for w in pointer.text.split() if w.startswith("/tool_results/"))
-    return tool_call("grep", {"pattern": "FAILED", "path": folder.rsplit("/", 1)[0]})
+    """The model's next step: search the file ctxfs saved the log to (named by the pointer
+    that replaced the result) with Deep Agents' grep."""
+    held = pointer_of(next(m for m in messages if isinstance(m, ToolMessage)))
+    assert held is not None, "the audit log was kept inline"
+    return tool_call("grep", {"pattern": "FAILED", "path": held.path, "output_mode": "content"})
 
 
 def main(argv: Sequence[str] | None = None) -> str:
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     )
     for message in result["messages"]:
         if isinstance(message, ToolMessage):
-            print(f"[{message.name}] {message.text.splitlines()[0]}")
+            print(f"[{message.name}] {' '.join(message.text.split())[:150]}")
     listing = "\n".join(f"{args.url.rstrip('/')}{path}" for path in workspace.glob("**/*").paths)
     print(listing)
     return listing

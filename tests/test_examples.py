@@ -124,6 +124,7 @@ def test_deepagents_s3(
     printed = capsys.readouterr().out
     assert "[export_audit_log] [ctxfs: tool result offloaded]" in printed
     assert "[grep] /tool_results/audit" in printed
+    assert "2719: event=02718 actor=user15 action=login FAILED" in printed
     assert "[delete] Deleted /scratch.md" in printed
 
 

@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import ContextPolicy, Workspace
+from ctxfs import ContextPolicy, Workspace, pointer_of
 from ctxfs.integrations.deepagents import WorkspaceBackend
 from ctxfs.integrations.langchain import ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
@@ -72,14 +72,9 @@ def export_audit_log() -> str:
 
 def _read_offloaded(messages: list[BaseMessage]) -> Any:
     """Reads back the file ctxfs saved the audit log to, with Deep Agents' read_file."""
-    (path,) = (
-        word
-        for m in messages
-        if isinstance(m, ToolMessage)
-        for word in m.text.split()
-        if word.startswith("/tool_results/")
-    )
-    return tool_call("read_file", {"file_path": path.rstrip(".,:;)"), "offset": 41, "limit": 2})
+    held = pointer_of(next(m for m in messages if isinstance(m, ToolMessage)))
+    assert held is not None
+    return tool_call("read_file", {"file_path": held.path, "offset": 41, "limit": 2})
 
 
 def test_deep_agents_tools_read_what_ctxfs_offloaded(workspace: Workspace) -> None:
