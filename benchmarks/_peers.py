@@ -39,6 +39,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from pydantic import Field, PrivateAttr
 
 from ctxfs import (
     ContextEngine,
@@ -54,7 +55,7 @@ SYSTEMS = ("none", "ctxfs", "deepagents", "langchain")
 
 TRIGGER_FRACTION = 0.85
 """Summarize when the context reaches this share of the budget (ctxfs's default)."""
-KEEP_FRACTION = 0.30
+KEEP_FRACTION = Summarization().keep.fraction or 0.0
 """Keep this share of the budget as recent messages (ctxfs's default)."""
 TRIM_TOKENS = 8_000
 """Most tokens of old messages shown to the summary model (ctxfs's default)."""
@@ -64,6 +65,12 @@ INPUT_KEEP_MESSAGES = 20
 """Tool inputs in the most recent messages are never touched (ctxfs's default)."""
 INPUT_MIN_CHARS = 2_000
 """Tool inputs at least this long are moved out (ctxfs) or clipped (Deep Agents)."""
+
+SETTINGS = {"mode": "mapped"}
+"""Which settings the peers run with: ``mapped`` (ctxfs's defaults mapped onto theirs, the
+constants above) or ``own`` (each system at its own defaults, what a user gets: Deep Agents
+as ``create_deep_agent`` builds it, ``create_summarization_middleware`` and a default
+``FilesystemMiddleware``), set by the benchmark's ``--settings``."""
 
 STORAGE = {"mode": "memory"}
 """Where ctxfs and Deep Agents store what they move out: ``memory`` (ctxfs ``memory://``,
@@ -82,13 +89,37 @@ SUMMARY_TEXT = (
 """The stand-in summary every system gets: fixed, about 2,000 characters (≈ 300 tokens)."""
 
 
-def summary_model(budget: int) -> FakeListChatModel:
+class SummaryModel(FakeListChatModel):
+    """The stand-in summary model, metering what it is sent and what it answers.
+
+    ``meter`` holds ``input`` and ``output`` tokens (exact counts), summed over its calls.
+    """
+
+    meter: dict[str, int] = Field(default_factory=lambda: {"input": 0, "output": 0})
+    _counter: TiktokenCounter = PrivateAttr(default_factory=TiktokenCounter)
+
+    def _call(self, *args: Any, **kwargs: Any) -> str:
+        self._count(args[0] if args else kwargs.get("messages", []))
+        answer = super()._call(*args, **kwargs)
+        self.meter["output"] += self._counter.count_text(answer)
+        return answer
+
+    def _stream(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self._count(messages)
+        self.meter["output"] += self._counter.count_text(self.responses[self.i])
+        return super()._stream(messages, *args, **kwargs)
+
+    def _count(self, messages: Sequence[BaseMessage]) -> None:
+        self.meter["input"] += self._counter.count_messages(list(messages))
+
+
+def summary_model(budget: int) -> SummaryModel:
     """A deterministic chat model that always answers :data:`SUMMARY_TEXT`.
 
     Its profile says ``max_input_tokens=budget``: that is how both peers resolve fractional
     triggers and keep windows.
     """
-    return FakeListChatModel(responses=[SUMMARY_TEXT], profile={"max_input_tokens": budget})
+    return SummaryModel(responses=[SUMMARY_TEXT], profile={"max_input_tokens": budget})
 
 
 def exact_peer_counter(counter: TiktokenCounter) -> Callable[..., int]:
@@ -150,6 +181,7 @@ class NoManagement:
     def __init__(self, budget: int, thread: str, counter: TiktokenCounter | None) -> None:
         self.state: list[BaseMessage] = []
         self.summaries = 0
+        self.model: SummaryModel | None = None
 
     def add(self, message: BaseMessage) -> None:
         self.state = [*self.state, message]
@@ -178,9 +210,9 @@ class Ctxfs:
     name = "ctxfs"
 
     def __init__(self, budget: int, thread: str, counter: TiktokenCounter | None) -> None:
+        self.model = summary_model(budget)
         policy = ContextPolicy(
-            max_input_tokens=budget,
-            summarization=Summarization(model=summary_model(budget)),
+            max_input_tokens=budget, summarization=Summarization(model=self.model)
         )
         self.thread = thread
         self.root: Path | None = None
@@ -230,7 +262,10 @@ class DeepAgents:
     def __init__(self, budget: int, thread: str, counter: TiktokenCounter | None) -> None:
         from deepagents.backends import FilesystemBackend, StoreBackend
         from deepagents.middleware.filesystem import FilesystemMiddleware
-        from deepagents.middleware.summarization import SummarizationMiddleware
+        from deepagents.middleware.summarization import (
+            SummarizationMiddleware,
+            create_summarization_middleware,
+        )
         from langgraph.store.memory import InMemoryStore
 
         self.root: Path | None = None
@@ -246,22 +281,26 @@ class DeepAgents:
         kwargs: dict[str, Any] = {}
         if counter is not None:
             kwargs["token_counter"] = exact_peer_counter(counter)
-        self.fs = FilesystemMiddleware(
-            backend=backend, tool_token_limit_before_evict=RESULT_OFFLOAD_TOKENS
-        )
-        self.summarizer = SummarizationMiddleware(
-            model=self.model,
-            backend=backend,
-            trigger=("fraction", TRIGGER_FRACTION),
-            keep=("fraction", KEEP_FRACTION),
-            trim_tokens_to_summarize=TRIM_TOKENS,
-            truncate_args_settings={
-                "trigger": ("fraction", TRIGGER_FRACTION),
-                "keep": ("messages", INPUT_KEEP_MESSAGES),
-                "max_length": INPUT_MIN_CHARS,
-            },
-            **kwargs,
-        )
+        if SETTINGS["mode"] == "own":  # as create_deep_agent builds them
+            self.fs = FilesystemMiddleware(backend=backend)
+            self.summarizer = create_summarization_middleware(self.model, backend, **kwargs)
+        else:
+            self.fs = FilesystemMiddleware(
+                backend=backend, tool_token_limit_before_evict=RESULT_OFFLOAD_TOKENS
+            )
+            self.summarizer = SummarizationMiddleware(
+                model=self.model,
+                backend=backend,
+                trigger=("fraction", TRIGGER_FRACTION),
+                keep=("fraction", KEEP_FRACTION),
+                trim_tokens_to_summarize=TRIM_TOKENS,
+                truncate_args_settings={
+                    "trigger": ("fraction", TRIGGER_FRACTION),
+                    "keep": ("messages", INPUT_KEEP_MESSAGES),
+                    "max_length": INPUT_MIN_CHARS,
+                },
+                **kwargs,
+            )
         self.system: SystemMessage | None = None
         self.state: dict[str, Any] = {"messages": []}
         self.view: list[BaseMessage] = []  # what the model last saw, plus what came after
@@ -391,8 +430,9 @@ class LangChain:
         kwargs: dict[str, Any] = {}
         if counter is not None:
             kwargs["token_counter"] = exact_peer_counter(counter)
+        self.model = summary_model(budget)
         self.middleware = SummarizationMiddleware(
-            model=summary_model(budget),
+            model=self.model,
             trigger=("fraction", TRIGGER_FRACTION),
             keep=("fraction", KEEP_FRACTION),
             trim_tokens_to_summarize=TRIM_TOKENS,

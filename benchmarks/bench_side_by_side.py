@@ -46,10 +46,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _peers import FACTORIES, STORAGE, SYSTEMS
+from _peers import FACTORIES, SETTINGS, STORAGE, SYSTEMS
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs import TiktokenCounter, read_trace
+from ctxfs._prefix import shared_prefix
 
 BUDGETS = (32_000, 64_000, 128_000)
 CLAUDE_CODE_FILE_TOOLS = {"Write": "write_file", "Edit": "edit_file"}
@@ -96,6 +97,10 @@ class Outcome:
     removed_bytes: int = 0
     lost_bytes: int = 0
     errors: int = 0
+    cached_tokens: int = 0
+    prefix_breaks: int = 0
+    summary_input: int = 0
+    summary_output: int = 0
     hook_seconds: list[float] = field(default_factory=list, repr=False)
 
 
@@ -112,6 +117,7 @@ def replay(
         s: FACTORIES[s](budget, name, TiktokenCounter() if exact_peers else None) for s in systems
     }
     out = {s: Outcome(name, budget, s) for s in systems}
+    sent: dict[str, list[BaseMessage]] = {s: [] for s in systems}  # each one's last request
     turn = 0
     try:
         for message in history:
@@ -130,6 +136,11 @@ def replay(
                     o.peak = max(o.peak, tokens)
                     o.over_budget += tokens > budget
                     o.input_tokens += tokens
+                    # a provider caches the longest prefix shared with the previous request
+                    shared = shared_prefix(sent[s], context)
+                    o.cached_tokens += measure.count_messages(context[:shared])
+                    o.prefix_breaks += shared < len(sent[s])
+                    sent[s] = list(context)
                 turn += 1
             for s in systems:
                 live[s].add(message)
@@ -138,6 +149,10 @@ def replay(
             out[s].removed_bytes, out[s].lost_bytes = loss.removed, loss.lost
             out[s].summaries = live[s].summaries
             out[s].errors = getattr(live[s], "overflow_errors", 0)
+            model = live[s].model
+            if model is not None:
+                out[s].summary_input = model.meter["input"]
+                out[s].summary_output = model.meter["output"]
     finally:
         for system in live.values():
             system.close()
@@ -176,6 +191,23 @@ def print_per_trace(results: list[dict[str, Outcome]], systems: tuple[str, ...])
     print("(! = at least one model call over the budget)\n")
 
 
+PRICES = {"uncached": 1.25, "cached": 0.1, "summary_input": 1.0, "summary_output": 5.0}
+"""Relative price per token: uncached input as a provider that charges for cache writes
+(Anthropic: 1.25), cached input 0.1, and the summary model's input and output."""
+OPENAI_PRICES = {**PRICES, "uncached": 1.0}
+"""The same with OpenAI-style weights: no charge for writing the cache."""
+
+
+def cost(row: dict[str, Any], prices: dict[str, float]) -> float:
+    """What a run's tokens cost at ``prices`` (per token, relative)."""
+    return (
+        prices["uncached"] * row["uncached_tokens"]
+        + prices["cached"] * row["cached_tokens"]
+        + prices["summary_input"] * row["summary_input"]
+        + prices["summary_output"] * row["summary_output"]
+    )
+
+
 def summarize(results: list[dict[str, Outcome]], systems: tuple[str, ...]) -> list[dict[str, Any]]:
     rows = []
     budgets = sorted({next(iter(r.values())).budget for r in results})
@@ -185,22 +217,78 @@ def summarize(results: list[dict[str, Outcome]], systems: tuple[str, ...]) -> li
             os_ = [r[s] for r in at]
             removed = sum(o.removed_bytes for o in os_)
             lost = sum(o.lost_bytes for o in os_)
-            rows.append(
-                {
-                    "budget": budget,
-                    "system": s,
-                    "peak": max(o.peak for o in os_),
-                    "traces_over_budget": sum(o.over_budget > 0 for o in os_),
-                    "calls_over_budget": sum(o.over_budget for o in os_),
-                    "calls": sum(o.calls for o in os_),
-                    "summaries": sum(o.summaries for o in os_),
-                    "input_tokens": sum(o.input_tokens for o in os_),
-                    "removed_bytes": removed,
-                    "lost_bytes": lost,
-                    "errors": sum(o.errors for o in os_),
-                }
-            )
+            row: dict[str, Any] = {
+                "budget": budget,
+                "system": s,
+                "peak": max(o.peak for o in os_),
+                "traces_over_budget": sum(o.over_budget > 0 for o in os_),
+                "calls_over_budget": sum(o.over_budget for o in os_),
+                "calls": sum(o.calls for o in os_),
+                "summaries": sum(o.summaries for o in os_),
+                "input_tokens": sum(o.input_tokens for o in os_),
+                "cached_tokens": sum(o.cached_tokens for o in os_),
+                "uncached_tokens": sum(o.input_tokens - o.cached_tokens for o in os_),
+                "prefix_breaks": sum(o.prefix_breaks for o in os_),
+                "summary_input": sum(o.summary_input for o in os_),
+                "summary_output": sum(o.summary_output for o in os_),
+                "removed_bytes": removed,
+                "lost_bytes": lost,
+                "errors": sum(o.errors for o in os_),
+            }
+            row["cost"] = cost(row, PRICES)
+            row["cost_openai"] = cost(row, OPENAI_PRICES)
+            rows.append(row)
     return rows
+
+
+def print_cache(rows: list[dict[str, Any]]) -> None:
+    """The prompt cache and the cost, per budget and system."""
+    print(
+        f"{'budget':>6} {'system':11} {'input':>8} {'uncached':>8} {'hit':>6} {'breaks':>6} "
+        f"{'summ':>4} {'summary in/out':>15} {'cost':>7} {'openai':>7}"
+    )
+    for r in rows:
+        hit = r["cached_tokens"] / r["input_tokens"] if r["input_tokens"] else 0.0
+        print(
+            f"{r['budget'] // 1000:>5}k {r['system']:11} {_m(r['input_tokens']):>8} "
+            f"{_m(r['uncached_tokens']):>8} {hit:>6.1%} {r['prefix_breaks']:>6} "
+            f"{r['summaries']:>4} {_m(r['summary_input']) + '/' + _m(r['summary_output']):>15} "
+            f"{_m(round(r['cost'])):>7} {_m(round(r['cost_openai'])):>7}"
+        )
+    print()
+
+
+GOAL_BUDGETS = (32_000, 64_000)
+"""The budgets the goals against Deep Agents are set at (summed over the traces)."""
+
+
+def print_goals(rows: list[dict[str, Any]]) -> None:
+    """ctxfs against Deep Agents in the same run: cost <= 0.85x, input <= 1.0x, at most half
+    the summaries at 32k and 64k; no call over the window and no byte lost at every budget."""
+    by = {(r["budget"], r["system"]): r for r in rows}
+    for budget in sorted({r["budget"] for r in rows}):
+        ours, theirs = by.get((budget, "ctxfs")), by.get((budget, "deepagents"))
+        if ours is None:
+            continue
+        checks = [
+            (
+                "calls over the window",
+                ours["calls_over_budget"],
+                "== 0",
+                ours["calls_over_budget"] == 0,
+            ),
+            ("bytes lost", ours["lost_bytes"], "== 0", ours["lost_bytes"] == 0),
+        ]
+        if theirs is not None and budget in GOAL_BUDGETS:
+            for key, limit in (("cost", 0.85), ("input_tokens", 1.0), ("summaries", 0.5)):
+                ratio = ours[key] / theirs[key] if theirs[key] else float("inf")
+                checks.append(
+                    (f"{key} vs Deep Agents", round(ratio, 3), f"<= {limit}", ratio <= limit)
+                )
+        for name, value, goal, met in checks:
+            verdict = "met" if met else "NOT met"
+            print(f"{budget // 1000:>5}k {name:26} {value!s:>8} {goal:>7}  {verdict}")
+    print()
 
 
 def print_summary(rows: list[dict[str, Any]]) -> None:
@@ -301,6 +389,17 @@ def main() -> None:
         help="renamed: Claude Code's Write/Edit calls become write_file/edit_file, the names "
         "whose large arguments ctxfs offloads and Deep Agents truncates",
     )
+    parser.add_argument(
+        "--settings",
+        nargs="*",
+        choices=("own", "mapped"),
+        default=["own", "mapped"],
+        help="own: each system at its own defaults (what a user gets); mapped: the peers set "
+        "to ctxfs's defaults (see _peers.py)",
+    )
+    parser.add_argument(
+        "--no-overhead", action="store_true", help="skip the per-turn hook timing table"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args()
     systems = tuple(s for s in SYSTEMS if s in args.systems)
@@ -319,58 +418,59 @@ def main() -> None:
     long_name = args.overhead_trace or max(
         histories, key=lambda n: sum(isinstance(m, AIMessage) for m in histories[n])
     )
-    results: list[dict[str, Outcome]] = []
-    started = time.perf_counter()
-    for name, history in histories.items():
-        for budget in args.budgets:
-            results.append(replay(name, history, budget, systems, measure, exact))
-            print(f"  {name} {budget // 1000}k done", file=sys.stderr)
-    print(
-        f"replayed {len(traces)} traces x {len(args.budgets)} budgets in "
-        f"{time.perf_counter() - started:.0f} s; peer token counting: {args.peer_counter}; "
-        f"storage: {args.storage}; file tools: {args.file_tools}\n"
-    )
-    print_per_trace(results, systems)
-    rows = summarize(results, systems)
-    print_summary(rows)
-
-    known = {
-        next(iter(r.values())).budget: r
-        for r in results
-        if next(iter(r.values())).trace == long_name
+    document: dict[str, Any] = {
+        "peer_counter": args.peer_counter,
+        "storage": args.storage,
+        "file_tools": args.file_tools,
+        "budgets": args.budgets,
     }
-    print(f"per-turn before-model hook on {long_name} (turns interleaved, one run):")
-    cost = overhead(
-        long_name,
-        histories[long_name],
-        [*args.budgets, STEADY_BUDGET],
-        systems,
-        measure,
-        exact,
-        known,
-    )
-    print_overhead(cost)
-
-    if args.json:
+    for mode in args.settings:
+        SETTINGS["mode"] = mode
+        # LangChain's own default never summarizes (no trigger): at its defaults it is none
+        chosen = tuple(s for s in systems if mode == "mapped" or s != "langchain")
+        results: list[dict[str, Outcome]] = []
+        started = time.perf_counter()
+        for name, history in histories.items():
+            for budget in args.budgets:
+                results.append(replay(name, history, budget, chosen, measure, exact))
+                print(f"  {mode}: {name} {budget // 1000}k done", file=sys.stderr)
+        print(
+            f"settings: {mode}; replayed {len(traces)} traces x {len(args.budgets)} budgets in "
+            f"{time.perf_counter() - started:.0f} s; peer token counting: {args.peer_counter}; "
+            f"storage: {args.storage}; file tools: {args.file_tools}\n"
+        )
+        print_per_trace(results, chosen)
+        rows = summarize(results, chosen)
+        print_summary(rows)
+        print_cache(rows)
+        print_goals(rows)
         per_trace = [
             {k: v for k, v in asdict(o).items() if k != "hook_seconds"}
             for r in results
             for o in r.values()
         ]
-        print(
-            json.dumps(
-                {
-                    "peer_counter": args.peer_counter,
-                    "storage": args.storage,
-                    "file_tools": args.file_tools,
-                    "budgets": args.budgets,
-                    "per_trace": per_trace,
-                    "totals": rows,
-                    "overhead": cost,
-                },
-                indent=1,
-            )
+        document[mode] = {"per_trace": per_trace, "totals": rows}
+        if mode != "mapped" or args.no_overhead:
+            continue
+        known = {
+            next(iter(r.values())).budget: r
+            for r in results
+            if next(iter(r.values())).trace == long_name
+        }
+        print(f"per-turn before-model hook on {long_name} (turns interleaved, one run):")
+        hooks = overhead(
+            long_name,
+            histories[long_name],
+            [*args.budgets, STEADY_BUDGET],
+            chosen,
+            measure,
+            exact,
+            known,
         )
+        print_overhead(hooks)
+        document["overhead"] = hooks
+    if args.json:
+        print(json.dumps(document, indent=1))
 
 
 if __name__ == "__main__":

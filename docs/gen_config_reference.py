@@ -46,7 +46,7 @@ policy = ContextPolicy.model_validate(
 )
 assert policy.result_threshold_tokens == 8_000
 try:
-    ContextPolicy(max_input_tokens=128_000, tool_result={})  # a typo
+    ContextPolicy(max_input_tokens=128_000, tool_result={})  # type: ignore[call-arg]  # a typo
 except ValueError as exc:
     assert "did you mean 'tool_results'?" in str(exc)
 ```

@@ -1,18 +1,16 @@
 """Clearing old tool results to pointers: the step between input offload and summarizing.
 
-Most of a long agent context is old tool output the model will not look at again. Once the
-history reaches :attr:`ContextPolicy.clearing_trigger_tokens`, every tool result outside the
-recent window is replaced by a pointer of four lines::
+Most of a long agent context is old tool output the model will not look at again. In a
+compaction (when the request reaches :attr:`ContextPolicy.high_water_tokens`), tool results
+outside the recent window are replaced, oldest first, by a pointer of one line (wrapped
+here)::
 
-    [ctxfs: tool result cleared] The full result was saved to /tool_results/<thread>/<call>.txt
-    (812 lines, 40,114 characters, 9,870 tokens).
-    Call: bash(command="pytest -x tests/")
-    Head: ============================= test session starts ==============================
-    Read it with read_file (offset, limit) or search it with grep.
+    [ctxfs: tool result cleared] 812 lines, 9,870 tokens, saved to
+    /tool_results/<thread>/<call>.txt; read_file or grep it. First line: === test session…
 
-(the first two lines are one line). Nothing is lost: the full text is written first, with the
-result-offload machinery and names (:func:`ctxfs._naming.result_path`, create-only, read back
-and compared) and the message is replaced only after that succeeded. Three kinds of result:
+Nothing is lost: the full text is written first, with the result-offload machinery and names
+(:func:`ctxfs._naming.result_path`, create-only, read back and compared) and the message is
+replaced only after that succeeded. Three kinds of result:
 
 - **saved** -- an ordinary result: its text is saved now, then cleared.
 - **offloaded** -- already an offload pointer (step 1): cleared to the short pointer naming
@@ -40,24 +38,25 @@ that rare:
   pointer is tagged and skipped by every later pass, including summarization's). Between two
   clearings the history only grows at the end, so every request is a cache hit up to the new
   messages.
-- *Batched.* A pass clears every eligible result at once, and only when that frees at least
-  ``clear_at_least`` tokens (default 5 % of the window) -- or when it is what keeps a summary
-  away, since a summary rewrites far more. A smaller batch waits while the window slides and
-  more results become old. So the prefix changes once per ``clear_at_least`` tokens of old
-  output, not on every turn as with per-request context editing (which re-derives the
-  cleared set each turn and defeats the cache).
+- *Batched.* A compaction plans the old results together with the old tool inputs, oldest
+  first, down to the low-water mark, and applies them at once; with an explicit
+  ``clearing.trigger`` below the high-water mark, a pass clears every eligible result at
+  once, and only when that frees at least ``clear_at_least`` tokens (or keeps a summary
+  away). So the prefix changes once per compaction, not on every turn as with per-request
+  context editing (which re-derives the cleared set each turn and defeats the cache).
 
-The costs are a cache write of the suffix after the first cleared result once per batch,
-against reading ``clear_at_least`` fewer tokens on every later request.
+The costs are a cache write of the suffix after the first cleared result once per
+compaction, against reading fewer tokens on every later request.
 
 This module decides (pure functions, no I/O); :meth:`ContextEngine.clear_tool_results` saves,
 verifies and replaces. Which results are pointers already is read from their structured
 metadata (:func:`ctxfs._pointers.result_pointer`), never from their text.
 
-**Cost.** The planner runs before every model call once the trigger is reached, and most of
-those passes end in "not yet". It first bounds the batch without building a pointer: a
-pointer costs at least :data:`~ctxfs._tokens.MESSAGE_OVERHEAD_TOKENS`, so the eligible
-results free at most their tokens minus that. Only when that bound could reach the goal are
+**Cost.** With an explicit trigger, the planner runs before every model call once the trigger
+is reached, and most of those passes end in "not yet". It first bounds the batch without
+building a pointer: a pointer costs at least
+:data:`~ctxfs._tokens.MESSAGE_OVERHEAD_TOKENS`, so the eligible results free at most their
+tokens minus that. Only when that bound could reach the goal are
 the pointers written out and counted exactly. Message sizes come from the token counter's
 per-message cache, and only for the messages the decision looks at.
 """

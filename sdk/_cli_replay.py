@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage
 from pydantic import ValidationError
@@ -32,6 +32,9 @@ from ctxfs._trace import read_trace
 from ctxfs._workspace import Workspace
 from ctxfs.tools._format import plural
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 __all__ = [
     "add_replay_parser",
     "describe_event",
@@ -40,6 +43,7 @@ __all__ = [
     "load_policy",
     "render_plain",
     "render_rich",
+    "replay_figure",
     "replay_json",
     "write_plot",
 ]
@@ -413,18 +417,37 @@ def _progress(err: IO[str], total: int) -> Iterator[Callable[[int, int], None] |
 
 
 def write_plot(result: ReplayResult, path: str) -> None:
-    """Draws context tokens per model call, with and without ctxfs, into an image file.
+    """Draws :func:`replay_figure` into an image file.
 
     Raises:
         CliError: matplotlib is not installed, or the file cannot be written.
+    """
+    figure = replay_figure(result)
+    try:
+        figure.savefig(path, dpi=110)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"could not write the plot to {path}: {exc}") from None
+
+
+def replay_figure(result: ReplayResult) -> Figure:
+    """The replay as a matplotlib figure: the context per model call, with and without
+    ctxfs, and below it the prompt cache's view of the same calls.
+
+    The upper panel shows the tokens each call sends, the window and the summaries. The
+    lower one splits each call's tokens into those a prefix cache would reuse (cached) and
+    those read anew (uncached), and marks each prefix break, with the run's hit rate and
+    break count in its title.
+
+    Raises:
+        CliError: matplotlib is not installed.
     """
     try:
         from matplotlib.figure import Figure
     except ImportError:
         raise CliError("--plot needs matplotlib: pip install 'ctxfs[plot]'") from None
     calls = [c.index for c in result.calls]
-    figure = Figure(figsize=(10, 4.5), layout="constrained")
-    axes = figure.subplots()
+    figure = Figure(figsize=(10, 7), layout="constrained")
+    axes, cache = figure.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     axes.plot(calls, [c.baseline_tokens for c in result.calls], label="without ctxfs")
     axes.plot(calls, [c.tokens for c in result.calls], label="with ctxfs")
     axes.axhline(result.max_input_tokens, color="grey", linestyle="--", label="window")
@@ -438,11 +461,26 @@ def write_plot(result: ReplayResult, path: str) -> None:
             zorder=3,
             label="summary",
         )
-    axes.set_xlabel("model call")
     axes.set_ylabel("context tokens")
     axes.set_title(f"{result.thread_id}: context per model call")
     axes.legend()
-    try:
-        figure.savefig(path, dpi=110)
-    except (OSError, ValueError) as exc:
-        raise CliError(f"could not write the plot to {path}: {exc}") from None
+    cached = [c.cached_tokens for c in result.calls]
+    uncached = [c.uncached_tokens for c in result.calls]
+    cache.bar(calls, cached, width=1.0, color="tab:green", label="cached")
+    cache.bar(calls, uncached, width=1.0, bottom=cached, color="tab:red", label="uncached")
+    for n, call in enumerate(c for c in result.calls if c.prefix_broken):
+        cache.axvline(
+            call.index,
+            color="black",
+            linewidth=0.6,
+            linestyle=":",
+            label="prefix break" if n == 0 else None,
+        )
+    cache.set_xlabel("model call")
+    cache.set_ylabel("tokens sent")
+    cache.set_title(
+        f"prompt cache: {result.cache_hit_rate:.1%} of input tokens reused, "
+        f"{plural(result.prefix_breaks, 'prefix break')}"
+    )
+    cache.legend()
+    return figure

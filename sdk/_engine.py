@@ -58,7 +58,6 @@ from ctxfs._messages import (
 )
 from ctxfs._naming import input_path, result_path
 from ctxfs._openai import OpenAICompaction, OpenAIMessages
-from ctxfs._openai import OpenAICompaction, OpenAIMessages
 from ctxfs._pointers import (
     Pointer,
     content_shape,
@@ -125,6 +124,8 @@ class ContextEngine:
         self._lock = threading.RLock()
         self._parts = RequestParts(self._counter)
         self._arg_counts: dict[str, int] = {}
+        # per thread, the messages the last compaction returned (what the provider cached)
+        self._sent: dict[str, list[BaseMessage]] = {}
         self._tools: dict[str, ToolFunction] | None = None
         self._openai = OpenAIMessages()
 
@@ -308,16 +309,26 @@ class ContextEngine:
             policy = _forced(policy)
         extra = fixed.system + fixed.tools
         original = list(messages)
-        inputs, cleared = self._lossless(original, thread_id, policy, extra)
+        # One compaction at the high-water mark; below it only explicit step triggers act.
+        compacting = self._counter.count_messages(original) + extra >= policy.high_water_tokens
+        lossless = self._batch if compacting else self._lossless
+        inputs, cleared = lossless(original, thread_id, policy, extra)
         current, events = cleared.messages, [*inputs.events, *cleared.events]
         before, tokens = inputs.tokens_before, cleared.tokens_after
-        if not policy.summary_fires(tokens + extra, len(current)):
+        # Summarize only when the lossless steps could not reach the low-water mark, and left
+        # less than half the gap between the marks before the next compaction.
+        short = compacting and tokens + extra > policy.summary_water_tokens
+        if not (short and policy.summarization.enabled) and not policy.summary_fires(
+            tokens + extra, len(current)
+        ):
             quiet = (
                 "summarization is off"
                 if not policy.summarization.enabled
                 else "no summarization trigger fired"
             )
-            return self._result(policy, original, current, events, before, tokens, fixed, quiet)
+            return self._result(
+                thread_id, policy, original, current, events, before, tokens, fixed, quiet
+            )
         archive = TranscriptArchive(self._workspace, thread_id, clock=self._clock)
         outcome = yield from summarize_steps(
             current,
@@ -334,24 +345,42 @@ class ContextEngine:
             event = ArchiveFailed(reason=f"{outcome.failed}; nothing was dropped")
             why = f"the transcript could not be archived ({outcome.failed}), so nothing was dropped"
             return self._result(
-                policy, original, original, [*repaired, event], before, before, fixed, why
+                thread_id,
+                policy,
+                original,
+                original,
+                [*repaired, event],
+                before,
+                before,
+                fixed,
+                why,
             )
         if outcome.event is None:
             events += repaired
             why_not = outcome.why_not
-            return self._result(policy, original, current, events, before, tokens, fixed, why_not)
-        # The lossless steps once more on the summarized history, so that compacting the
-        # result again changes nothing.
-        again = self._offload_inputs(outcome.messages, thread_id, policy, extra)
-        final = self._clear_results(again.messages, thread_id, policy, extra)
+            return self._result(
+                thread_id, policy, original, current, events, before, tokens, fixed, why_not
+            )
+        # The lossless steps once more on the summarized history, in the same batch, so that
+        # compacting the result again changes nothing.
+        again, final = lossless(outcome.messages, thread_id, policy, extra)
         events += [*repaired, outcome.event, *again.events, *final.events]
         after = final.tokens_after
         return self._result(
-            policy, original, final.messages, events, before, after, fixed, outcome.why_not
+            thread_id,
+            policy,
+            original,
+            final.messages,
+            events,
+            before,
+            after,
+            fixed,
+            outcome.why_not,
         )
 
     def _result(
         self,
+        thread_id: str,
         policy: ContextPolicy,
         original: Sequence[BaseMessage],
         messages: list[BaseMessage],
@@ -366,8 +395,16 @@ class ContextEngine:
         reached = after + extra <= target
         shared = shared_prefix(original, messages)
         if shared < len(original):
-            given_up = self._counter.count_messages(original[shared:])
+            # What the provider holds is the part of the previous request this one still
+            # starts with; messages appended since were never cached.
+            previous = self._sent.get(thread_id)
+            held = shared_prefix(previous, original) if previous is not None else len(original)
+            given_up = self._counter.count_messages(original[shared:held]) if held > shared else 0
             events = [*events, PrefixChanged(first_changed=shared, tokens_given_up=given_up)]
+        self._sent.pop(thread_id, None)
+        if len(self._sent) >= _SENT_THREADS:
+            del self._sent[next(iter(self._sent))]
+        self._sent[thread_id] = messages
         request, limit = after + extra, policy.request_limit_tokens
         if request > limit:
             reason = why_not or _why_not_compacted(policy)
@@ -624,10 +661,56 @@ class ContextEngine:
         with self._lock:
             return self._offload_inputs(messages, thread_id, self.window_from(None), 0)
 
+    def _batch(
+        self, messages: list[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+    ) -> tuple[OffloadResult, OffloadResult]:
+        """A compaction's lossless steps: old inputs and old results, oldest first, down to
+        the low-water mark, applied at once so the prefix changes once.
+
+        Every candidate is priced first (what its pointer frees); the batch then takes every
+        candidate before the first message at which the running total reaches the low-water
+        mark, or all of them when it never does.
+        """
+        before = self._counter.count_messages(messages)
+        unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
+        need = before + extra - policy.low_water_tokens
+        if need <= 0:
+            return unchanged, unchanged
+        frees: dict[int, int] = {}
+        if policy.tool_inputs.enabled:
+            for i, freed in self._input_frees(messages, thread_id, policy):
+                frees[i] = frees.get(i, 0) + freed
+        results: tuple[ResultToClear, ...] = ()
+        if policy.clearing.enabled:
+            plan = plan_clearing(
+                messages,
+                policy=policy,
+                counter=self._counter,
+                thread_id=thread_id,
+                tokens=before + extra,
+                go=True,
+            )
+            results = plan.results
+            for item in results:
+                frees[item.index] = frees.get(item.index, 0) + item.tokens - item.estimate
+        if not frees:
+            return unchanged, unchanged
+        upto, total = len(messages), 0
+        for i in sorted(frees):
+            total += frees[i]
+            if total >= need:
+                upto = i + 1
+                break
+        inputs = self._offload_inputs(messages, thread_id, policy, extra, go=True, upto=upto)
+        chosen = tuple(item for item in results if item.index < upto)
+        cleared = self._apply_clearing(inputs.messages, thread_id, chosen)
+        return inputs, cleared
+
     def _lossless(
         self, messages: list[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
     ) -> tuple[OffloadResult, OffloadResult]:
-        """Old inputs and old results moved as one batch, so the prefix changes once.
+        """Below the high-water mark: the steps whose explicit trigger is reached, as one
+        batch, so the prefix changes once.
 
         With clearing on, the batch goes when what it frees together is worth the cache
         break (see :func:`ctxfs._clearing.batch_goes`): inputs never move on their own, a
@@ -640,7 +723,9 @@ class ContextEngine:
         unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
         if before + extra < policy.clearing_trigger_tokens:
             return unchanged, unchanged
-        frees = self._input_frees(messages, policy) if policy.tool_inputs.enabled else 0
+        frees = 0
+        if policy.tool_inputs.enabled and before + extra >= policy.input_trigger_tokens:
+            frees = sum(freed for _, freed in self._input_frees(messages, thread_id, policy))
         plan = plan_clearing(
             messages,
             policy=policy,
@@ -655,17 +740,39 @@ class ContextEngine:
         cleared = self._clear_results(inputs.messages, thread_id, policy, extra, go=True)
         return inputs, cleared
 
-    def _input_frees(self, messages: Sequence[BaseMessage], policy: ContextPolicy) -> int:
-        """About what offloading the old inputs would free (each pointer ~ 80 tokens)."""
-        frees = 0
+    def _input_frees(
+        self, messages: Sequence[BaseMessage], thread_id: str, policy: ContextPolicy
+    ) -> Iterator[tuple[int, int]]:
+        """What offloading each old input would free: (message index, tokens), oldest first."""
         for i in range(max(0, len(messages) - policy.tool_inputs.keep_messages)):
             message = messages[i]
             if isinstance(message, AIMessage) and message.tool_calls:
                 held = input_pointers(message)
-                for index, _, arg, value in _input_candidates(message, policy):
+                for index, call, arg, value in _input_candidates(message, policy):
                     if (index, arg) not in held:
-                        frees += max(0, self._arg_tokens(value) - _INPUT_POINTER_TOKENS)
-        return frees
+                        _, _, freed = self._input_pointer(call, index, arg, value, thread_id)
+                        if freed > 0:
+                            yield i, freed
+
+    def _input_pointer(
+        self, call: Mapping[str, Any], index: int, arg: str, value: str, thread_id: str
+    ) -> tuple[Pointer, str, int]:
+        """The pointer that would replace an argument, its text, and the tokens it frees."""
+        call_id = call["id"] or ""
+        tokens = self._arg_tokens(value)
+        pointer = Pointer(
+            kind="input",
+            path=input_path(thread_id, call_id, arg, value),
+            lines=count_lines(value),
+            chars=len(value),
+            tokens=tokens,
+            tool_call_id=call_id,
+            arg=arg,
+            call_index=index,
+            target=target_path_of(call["args"]),
+        )
+        rendered = render_input(pointer, tool_name=call["name"])
+        return pointer, rendered, tokens - self._counter.count_text(rendered)
 
     def _arg_tokens(self, value: str) -> int:
         # An old argument is looked at on every call until its batch goes: count it once.
@@ -684,6 +791,7 @@ class ContextEngine:
         extra: int,
         *,
         go: bool = False,
+        upto: int | None = None,
     ) -> OffloadResult:
         before = self._counter.count_messages(messages)
         settings = policy.tool_inputs
@@ -691,7 +799,8 @@ class ContextEngine:
         if not settings.enabled or (not go and before + extra < policy.input_trigger_tokens):
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
         events: list[ContextEvent] = []
-        for i in range(max(0, len(out) - settings.keep_messages)):
+        end = max(0, len(out) - settings.keep_messages)
+        for i in range(end if upto is None else min(end, upto)):
             message = out[i]
             if isinstance(message, AIMessage) and message.tool_calls:
                 out[i] = self._offload_call_args(message, thread_id, policy, events)
@@ -714,21 +823,9 @@ class ContextEngine:
             call_id = call["id"] or ""
             tokens = self._arg_tokens(value)
             target = target_path_of(call["args"])
-
-            pointer = Pointer(
-                kind="input",
-                path=input_path(thread_id, call_id, arg, value),
-                lines=count_lines(value),
-                chars=len(value),
-                tokens=tokens,
-                tool_call_id=call_id,
-                arg=arg,
-                call_index=index,
-                target=target,
-            )
+            pointer, rendered, freed = self._input_pointer(call, index, arg, value, thread_id)
             # As for results: a pointer never costs more than the argument it replaces.
-            rendered = render_input(pointer, tool_name=call["name"])
-            if self._counter.count_text(rendered) >= tokens:
+            if freed <= 0:
                 continue
             try:
                 path = save_text(self._workspace, pointer.path, value)
@@ -809,8 +906,17 @@ class ContextEngine:
         )
         if not plan.go:
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
+        return self._apply_clearing(out, thread_id, plan.results)
+
+    def _apply_clearing(
+        self, messages: Sequence[BaseMessage], thread_id: str, results: Sequence[ResultToClear]
+    ) -> OffloadResult:
+        """Saves and clears the planned results (each saved and verified before it goes)."""
+        counter = self._counter
+        before = counter.count_messages(messages)
+        out = list(messages)
         events: list[ContextEvent] = []
-        for item in plan.results:
+        for item in results:
             message = out[item.index]
             assert isinstance(message, ToolMessage)
             try:
@@ -899,6 +1005,10 @@ class ContextEngine:
         return full
 
 
+_SENT_THREADS = 256
+"""The most threads whose last request an engine remembers (the oldest is forgotten)."""
+
+
 def _cleared_kind(item: ResultToClear) -> Literal["saved", "offloaded"]:
     return "offloaded" if item.kind == "offloaded" else "saved"
 
@@ -927,7 +1037,13 @@ def _forced(policy: ContextPolicy) -> ContextPolicy:
         update={"trigger": Threshold(tokens=1), "keep_messages": 0}
     )
     return policy.model_copy(
-        update={"clearing": clearing, "summarization": summarization, "tool_inputs": inputs}
+        update={
+            "clearing": clearing,
+            "summarization": summarization,
+            "tool_inputs": inputs,
+            "high_water": Threshold(tokens=1),
+            "low_water": Threshold(tokens=1),
+        }
     )
 
 
@@ -935,10 +1051,6 @@ def _why_not_compacted(policy: ContextPolicy) -> str:
     if not policy.summarization.enabled:
         return "summarization is off, and the lossless steps could not free enough"
     return "compaction could not free enough"
-
-
-_INPUT_POINTER_TOKENS = 80
-"""About what an input pointer costs, for deciding whether a batch is worth it."""
 
 
 def _input_candidates(

@@ -188,8 +188,11 @@ class PrefixChanged(ContextEvent):
     Attributes:
         first_changed: Position (in the history before compaction) of the first message
             that changed or left.
-        tokens_given_up: Tokens of the history from that message on: what was cached and
-            is not any more.
+        tokens_given_up: Cached tokens the compaction gave up: those of the messages from
+            ``first_changed`` on that the previous request of the same thread (what this
+            engine's last compaction of it returned) already held. Messages appended since
+            were never cached and do not count; on a thread's first compaction by this engine
+            every message from ``first_changed`` on counts.
     """
 
     first_changed: int

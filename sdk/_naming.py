@@ -5,9 +5,11 @@
     /tool_results/<thread>/<call>.<ext>
     /tool_inputs/<thread>/<call>__<arg>.<ext>
 
-``<thread>`` and ``<call>`` are :func:`safe_name` of the raw ids (a sanitized, truncated
-prefix plus 16 hex digits of the SHA-256 of the raw id, so empty ids, ids equal after
-sanitizing and very long ids never share a name) and ``<ext>`` is ``json`` when the text
+``<thread>`` and ``<call>`` are :func:`file_name` of the raw ids: the id itself when it is
+already a short, safe file name (pointers name these paths, so every character costs tokens
+on every later request), else :func:`safe_name` (a sanitized, truncated prefix plus 16 hex
+digits of the SHA-256 of the raw id, so empty ids, ids equal after sanitizing and very long
+ids never share a name), and ``<ext>`` is ``json`` when the text
 parses as a JSON object or array, ``txt`` otherwise. If a name is taken by different content
 (a provider that reuses call ids), :func:`candidate_paths` yields a name made from the
 content itself (``<call>.<16 hex digits of its SHA-256>.<ext>``), so a result under a reused
@@ -24,7 +26,14 @@ from collections.abc import Iterator
 
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR
 
-__all__ = ["candidate_paths", "input_path", "is_json_text", "result_path", "safe_name"]
+__all__ = [
+    "candidate_paths",
+    "file_name",
+    "input_path",
+    "is_json_text",
+    "result_path",
+    "safe_name",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _PLAIN_ARG = re.compile(r"[A-Za-z0-9_]{1,64}")
@@ -45,6 +54,27 @@ def safe_name(raw: str, *, max_len: int = 40) -> str:
     clean = _UNSAFE.sub("_", raw).lstrip(".")[:max_len]
     digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
     return f"{clean}-{digest}" if clean else digest
+
+
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,39}")
+_HASHED = re.compile(r".*-[0-9a-f]{16}|[0-9a-f]{16}")
+
+
+def file_name(raw: str) -> str:
+    """Returns ``raw`` when it is a plain file name of at most 40 characters without ``__``,
+    else :func:`safe_name` of it: collision-free either way.
+
+    A plain name never ends like a :func:`safe_name` (``-`` and 16 hex digits, or the digest
+    alone), so an id kept as it is never meets another id's hashed name.
+
+    Example:
+        >>> file_name("call_1"), file_name("call/1")
+        ('call_1', 'call_1-c5fb05e4d7a4906f')
+    """
+    # no "__" either: it separates the call from the argument in an input's file name
+    if _PLAIN_ID.fullmatch(raw) and not _HASHED.fullmatch(raw) and "__" not in raw:
+        return raw
+    return safe_name(raw)
 
 
 def _arg_name(arg: str) -> str:
@@ -69,13 +99,13 @@ def _extension(text: str) -> str:
 
 def result_path(thread_id: str, tool_call_id: str, text: str) -> str:
     """Returns the first-choice path for the full text of a tool result."""
-    return f"{RESULTS_DIR}/{safe_name(thread_id)}/{safe_name(tool_call_id)}.{_extension(text)}"
+    return f"{RESULTS_DIR}/{file_name(thread_id)}/{file_name(tool_call_id)}.{_extension(text)}"
 
 
 def input_path(thread_id: str, tool_call_id: str, arg: str, text: str) -> str:
     """Returns the first-choice path for one argument of a tool call."""
-    stem = f"{safe_name(tool_call_id)}__{_arg_name(arg)}"
-    return f"{INPUTS_DIR}/{safe_name(thread_id)}/{stem}.{_extension(text)}"
+    stem = f"{file_name(tool_call_id)}__{_arg_name(arg)}"
+    return f"{INPUTS_DIR}/{file_name(thread_id)}/{stem}.{_extension(text)}"
 
 
 def candidate_paths(path: str, text: str | None = None, *, limit: int = 64) -> Iterator[str]:

@@ -407,7 +407,12 @@ def brief_call(
 
 
 def _size(pointer: Pointer) -> str:
-    return f"{pointer.lines:,} lines, {pointer.chars:,} characters, {pointer.tokens:,} tokens"
+    return f"{pointer.lines:,} lines, {pointer.tokens:,} tokens"
+
+
+# The texts below are as short as they can be while saying what the content was and where to
+# read it: the call a result answers, or whose argument moved, stays in the context next to
+# it (a call and its results are never separated), so they do not repeat it.
 
 
 def render_result(
@@ -421,32 +426,30 @@ def render_result(
         preview_lines: How many first lines to show.
         preview_line_chars: Where to clip each preview line.
     """
-    path = pointer.path
-    out = [
-        RESULT_TAG,
-        f"The full result was saved to {path} ({_size(pointer)}). It was too large to keep "
-        "in the conversation.",
-    ]
+    out = [f"{RESULT_TAG} Too large to keep: {_size(pointer)}, saved to {pointer.path}."]
     shown = min(preview_lines, pointer.lines)
     if shown:
         head = text.split("\n", shown)[:shown]
-        out.append(f"Preview, lines 1-{shown} of {pointer.lines:,} (long lines clipped):")
+        out.append(f"Lines 1-{shown}:")
         out.extend(_clip(line, preview_line_chars) for line in head)
-        out.append("[end of preview]")
-    out.append(
-        f"To see more, call read_file on {path} with offset and limit (offset={shown} continues "
-        "after the preview), or search it with grep."
-    )
+        out.append(f"[read_file it from offset={shown} for the rest, or grep it]")
+    else:
+        out.append("[read_file it with offset and limit, or grep it]")
     return "\n".join(out)
 
 
 def render_input(pointer: Pointer, *, tool_name: str) -> str:
-    """Returns what the model sees in place of a large tool-call argument."""
-    target = f" The tool applied it to {pointer.target}." if pointer.target else ""
+    """Returns what the model sees in place of a large tool-call argument.
+
+    Args:
+        pointer: The ``input`` pointer.
+        tool_name: The tool called (the call itself is next to the pointer; unused in the
+            text, kept for callers that render for another context).
+    """
+    del tool_name
     return (
-        f"{INPUT_TAG} The {pointer.arg} argument of this {tool_name} call was saved byte-exact "
-        f"to {pointer.path} ({pointer.chars:,} characters, {pointer.tokens:,} tokens).{target} "
-        f"Use read_file on {pointer.path} to see it."
+        f"{INPUT_TAG} {pointer.chars:,} characters, saved byte-exact to {pointer.path}; "
+        "read_file it."
     )
 
 
@@ -456,18 +459,20 @@ def render_cleared(pointer: Pointer, text: str, *, call: str) -> str:
     Args:
         pointer: The ``cleared`` pointer.
         text: The full text (for its first line).
-        call: The call in brief (:func:`brief_call`).
+        call: The call in brief (:func:`brief_call`); the call stays in the context next to
+            its result, so the text does not repeat it.
     """
+    del call
     return (
-        f"{CLEARED_TAG} Saved to {pointer.path} ({_size(pointer)}); read_file or grep it.\n"
-        f"Call: {call}\n"
-        f"Head: {head_line(text)}"
+        f"{CLEARED_TAG} {_size(pointer)}, saved to {pointer.path}; read_file or grep it. "
+        f"First line: {head_line(text, width=60)}"
     )
 
 
 def render_reread(pointer: Pointer, *, call: str) -> str:
     """Returns the pointer that replaces a recovery tool's view of content ctxfs saved."""
+    del call
     return (
-        f"{CLEARED_TAG} Showed saved content from {pointer.path} ({_size(pointer)}); repeat "
-        f"the call to see it again.\nCall: {call}"
+        f"{CLEARED_TAG} It showed {_size(pointer)} of {pointer.path}; repeat the call to see "
+        "it again."
     )

@@ -1,20 +1,23 @@
 """What the context engine does, and when: validated, immutable settings.
 
-Every threshold is a :class:`Threshold`: either an absolute number of tokens or a fraction of
-``max_input_tokens``::
+Every threshold is a :class:`Threshold`: either an absolute number of tokens or a fraction
+(of ``max_input_tokens``, or for the water marks of the request budget)::
 
     ContextPolicy(
         max_input_tokens=200_000,
         tool_results=ToolResultOffload(threshold=Threshold(tokens=20_000)),
-        tool_inputs=ToolInputOffload(trigger=Threshold(fraction=0.85), keep_messages=20),
+        high_water=Threshold(fraction=0.9),
+        low_water=Threshold(fraction=0.5),
     )
 
 Every step is on by default: a policy with only ``max_input_tokens`` offloads large tool
-results when they arrive; from 30 % of the window it offloads old tool inputs and clears old
-tool results to pointers (keeping the last 8 results, in batches of at least 5 % of the
-window); and at 85 % it summarizes, keeping the most recent 30 % of the window, only if
-those steps did not get the history under the target. ``clearing={"enabled": False}`` turns
-clearing off (input offload then waits for its own trigger, 85 %)::
+results when they arrive. When the request reaches the high-water mark, one compaction plans
+the lossless steps together, oldest first (large old tool inputs and old tool results to
+pointers), down to the low-water mark, and applies them at once: a provider's prompt cache
+breaks once per compaction, and between compactions the history only grows at its end. Only
+when those steps cannot reach the low-water mark (and leave the request above the halfway
+point between the marks) does it also summarize, keeping the most recent 10 % of the window.
+``clearing={"enabled": False}`` turns clearing off::
 
     ContextPolicy(
         max_input_tokens=200_000,
@@ -64,6 +67,9 @@ __all__ = [
     "ToolResultOffload",
     "ToolResultOffloadDict",
 ]
+
+_MIN_RESULT_THRESHOLD = 2_000
+"""The default result threshold scales down with the window to no less than this."""
 
 DEFAULT_EXEMPT_TOOLS: frozenset[str] = frozenset({"read_file", "grep", "glob", "ls"})
 """Recovery tools: they page through large files instead of being offloaded."""
@@ -173,7 +179,8 @@ class ToolResultOffload(_Settings):
 
     Attributes:
         enabled: Turn result offloading off entirely with ``False``.
-        threshold: Results over this many tokens are offloaded (default 20,000 tokens).
+        threshold: Results over this many tokens are offloaded (default 20,000 tokens, and
+            in windows under 320,000 tokens a sixteenth of the window, at least 2,000).
         preview_lines: How many first lines the pointer shows (default 10; 0 for none).
         preview_line_chars: Each preview line is clipped to this many characters (default 200).
         exempt_tools: Tools never offloaded: the recovery tools, which page instead, so that
@@ -218,19 +225,19 @@ class ToolResultOffload(_Settings):
 class ToolInputOffload(_Settings):
     """When large arguments of old tool calls are saved to files and replaced by pointers.
 
-    Once the history's token count reaches ``trigger``, every offloadable argument outside the
-    ``keep_messages`` most recent messages is offloaded (not just enough to get under the
-    trigger: one larger change beats a trickle of small ones that defeat prompt caching).
-    With clearing on, old inputs move in the same batch as old results, when that batch is
-    worth the cache break: one compaction changes the prompt prefix once.
+    Old inputs move in a compaction (see :attr:`ContextPolicy.high_water`), in the same batch
+    as old tool results, oldest first: one compaction changes the prompt prefix once. An
+    explicit ``trigger`` also moves every offloadable argument outside the ``keep_messages``
+    most recent messages once the request reaches it, below the high-water mark.
 
     Any string argument of any tool counts (a ``bash`` heredoc, a ``Write`` content...):
     ``args`` narrows it down for the tools it names.
 
     Attributes:
         enabled: Turn input offloading off entirely with ``False``.
-        trigger: Offload when the history reaches this many tokens (default 85 % of the
-            window).
+        trigger: Also offload, below the high-water mark, once the request reaches this many
+            tokens; ``None`` (the default) leaves it to the compactions at the high-water
+            mark.
         keep_messages: The most recent messages, never touched (default 20).
         args: For the tools it names, the only arguments offloaded, e.g.
             ``{"write_file": ["content"]}``; every other tool's string arguments all count
@@ -240,7 +247,7 @@ class ToolInputOffload(_Settings):
     """
 
     enabled: bool = True
-    trigger: Threshold = Field(default_factory=lambda: Threshold(fraction=0.85))
+    trigger: Threshold | None = None
     keep_messages: int = 20
     args: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     min_chars: int = 2_000
@@ -251,7 +258,7 @@ class ToolInputOffload(_Settings):
             self,
             *,
             enabled: bool = ...,
-            trigger: Threshold | ThresholdDict = ...,
+            trigger: Threshold | ThresholdDict | None = ...,
             keep_messages: int = ...,
             args: Mapping[str, Sequence[str]] = ...,
             min_chars: int = ...,
@@ -355,12 +362,12 @@ class KeepRecent(_Settings):
     most recent one) so that the history a summary leaves holds at most half of
     ``trigger.messages``, system prompt and summary included: otherwise a window near the
     trigger would fire it again on every turn. For token triggers the margin comes from the
-    keep itself: the default 30 % of the window is well under the 85 % trigger.
+    keep itself: the default 10 % of the window is well under the 85 % trigger.
 
     Attributes:
         messages: The last N messages, e.g. ``messages=20``; ``0`` keeps nothing.
         tokens: An absolute count, e.g. ``tokens=40_000``.
-        fraction: A share of ``max_input_tokens``, e.g. ``fraction=0.3`` (the default).
+        fraction: A share of ``max_input_tokens``, e.g. ``fraction=0.1`` (the default).
     """
 
     messages: int | None = None
@@ -457,26 +464,25 @@ class KeepToolResults(_Settings):
 class ToolResultClearing(_Settings):
     """When old tool results are cleared to short pointers (the step before summarizing).
 
-    Once the history reaches ``trigger`` (or a summarization token trigger, whichever is
-    lower: clearing is always tried before a summary), every tool result outside the ``keep``
-    window whose message holds at least ``min_tokens`` tokens is saved to the workspace (or
-    found there, if it was offloaded already) and replaced by a pointer of a few lines: the
-    tool and its arguments in brief, the size, the path of the full text and its first line.
-    Clearing is sticky (a cleared result is never restored or rewritten) and batched: it
-    happens only when it frees at least ``clear_at_least`` tokens, or when it saves a
-    summary, so the prompt prefix, and a provider's prompt cache, stays stable between
-    batches.
+    In a compaction (see :attr:`ContextPolicy.high_water`), tool results outside the
+    ``keep`` window whose message holds at least ``min_tokens`` tokens are saved to the
+    workspace (or found there, if they were offloaded already) and replaced by a pointer of a
+    line (the size, the path of the full text and its first line),
+    oldest first, in the same batch as old tool inputs, down to the low-water mark. Clearing
+    is sticky (a cleared result is never restored or rewritten) and batched, so the prompt
+    prefix, and a provider's prompt cache, stays stable between compactions.
 
     Attributes:
         enabled: Turn clearing off entirely with ``False``.
-        trigger: Clear when the history reaches this many tokens (default 30 % of the
-            window). It is cheap (no model call) and loses nothing, so it runs well before
-            summarization (85 %); input offload is then tried at this point too.
+        trigger: Also clear, below the high-water mark, once the request reaches this many
+            tokens (every old result, in batches of at least ``clear_at_least``); ``None``
+            (the default) leaves it to the compactions at the high-water mark.
         keep: The recent tool results never cleared (default: the last 8).
         min_tokens: Results whose message holds fewer tokens stay (default 150): a pointer
-            costs 60 to 100 tokens.
-        clear_at_least: The least a batch must free (default 5 % of the window), unless it
-            is what keeps a summary away. A small batch waits until more results are old.
+            costs 30 to 60 tokens.
+        clear_at_least: With an explicit ``trigger``, the least a batch below the high-water
+            mark must free (default 5 % of the window), unless it is what keeps a summary
+            away.
         exempt_tools: Tools whose results are never cleared (default: none).
         recovery_tools: Tools that show saved content: their results on a path inside the
             SDK's areas (``/tool_results``, ``/tool_inputs``, ``/transcripts``) are cleared to
@@ -484,7 +490,7 @@ class ToolResultClearing(_Settings):
     """
 
     enabled: bool = True
-    trigger: Threshold = Field(default_factory=lambda: Threshold(fraction=0.3))
+    trigger: Threshold | None = None
     keep: KeepToolResults = Field(default_factory=lambda: KeepToolResults(results=8))
     min_tokens: int = 150
     clear_at_least: Threshold = Field(default_factory=lambda: Threshold(fraction=0.05))
@@ -497,7 +503,7 @@ class ToolResultClearing(_Settings):
             self,
             *,
             enabled: bool = ...,
-            trigger: Threshold | ThresholdDict = ...,
+            trigger: Threshold | ThresholdDict | None = ...,
             keep: KeepToolResults | KeepToolResultsDict = ...,
             min_tokens: int = ...,
             clear_at_least: Threshold | ThresholdDict = ...,
@@ -521,7 +527,9 @@ class Summarization(_Settings):
         trigger: When to summarize (default: at 85 % of the window). Tool-input offload and
             clearing run first in the same pass (from their own, lower triggers); if what
             they move brings the history back under this trigger, nothing is summarized.
-        keep: The recent window left as it is (default: 30 % of the window).
+        keep: The recent window left as it is (default: 10 % of the window: the lossless
+            steps have already shrunk what is older, and a deeper cut leaves more room before
+            the next compaction).
         trim_tokens_to_summarize: The most tokens of archived messages the summary model is
             shown (default 8,000): the beginning (where the intent is) and the end. Never
             unbounded.
@@ -535,7 +543,7 @@ class Summarization(_Settings):
 
     enabled: bool = True
     trigger: SummaryTrigger = Field(default_factory=lambda: SummaryTrigger(fraction=0.85))
-    keep: KeepRecent = Field(default_factory=lambda: KeepRecent(fraction=0.3))
+    keep: KeepRecent = Field(default_factory=lambda: KeepRecent(fraction=0.1))
     trim_tokens_to_summarize: int = 8_000
     prompt: str = DEFAULT_SUMMARY_PROMPT
     model: BaseChatModel | None = Field(default=None, exclude=True, repr=False)
@@ -615,6 +623,18 @@ class ContextPolicy(_Settings):
         tool_output: The most one call of a recovery tool (``read_file``, ``grep``, ``glob``,
             ``ls``) returns, as a share of the window or in tokens (default 20 % of the
             window); the tools page beyond it.
+        high_water: When a compaction fires: the request reaching this many tokens, or this
+            share of :attr:`request_limit_tokens` (default 70 %; never above the
+            summarization token trigger). A compaction plans old tool inputs and old tool
+            results together, oldest first, down to ``low_water``, and applies them at once:
+            the prompt prefix a provider caches changes once, and between compactions the
+            history only grows at its end.
+        low_water: Where a compaction stops: this many tokens, or this share of
+            :attr:`request_limit_tokens` (default 30 %). Only when the lossless steps cannot
+            get the request down to it, and leave it above the halfway point between the
+            marks (:attr:`summary_water_tokens`), does the compaction also summarize. Must be
+            below ``high_water``: the gap is what the agent appends before the next
+            compaction.
         tool_results: Offloading of large tool results (step 1).
         tool_inputs: Offloading of large old tool inputs (step 2).
         clearing: Clearing old tool results to pointers (step 3, before summarizing).
@@ -623,6 +643,8 @@ class ContextPolicy(_Settings):
 
     max_input_tokens: int | None = None
     reserve_output_tokens: int | None = None
+    high_water: Threshold = Field(default_factory=lambda: Threshold(fraction=0.7))
+    low_water: Threshold = Field(default_factory=lambda: Threshold(fraction=0.3))
     tool_output: Threshold = Field(default_factory=lambda: Threshold(fraction=0.2))
     tool_results: ToolResultOffload = Field(default_factory=ToolResultOffload)
     tool_inputs: ToolInputOffload = Field(default_factory=ToolInputOffload)
@@ -636,6 +658,8 @@ class ContextPolicy(_Settings):
             *,
             max_input_tokens: int | None = ...,
             reserve_output_tokens: int | None = ...,
+            high_water: Threshold | ThresholdDict = ...,
+            low_water: Threshold | ThresholdDict = ...,
             tool_output: Threshold | ThresholdDict = ...,
             tool_results: ToolResultOffload | ToolResultOffloadDict = ...,
             tool_inputs: ToolInputOffload | ToolInputOffloadDict = ...,
@@ -669,6 +693,7 @@ class ContextPolicy(_Settings):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
+        self._check_water_marks()
         if self.max_input_tokens is None:
             return self
         window = self.max_input_tokens
@@ -690,6 +715,24 @@ class ContextPolicy(_Settings):
             )
         self._check_summarization()
         return self
+
+    def _check_water_marks(self) -> None:
+        high, low = self.high_water, self.low_water
+        if high.tokens is not None and low.tokens is not None:
+            below = low.tokens < high.tokens
+        elif high.fraction is not None and low.fraction is not None:
+            below = low.fraction < high.fraction
+        elif self.max_input_tokens is not None:
+            budget = self.request_limit_tokens
+            below = low.resolve(budget) < high.resolve(budget)
+        else:
+            return  # checked once the window is known
+        if not below:
+            raise ValueError(
+                f"low_water ({low.describe()}) must be below high_water ({high.describe()}): a "
+                "compaction fires at the high-water mark and frees down to the low-water mark, "
+                "e.g. high_water={'fraction': 0.9}, low_water={'fraction': 0.5}"
+            )
 
     def _check_summarization(self) -> None:
         summary = self.summarization
@@ -750,34 +793,81 @@ class ContextPolicy(_Settings):
         """Tool results over this many tokens are offloaded.
 
         An explicit threshold is used as given (never more than the window); the default,
-        20,000 tokens, is lowered to a quarter of the window for windows under 80,000
-        tokens, so that one result cannot take most of a small window.
+        20,000 tokens, scales down with the window: to a sixteenth of it, but not below
+        2,000 tokens unless that is more than a quarter of the window. A large result sits in
+        every request until a compaction clears it, so it is cheaper as a pointer from the
+        start, and one result cannot take most of a small window.
         """
         settings = self.tool_results
         threshold = settings.threshold.resolve(self.window)
         if "threshold" not in settings.model_fields_set:
-            threshold = min(threshold, max(1, self.window // 4))
+            scaled = min(max(_MIN_RESULT_THRESHOLD, self.window // 16), self.window // 4)
+            threshold = min(threshold, max(1, scaled))
         return min(threshold, self.window)
 
     @property
-    def input_trigger_tokens(self) -> int:
-        """Tool inputs are offloaded once the history reaches this many tokens.
+    def high_water_tokens(self) -> int:
+        """A compaction fires when the request reaches this many tokens.
 
-        With clearing on, never above :attr:`clearing_trigger_tokens`: the escalation is
-        input offload, then clearing, then summarizing, so whenever clearing runs the input
-        offload has run first in the same pass.
+        :attr:`high_water` resolved against :attr:`request_limit_tokens`, and never above the
+        summarization token trigger (when summarization is on): the lossless steps are
+        always tried before a summary.
         """
-        own = self.tool_inputs.trigger.resolve(self.window)
+        own = self.high_water.resolve(self.request_limit_tokens)
+        limit = self.summarization.trigger.token_limit(self.window)
+        if self.summarization.enabled and limit is not None:
+            return min(own, limit)
+        return own
+
+    @property
+    def low_water_tokens(self) -> int:
+        """A compaction frees the request down to this many tokens.
+
+        :attr:`low_water` resolved against :attr:`request_limit_tokens`; when the
+        summarization trigger holds the high-water mark lower than :attr:`high_water`, the
+        low-water mark is lowered in proportion, so the gap between them stays.
+        """
+        budget = self.request_limit_tokens
+        own_low, own_high = self.low_water.resolve(budget), self.high_water.resolve(budget)
+        high = self.high_water_tokens
+        if high >= own_high:
+            return own_low
+        return max(0, own_low * high // own_high)
+
+    @property
+    def summary_water_tokens(self) -> int:
+        """A compaction summarizes when its lossless steps leave the request above this.
+
+        Halfway between the marks: the lossless steps did not reach the low-water mark,
+        and what they left is closer to the next compaction than to that mark, so a summary
+        is worth its cost. Below it, the compaction stops where the lossless steps got.
+        """
+        low = self.low_water_tokens
+        return low + (self.high_water_tokens - low) // 2
+
+    @property
+    def input_trigger_tokens(self) -> int:
+        """Tool inputs are offloaded once the request reaches this many tokens.
+
+        An explicit :attr:`ToolInputOffload.trigger`, else the high-water mark. With
+        clearing on, never above :attr:`clearing_trigger_tokens`: whenever clearing runs the
+        input offload runs in the same batch.
+        """
+        trigger = self.tool_inputs.trigger
+        own = trigger.resolve(self.window) if trigger is not None else self.high_water_tokens
         return min(own, self.clearing_trigger_tokens) if self.clearing.enabled else own
 
     @property
     def clearing_trigger_tokens(self) -> int:
-        """Old tool results are cleared once the history reaches this many tokens.
+        """Old tool results are cleared once the request reaches this many tokens.
 
-        The lower of :attr:`ToolResultClearing.trigger` and the summarization token trigger
-        (when summarization is on): clearing is always tried before a summary.
+        An explicit :attr:`ToolResultClearing.trigger` (never above the summarization token
+        trigger: clearing is always tried before a summary), else the high-water mark.
         """
-        own = self.clearing.trigger.resolve(self.window)
+        trigger = self.clearing.trigger
+        if trigger is None:
+            return self.high_water_tokens
+        own = trigger.resolve(self.window)
         limit = self.summarization.trigger.token_limit(self.window)
         if self.summarization.enabled and limit is not None:
             return min(own, limit)
@@ -832,7 +922,7 @@ class ContextPolicy(_Settings):
         half of ``trigger.messages``, so at least that many new messages come before the next
         summary; without the cap a kept window near the trigger would fire it on every turn,
         rewriting the summary (and the prompt prefix a provider caches) each time. The same
-        margin as for tokens, where the default keep (30 % of the window) is well under the
+        margin as for tokens, where the default keep (10 % of the window) is well under the
         trigger (85 %). ``None`` without a ``messages`` trigger.
         """
         limit = self.summarization.trigger.messages
@@ -895,7 +985,7 @@ class ToolInputOffloadDict(TypedDict, total=False):
     """A :class:`ToolInputOffload` as a plain dict."""
 
     enabled: bool
-    trigger: Threshold | ThresholdDict
+    trigger: Threshold | ThresholdDict | None
     keep_messages: int
     args: Mapping[str, Sequence[str]]
     min_chars: int
@@ -905,7 +995,7 @@ class ToolResultClearingDict(TypedDict, total=False):
     """A :class:`ToolResultClearing` as a plain dict."""
 
     enabled: bool
-    trigger: Threshold | ThresholdDict
+    trigger: Threshold | ThresholdDict | None
     keep: KeepToolResults | KeepToolResultsDict
     min_tokens: int
     clear_at_least: Threshold | ThresholdDict
@@ -929,6 +1019,8 @@ class ContextPolicyDict(TypedDict, total=False):
 
     max_input_tokens: int | None
     reserve_output_tokens: int | None
+    high_water: Threshold | ThresholdDict
+    low_water: Threshold | ThresholdDict
     tool_output: Threshold | ThresholdDict
     tool_results: ToolResultOffload | ToolResultOffloadDict
     tool_inputs: ToolInputOffload | ToolInputOffloadDict

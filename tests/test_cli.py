@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from ctxfs import ContextEngine, ContextPolicy, Workspace, parse_trace, replay
 from ctxfs._cli import main
+from ctxfs._cli_replay import replay_figure
 
 LOG = "\n".join(f"12:{n:02d} job {n} ok" for n in range(60)) + "\n12:60 job 60 FAILED: disk full"
 TRACE = [
@@ -24,7 +26,7 @@ TRACE = [
     {"role": "tool", "tool_call_id": "c1", "name": "read_log", "content": LOG},
     {"role": "assistant", "content": "Job 60 failed: the disk is full."},
 ]
-RESULT_PATH = "/tool_results/t-e3b98a4da31a127d/c1-d0f631ca1ddba8db.txt"
+RESULT_PATH = "/tool_results/t/c1.txt"
 
 
 def write_trace(folder: Path, records: list[Any], name: str = "t.jsonl") -> Path:
@@ -61,13 +63,13 @@ def test_replay_prints_calls_events_and_totals(
         "\n"
         "call  msg  tokens  cached  without ctxfs  events\n"
         "   1    2      21       0             21\n"
-        f"   2    4     255      21            526  result of read_log (490 tokens) offloaded -> "
+        f"   2    4     170      21            526  result of read_log (490 tokens) offloaded -> "
         f"{RESULT_PATH}\n"
         "\n"
-        "peak tokens: 255 (without ctxfs: 526)\n"
-        "total input tokens: 276 (without ctxfs: 547, 49.5% fewer)\n"
+        "peak tokens: 170 (without ctxfs: 526)\n"
+        "total input tokens: 191 (without ctxfs: 547, 65.1% fewer)\n"
         "calls over the window: 0\n"
-        "prompt cache: 21 tokens a prefix cache would reuse, 255 read anew (7.6% reused), "
+        "prompt cache: 21 tokens a prefix cache would reuse, 170 read anew (11.0% reused), "
         "0 prefix breaks (* in the cached column)\n"
         "events: tool result offloaded: 1\n"
         "removed from the context: 980 bytes of 1 message, recoverable byte-exact: 100.0%\n"
@@ -92,7 +94,7 @@ def test_replay_json_is_machine_readable(trace: Path, capsys: pytest.CaptureFixt
         "lines": 61,
         "chars": 980,
         "tokens": 490,
-        "tokens_after": 219,
+        "tokens_after": 134,
     }
     assert document["model_calls"] == [
         {
@@ -108,10 +110,10 @@ def test_replay_json_is_machine_readable(trace: Path, capsys: pytest.CaptureFixt
         {
             "index": 2,
             "message_index": 4,
-            "tokens": 255,
+            "tokens": 170,
             "baseline_tokens": 526,
             "cached_tokens": 21,
-            "uncached_tokens": 234,
+            "uncached_tokens": 149,
             "prefix_broken": False,
             "events": [event],
         },
@@ -119,8 +121,8 @@ def test_replay_json_is_machine_readable(trace: Path, capsys: pytest.CaptureFixt
     assert document["events"] == [{**event, "call": 2}]
     assert {k: document[k] for k in ("max_input_tokens", "peak_tokens", "total_input_tokens")} == {
         "max_input_tokens": 4000,
-        "peak_tokens": 255,
-        "total_input_tokens": 276,
+        "peak_tokens": 170,
+        "total_input_tokens": 191,
     }
     assert document["baseline_total_input_tokens"] == 547
     assert document["removed_bytes"] == document["recovered_bytes"] == 980
@@ -176,6 +178,33 @@ def test_plot_draws_a_png(trace: Path, capsys: pytest.CaptureFixture[str]) -> No
     )  # fmt: skip
     assert status == 0 and out.endswith("Plot written to calls.png\n")
     assert Path("calls.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_plot_shows_the_prompt_cache_per_call() -> None:
+    pytest.importorskip("matplotlib")
+    records: list[Any] = [{"role": "user", "content": "Review every module."}]
+    for n in range(30):
+        call = {"id": f"c{n}", "name": "read", "args": {"path": f"/m{n}.py"}}
+        records.append({"role": "assistant", "content": f"Module {n}.", "tool_calls": [call]})
+        body = "\n".join(f"def f{n}_{k}(): return {k}" for k in range(30))
+        records.append({"role": "tool", "tool_call_id": f"c{n}", "name": "read", "content": body})
+    records.append({"role": "assistant", "content": "All reviewed."})
+    history = parse_trace([json.dumps(r) for r in records])
+    engine = ContextEngine(Workspace("memory://plot-cache"), ContextPolicy(max_input_tokens=4_000))
+    result = replay(history, engine, thread_id="t")
+    assert result.prefix_breaks >= 1
+    context, cache = replay_figure(result).axes
+    assert context.get_ylabel() == "context tokens"
+    bars = cache.containers
+    assert [b.get_label() for b in bars] == ["cached", "uncached"]
+    assert [r.get_height() for r in bars[0]] == [c.cached_tokens for c in result.calls]
+    assert [r.get_height() for r in bars[1]] == [c.uncached_tokens for c in result.calls]
+    marks = [line.get_xdata()[0] for line in cache.get_lines()]
+    assert marks == [c.index for c in result.calls if c.prefix_broken]
+    assert cache.get_title() == (
+        f"prompt cache: {result.cache_hit_rate:.1%} of input tokens reused, "
+        f"{result.prefix_breaks} prefix break{'s' if result.prefix_breaks > 1 else ''}"
+    )
 
 
 def test_plot_without_matplotlib_names_the_extra(

@@ -240,12 +240,6 @@ def test_a_legacy_lookalike_naming_no_file_is_content() -> None:
     assert resolve_pointers([message], ws) == [message]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="current pointers render exactly like legacy ones, so any metadata-less copy of a "
-    "pointer's text under the same call id (a provider reusing ids, a tool echoing an earlier "
-    "result) is read as a legacy pointer and silently resolved to the other result's file",
-)
 def test_a_reused_call_id_echoing_a_pointer_text_is_content() -> None:
     engine = _offloading_engine("legacy-echo")
     first = engine.offload_tool_result(

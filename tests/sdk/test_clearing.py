@@ -88,11 +88,16 @@ def test_clearing_is_on_by_default_with_documented_settings() -> None:
     assert pol.clearing.enabled
     assert pol.clearing.keep == KeepToolResults(results=8)
     assert pol.clearing.min_tokens == 150
-    assert pol.clearing_trigger_tokens == 30_000
+    assert pol.clearing.trigger is None and pol.tool_inputs.trigger is None
+    # both steps wait for the compaction at the high-water mark, 70 % of the 95,904-token
+    # request budget, which frees down to the low-water mark, 30 % of it
+    assert pol.request_limit_tokens == 95_904
+    assert pol.clearing_trigger_tokens == pol.input_trigger_tokens == pol.high_water_tokens
+    assert (pol.high_water_tokens, pol.low_water_tokens) == (67_132, 28_771)
+    assert pol.summary_water_tokens == 28_771 + (67_132 - 28_771) // 2
     assert pol.clear_at_least_tokens == 5_000
-    assert pol.input_trigger_tokens == 30_000  # input offload is tried before clearing
     off = ContextPolicy(max_input_tokens=100_000, clearing={"enabled": False})
-    assert off.input_trigger_tokens == 85_000  # its own trigger while clearing is off
+    assert off.input_trigger_tokens == 67_132
 
 
 def test_clearing_never_triggers_later_than_summarization() -> None:
@@ -131,10 +136,8 @@ def test_the_cleared_pointer_text_is_pinned() -> None:
     out = eng.clear_tool_results(messages, thread_id=THREAD)
     path = result_path(THREAD, "c0", output(0))
     assert out.messages[3].content == (
-        f"{CLEARED_TAG} Saved to {path} (60 lines, 2,030 characters, 660 tokens); "
-        "read_file or grep it.\n"
-        'Call: bash(command="run 0")\n'
-        "Head: output 0 line 0: some words here"
+        f"{CLEARED_TAG} 60 lines, 660 tokens, saved to {path}; read_file or grep it. "
+        "First line: output 0 line 0: some words here"
     )
     held = pointer_of(out.messages[3])
     assert held is not None and (held.kind, held.path) == ("cleared", path)
@@ -233,7 +236,7 @@ def test_an_offloaded_result_is_cleared_to_the_same_file() -> None:
     pol = ContextPolicy(
         max_input_tokens=100_000,
         tool_results={"threshold": {"tokens": 300}},
-        clearing=policy().clearing,
+        clearing=policy(trigger={"tokens": 500}).clearing,
     )
     eng = engine(pol)
     messages = history(4)
@@ -262,7 +265,7 @@ def test_a_missing_offloaded_file_keeps_the_pointer_and_says_why() -> None:
     pol = ContextPolicy(
         max_input_tokens=100_000,
         tool_results={"threshold": {"tokens": 300}},
-        clearing=policy().clearing,
+        clearing=policy(trigger={"tokens": 500}).clearing,
     )
     eng = engine(pol)
     messages = [
@@ -283,7 +286,7 @@ def test_reading_an_offloaded_file_back_is_cleared_to_a_pointer_to_that_file() -
     pol = ContextPolicy(
         max_input_tokens=100_000,
         tool_results={"threshold": {"tokens": 300}},
-        clearing=policy().clearing,
+        clearing=policy(trigger={"tokens": 500}).clearing,
     )
     eng = engine(pol)
     first = [
@@ -311,10 +314,9 @@ def test_reading_an_offloaded_file_back_is_cleared_to_a_pointer_to_that_file() -
     # the pointer stands for the view: resolving it repeats the call
     assert resolve_pointers(out.messages, eng.workspace)[5].content == page
     assert text == (
-        f"{CLEARED_TAG} Showed saved content from {saved} ({count_lines(page)} lines, "
-        f"{len(page):,} characters, "
-        f"{eng.token_counter.count_text(page):,} tokens); repeat the call to see it again.\n"
-        f'Call: read_file(file_path="{saved}", offset=0, limit=50)'
+        f"{CLEARED_TAG} It showed {count_lines(page)} lines, "
+        f"{eng.token_counter.count_text(page):,} tokens of {saved}; repeat the call to see it "
+        "again."
     )
     # nothing new was saved for it (only the later, ordinary results were)
     new = set(snapshot(eng.workspace)) - set(files)
@@ -352,13 +354,15 @@ def test_a_small_batch_waits_until_it_is_worth_a_prefix_change() -> None:
     assert len(out.events) == 4  # all four at once
 
 
-def test_a_small_batch_goes_ahead_when_it_keeps_a_summary_away() -> None:
-    base = history(4)
+def test_a_compaction_that_reaches_the_low_water_mark_does_not_summarize() -> None:
+    base = history(4)  # two results outside the window: about 1,100 tokens to free
     tokens = engine().token_counter.count_messages(base)
     pol = ContextPolicy(
         max_input_tokens=100_000,
-        clearing={**policy().clearing.model_dump(), "clear_at_least": {"tokens": 50_000}},
-        summarization={"trigger": {"tokens": tokens - 200}, "keep": {"messages": 2}},
+        high_water={"tokens": tokens - 200},
+        low_water={"tokens": tokens - 900},
+        clearing={**policy().clearing.model_dump(), "trigger": None},
+        summarization={"trigger": {"tokens": tokens - 100}, "keep": {"messages": 2}},
     )
     result = engine(pol).compact(base, thread_id=THREAD)
     assert not result.summarized
@@ -369,7 +373,81 @@ def test_a_small_batch_goes_ahead_when_it_keeps_a_summary_away() -> None:
     ]
     changed = result.events[-1]
     assert isinstance(changed, PrefixChanged) and changed.first_changed == 3
-    assert result.reached_target
+    assert result.tokens_after <= tokens - 900
+
+
+def test_a_compaction_takes_the_oldest_results_only_down_to_the_low_water_mark() -> None:
+    base = history(8)  # six results outside the window, about 550 tokens each to free
+    tokens = engine().token_counter.count_messages(base)
+    pol = ContextPolicy(
+        max_input_tokens=100_000,
+        high_water={"tokens": tokens},
+        low_water={"tokens": tokens - 1_000},
+        clearing={**policy().clearing.model_dump(), "trigger": None},
+    )
+    result = engine(pol).compact(base, thread_id=THREAD)
+    cleared = [e.tool_call_id for e in result.events if isinstance(e, ToolResultCleared)]
+    assert cleared == ["c0", "c1"]  # the oldest two free enough; the rest stay as they were
+    assert result.tokens_after <= tokens - 1_000 and not result.summarized
+    assert result.messages[7:] == base[7:]
+
+
+def test_a_compaction_summarizes_only_when_the_lossless_steps_cannot_reach_low_water() -> None:
+    base = history(4)
+    tokens = engine().token_counter.count_messages(base)
+    pol = ContextPolicy(
+        max_input_tokens=100_000,
+        high_water={"tokens": tokens - 200},
+        low_water={"tokens": 300},  # far below what clearing can free
+        clearing={**policy().clearing.model_dump(), "trigger": None},
+        summarization={"keep": {"messages": 2}},
+    )
+    result = engine(pol).compact(base, thread_id=THREAD)
+    assert result.summarized
+    below = ContextPolicy(
+        max_input_tokens=100_000,
+        high_water={"tokens": tokens + 1},
+        low_water={"tokens": 300},
+        clearing={**policy().clearing.model_dump(), "trigger": None},
+        summarization={"keep": {"messages": 2}},
+    )
+    untouched = engine(below).compact(base, thread_id=THREAD)
+    assert untouched.messages == base and untouched.events == ()
+    # short of the low-water mark but in the lower half of the band: no summary yet
+    near = ContextPolicy(
+        max_input_tokens=100_000,
+        high_water={"tokens": tokens - 200},
+        low_water={"tokens": tokens - 1_500},
+        clearing={**policy().clearing.model_dump(), "trigger": None},
+        summarization={"keep": {"messages": 2}},
+    )
+    halfway = engine(near).compact(base, thread_id=THREAD)
+    assert not halfway.summarized
+    assert near.low_water_tokens < halfway.tokens_after <= near.summary_water_tokens
+
+
+def test_a_prefix_change_counts_only_the_cached_tokens_it_gives_up() -> None:
+    sent = history(6)
+    new = [*turn(6), *turn(7)]
+    counter = engine().token_counter
+    tokens = counter.count_messages([*sent, *new])
+    pol = ContextPolicy(
+        max_input_tokens=100_000,
+        high_water={"tokens": tokens},
+        low_water={"tokens": tokens - 500},
+        clearing={**policy().clearing.model_dump(), "trigger": None},
+    )
+    eng = engine(pol)
+    assert eng.compact(sent, thread_id=THREAD).messages == sent  # below the mark: as it was
+    result = eng.compact([*sent, *new], thread_id=THREAD)
+    (changed,) = [e for e in result.events if isinstance(e, PrefixChanged)]
+    assert changed.first_changed == 3
+    # the provider cached the previous request; the messages appended since were never cached
+    assert changed.tokens_given_up == counter.count_messages(sent[3:])
+    # another engine never saw the previous request: it counts everything from the change on
+    fresh = engine(pol).compact([*sent, *new], thread_id=THREAD)
+    (unknown,) = [e for e in fresh.events if isinstance(e, PrefixChanged)]
+    assert unknown.tokens_given_up == counter.count_messages([*sent, *new][3:])
 
 
 def test_cleared_pointers_are_sticky_through_later_compactions_and_summaries() -> None:

@@ -61,11 +61,11 @@ def test_defaults_turn_on_all_three_steps() -> None:
     policy = ContextPolicy(max_input_tokens=100_000)
     assert policy.summarization.enabled
     assert policy.summarization.trigger == SummaryTrigger(fraction=0.85)
-    assert policy.summarization.keep == KeepRecent(fraction=0.3)
+    assert policy.summarization.keep == KeepRecent(fraction=0.1)
     assert policy.summarization.trim_tokens_to_summarize == 8_000
     assert policy.summarization.model is None
     assert policy.summary_target_tokens == 85_000
-    assert policy.keep_window.tokens == 30_000
+    assert policy.keep_window.tokens == 10_000
 
 
 def test_below_every_trigger_nothing_changes() -> None:

@@ -60,20 +60,16 @@ def test_result_pointer_text_is_pinned() -> None:
     )
     text = "first line\n" + "y" * 30 + "\nthird\n" + "filler words " * 100 + "\n"
     out = engine.offload_tool_result(_result(text), thread_id=THREAD)
-    path = "/tool_results/thread-1-4b0a5fefc328e6b9/call_abc-ed01972d3c168ca7.txt"
+    path = "/tool_results/thread-1/call_abc.txt"
     assert out.content == (
-        "[ctxfs: tool result offloaded]\n"
-        f"The full result was saved to {path} (4 lines, 1,349 characters, 216 tokens)."
-        " It was too large to keep in the conversation.\n"
-        "Preview, lines 1-2 of 4 (long lines clipped):\n"
+        f"[ctxfs: tool result offloaded] Too large to keep: 4 lines, 216 tokens, saved to {path}.\n"
+        "Lines 1-2:\n"
         "first line\n"
         "yyyyyyyyyyyyyyyyyyyy… [10 more characters]\n"
-        "[end of preview]\n"
-        f"To see more, call read_file on {path} with offset and limit (offset=2 continues"
-        " after the preview), or search it with grep."
+        "[read_file it from offset=2 for the rest, or grep it]"
     )
     assert isinstance(out.content, str)
-    assert out.content.startswith(RESULT_TAG + "\n")
+    assert out.content.startswith(RESULT_TAG + " ")
     held = pointer_of(out)
     assert held is not None and held.path == path
     assert engine.workspace.read_text(path) == text
@@ -84,12 +80,9 @@ def test_input_pointer_text_is_pinned() -> None:
     content = "print('hello')\n" * 40
     history = _write_history(content, call_id="call_w")
     result = engine.offload_tool_inputs(history, thread_id=THREAD)
-    path = "/tool_inputs/thread-1-4b0a5fefc328e6b9/call_w-475c3be9b4f36690__content.txt"
-    tokens = engine.token_counter.count_text(content)
+    path = "/tool_inputs/thread-1/call_w__content.txt"
     assert result.messages[1].tool_calls[0]["args"]["content"] == (  # type: ignore[attr-defined]
-        "[ctxfs: tool input offloaded] The content argument of this write_file call was saved"
-        f" byte-exact to {path} (600 characters, {tokens} tokens). The tool applied it to"
-        f" /src/app.py. Use read_file on {path} to see it."
+        f"[ctxfs: tool input offloaded] 600 characters, saved byte-exact to {path}; read_file it."
     )
 
 
@@ -294,7 +287,7 @@ def test_a_pointer_never_costs_more_than_the_result() -> None:
     pointer = render_result(
         _stats(first, JUST_OVER, 210), JUST_OVER, preview_lines=10, preview_line_chars=200
     )
-    assert counter.count_text(pointer) == 371  # what offloading would have put in its place
+    assert counter.count_text(pointer) == 278  # what offloading would have put in its place
     for _ in range(2):  # and again: the same decision, still nothing written
         outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD)
         assert outcome.message is message
@@ -316,18 +309,18 @@ def test_a_smaller_pointer_for_the_same_result_is_used() -> None:
 def test_a_pointer_grown_by_a_name_collision_keeps_the_result_inline() -> None:
     # The pointer is sized with the first-choice path; when that name is taken, the next one
     # (named by the content's digest) makes it longer, and with this preview that tips it over.
-    policy = _policy(threshold={"tokens": 200}, preview_lines=2, preview_line_chars=267)
+    policy = _policy(threshold={"tokens": 200}, preview_lines=6, preview_line_chars=163)
     counter = ContextEngine(Workspace("memory://probe"), policy).token_counter
     first = result_path(THREAD, "call_abc", JUST_OVER)
     second = list(candidate_paths(first, JUST_OVER, limit=2))[1]
 
     def cost(path: str) -> int:
         pointer = render_result(
-            _stats(path, JUST_OVER, 210), JUST_OVER, preview_lines=2, preview_line_chars=267
+            _stats(path, JUST_OVER, 210), JUST_OVER, preview_lines=6, preview_line_chars=163
         )
         return counter.count_text(pointer)
 
-    assert (cost(first), cost(second)) == (207, 229)
+    assert (cost(first), cost(second)) == (202, 213)
     workspace = Workspace("memory://collide")
     workspace.write_text(first, "someone else's result")
     engine = ContextEngine(workspace, policy)

@@ -23,16 +23,42 @@ def test_defaults() -> None:
     assert policy.tool_results.preview_line_chars == 200
     assert policy.tool_results.exempt_tools == {"read_file", "grep", "glob", "ls"}
     assert policy.tool_results.exempt_tools == DEFAULT_EXEMPT_TOOLS
-    assert policy.tool_inputs.trigger == Threshold(fraction=0.85)
+    assert policy.tool_inputs.trigger is None  # from the high-water mark
     assert policy.tool_inputs.keep_messages == 20
     assert policy.tool_inputs.min_chars == 2_000
     assert policy.tool_inputs.args == {}  # every string argument of every tool
-    assert policy.result_threshold_tokens == 20_000
-    # Clearing is on by default and starts at 30 %: input offload runs from the same point,
-    # so it is always tried first; its own trigger (85 %) applies when clearing is off.
-    assert policy.input_trigger_tokens == 60_000
+    assert policy.result_threshold_tokens == 12_500  # a sixteenth of the window
+    # One compaction at the high-water mark (70 % of the request budget) frees down to the
+    # low-water mark (30 %): inputs and results move in it together, whether clearing is on
+    # or off. The summarization trigger (85 % of the window) holds the high-water mark
+    # when it is lower.
+    assert (policy.high_water, policy.low_water) == (
+        Threshold(fraction=0.7),
+        Threshold(fraction=0.3),
+    )
+    assert policy.request_limit_tokens == 195_904
+    assert policy.high_water_tokens == policy.input_trigger_tokens == 137_132
+    assert policy.low_water_tokens == 58_771
     off = ContextPolicy(max_input_tokens=200_000, clearing={"enabled": False})
-    assert off.input_trigger_tokens == 170_000
+    assert off.input_trigger_tokens == 137_132
+    held = ContextPolicy(max_input_tokens=200_000, summarization={"trigger": {"fraction": 0.5}})
+    assert (held.high_water_tokens, held.low_water_tokens) == (100_000, 58_771 * 100_000 // 137_132)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"high_water": {"fraction": 0.5}, "low_water": {"fraction": 0.5}}, "must be below"),
+        ({"high_water": {"tokens": 900}, "low_water": {"tokens": 1_000}}, "must be below"),
+        ({"max_input_tokens": 10_000, "low_water": {"tokens": 9_000}}, "must be below"),
+        ({"high_water": {"fraction": 90}}, "write fraction=0.9"),
+        ({"low_water": {}}, "set tokens"),
+        ({"low_watermark": {"fraction": 0.5}}, "did you mean 'low_water'"),
+    ],
+)
+def test_invalid_water_marks_say_what_to_write(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        ContextPolicy.model_validate(settings)
 
 
 def test_fraction_and_absolute_thresholds_resolve() -> None:
@@ -50,10 +76,14 @@ def test_fraction_and_absolute_thresholds_resolve() -> None:
 
 
 def test_defaults_scale_down_for_small_windows() -> None:
-    # the result threshold: 20,000 tokens, at most a quarter of the window
+    # the result threshold: 20,000 tokens, at most a sixteenth of the window, not below
+    # 2,000 tokens unless that is more than a quarter of the window
+    assert ContextPolicy(max_input_tokens=4_000).result_threshold_tokens == 1_000
     assert ContextPolicy(max_input_tokens=8_000).result_threshold_tokens == 2_000
-    assert ContextPolicy(max_input_tokens=12_000).result_threshold_tokens == 3_000
-    assert ContextPolicy(max_input_tokens=200_000).result_threshold_tokens == 20_000
+    assert ContextPolicy(max_input_tokens=12_000).result_threshold_tokens == 2_000
+    assert ContextPolicy(max_input_tokens=64_000).result_threshold_tokens == 4_000
+    assert ContextPolicy(max_input_tokens=200_000).result_threshold_tokens == 12_500
+    assert ContextPolicy(max_input_tokens=1_000_000).result_threshold_tokens == 20_000
     explicit = ContextPolicy(max_input_tokens=12_000, tool_results={"threshold": {"tokens": 9_000}})
     assert explicit.result_threshold_tokens == 9_000
     # clearing keeps the last 8 results, within the last quarter of the window
@@ -71,7 +101,7 @@ def test_the_window_may_come_from_the_model_later() -> None:
     policy = ContextPolicy()
     with pytest.raises(ValueError, match=r"set ContextPolicy\(max_input_tokens=\.\.\.\)"):
         _ = policy.window
-    assert policy.with_window(16_000).result_threshold_tokens == 4_000
+    assert policy.with_window(16_000).result_threshold_tokens == 2_000
 
 
 def test_a_reserve_as_large_as_the_window_is_refused() -> None:
