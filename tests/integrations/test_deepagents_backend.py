@@ -583,3 +583,49 @@ def test_paging_through_a_file_gives_back_all_of_it(text: str, limit: int) -> No
         offset = page.next_offset
     lf = "".join(text.splitlines(keepends=True)).replace("\r\n", "\n").replace("\r", "\n")
     assert "".join(pages) == (lf if text.strip() else text)
+
+
+_NAMES = st.sampled_from(["/a.md", "/b.md", "/d/a.md", "/d/e/f.txt", "/d/g.txt", "/*", "/d[1]"])
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("write"), _NAMES, st.text("xy\n", max_size=5)),
+        st.tuples(st.just("edit"), _NAMES, st.sampled_from(["x", "y"])),
+        st.tuples(st.just("delete"), st.sampled_from(["/a.md", "/d", "/d/e", "/*", "/d[1]"])),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops=_OPS)
+def test_every_view_agrees_after_any_writes_edits_and_deletes(ops: list[tuple[str, ...]]) -> None:
+    """What write_file, edit_file and delete did is what ls, glob, read and grep then see."""
+    backend = WorkspaceBackend(Workspace("memory://ops-property", check=False))
+    model: dict[str, str] = {}
+    for op, path, *arg in ops:
+        if op == "write":
+            blocked = any(path.startswith(p + "/") or p.startswith(path + "/") for p in model)
+            assert (backend.write(path, arg[0]).error is None) is not blocked
+            if not blocked:
+                model[path] = arg[0]
+        elif op == "edit":
+            result = backend.edit(path, arg[0], "z")
+            if path in model and model[path].count(arg[0]) == 1:
+                assert result.error is None
+                model[path] = model[path].replace(arg[0], "z")
+            else:
+                assert result.error is not None
+        else:
+            gone = [p for p in model if p == path or p.startswith(path + "/")]
+            assert (backend.delete(path).error is None) is bool(gone)
+            for p in gone:
+                del model[p]
+    assert _paths(backend.glob("**/*").matches) | _paths(backend.glob("*").matches) == set(model)
+    tops = {"/" + p.split("/")[1] + ("/" if p.count("/") > 1 else "") for p in model}
+    assert _paths(backend.ls("/").entries) == tops
+    for path, text in model.items():
+        read = backend.read(path)
+        assert read.error is None and read.file_data is not None
+        (download,) = backend.download_files([path])
+        assert download.content == text.encode()
+    assert _paths(backend.grep("z").matches) == {p for p, t in model.items() if "z" in t}
