@@ -18,7 +18,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from ctxfs import Workspace
-from ctxfs.testing import ScriptedChatModel
+from ctxfs.backends import Store
+from ctxfs.testing import RecordingStore, ScriptedChatModel
 from ctxfs.workflows import Stage, StageInput, Workflow, WorkflowPolicy, model_agent
 
 TASK = "Find out why the nightly settlement job fails on the last day of the month."
@@ -107,3 +108,30 @@ def workflow(workspace: Workspace, *, broken: str | None = None) -> Workflow:
 
 def outputs_json(outputs: Any) -> dict[str, Any]:
     return {name: output.model_dump(mode="json") for name, output in outputs.items()}
+
+
+class WriteHookStore(RecordingStore):
+    """Forwards every call; right after each write lands, calls ``after_write(count)``."""
+
+    def __init__(self, inner: Store, after_write: Callable[[int], None]) -> None:
+        super().__init__(inner)
+        self.after_write = after_write
+        self.writes = 0
+
+    def write(self, path: str, data: bytes, **options: Any) -> None:
+        super().write(path, data, **options)
+        self.writes += 1
+        self.after_write(self.writes)
+
+
+def record_calls(flow: Workflow, calls: list[str]) -> Workflow:
+    """Makes each stage's agent append its stage's name to ``calls`` when it runs."""
+    for stage in flow.stages:
+        inner = stage.agent
+
+        def agent(stage_input: StageInput, inner: Callable[..., Any] = inner) -> Any:
+            calls.append(stage_input.stage)
+            return inner(stage_input)
+
+        object.__setattr__(stage, "agent", agent)
+    return flow

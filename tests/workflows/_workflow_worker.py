@@ -26,26 +26,20 @@ from typing import Any
 
 from ctxfs import Workspace
 from ctxfs.backends import Store, open_storage
-from ctxfs.testing import RecordingStore
-from ctxfs.workflows import StageInput, list_workflows, read_state, state_path
+from ctxfs.workflows import list_workflows, read_state, state_path
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _scenario import TASK, WORKFLOW_ID, outputs_json, workflow
+from _scenario import TASK, WORKFLOW_ID, WriteHookStore, outputs_json, record_calls, workflow
 
 
-class KillingStore(RecordingStore):
-    """Forwards every call; SIGKILLs the process right after the Nth write lands."""
+def _killing(inner: Store, kill_after: int) -> WriteHookStore:
+    """A store that SIGKILLs the process right after its ``kill_after``-th write lands."""
 
-    def __init__(self, inner: Store, kill_after: int) -> None:
-        super().__init__(inner)
-        self.kill_after = kill_after
-        self.writes = 0
-
-    def write(self, path: str, data: bytes, **options: Any) -> None:
-        super().write(path, data, **options)
-        self.writes += 1
-        if self.writes == self.kill_after:
+    def after_write(count: int) -> None:
+        if count == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
+
+    return WriteHookStore(inner, after_write)
 
 
 def _store(url: str, endpoint: str | None) -> Store:
@@ -82,13 +76,13 @@ def _in_child(work: Callable[[], Any]) -> tuple[int, Any]:
 
 
 def _clean_run(url: str, endpoint: str | None) -> dict[str, Any]:
-    store = KillingStore(_store(url, endpoint), kill_after=0)
+    store = _killing(_store(url, endpoint), kill_after=0)
     run = workflow(Workspace(store, check=False)).run(TASK, workflow_id=WORKFLOW_ID)
     return {"writes": store.writes, "outputs": outputs_json(run.outputs)}
 
 
 def _killed_run(url: str, endpoint: str | None, kill_after: int) -> None:
-    store = KillingStore(_store(url, endpoint), kill_after)
+    store = _killing(_store(url, endpoint), kill_after)
     workflow(Workspace(store, check=False)).run(TASK, workflow_id=WORKFLOW_ID)
 
 
@@ -102,15 +96,7 @@ def _resume(url: str, endpoint: str | None) -> dict[str, Any]:
         report["state_valid"] = True
         report["done_before"] = [record.stage for record in state.completed_stages]
     calls: list[str] = []
-    flow = workflow(workspace)
-    for stage in flow.stages:
-        inner = stage.agent
-
-        def agent(stage_input: StageInput, inner: Callable[..., Any] = inner) -> Any:
-            calls.append(stage_input.stage)
-            return inner(stage_input)
-
-        object.__setattr__(stage, "agent", agent)
+    flow = record_calls(workflow(workspace), calls)
     if report["state_valid"]:
         run = flow.resume(WORKFLOW_ID)
     else:

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _scenario import TASK, WORKFLOW_ID, outputs_json, workflow
+from _scenario import TASK, WORKFLOW_ID, WriteHookStore, outputs_json, record_calls, workflow
 
 from ctxfs import Workspace
 from ctxfs.backends import Store
-from ctxfs.testing import RecordingStore
-from ctxfs.workflows import StageInput, Workflow, list_workflows, read_state, state_path
+from ctxfs.workflows import list_workflows, read_state, state_path
 from ctxfs.workflows._state import load_state
 
 WORKER = Path(__file__).with_name("_workflow_worker.py")
@@ -39,20 +38,15 @@ class Crash(BaseException):
     """The process 'dies': nothing may catch it."""
 
 
-class CrashingStore(RecordingStore):
-    """Forwards every call; after each write checks the state file, then dies at the Nth."""
+def _crashing(inner: Store, crash_after: int) -> WriteHookStore:
+    """A store that checks the state file after each write, then dies at the Nth."""
 
-    def __init__(self, inner: Store, crash_after: int) -> None:
-        super().__init__(inner)
-        self.crash_after = crash_after
-        self.writes = 0
+    def after_write(count: int) -> None:
+        _check_state_file(inner)
+        if count == crash_after:
+            raise Crash(count)
 
-    def write(self, path: str, data: bytes, **options: Any) -> None:
-        super().write(path, data, **options)
-        self.writes += 1
-        _check_state_file(self.inner)
-        if self.writes == self.crash_after:
-            raise Crash(path)
+    return WriteHookStore(inner, after_write)
 
 
 def _check_state_file(store: Store) -> None:
@@ -65,22 +59,10 @@ def _check_state_file(store: Store) -> None:
     load_state(data, STATE)
 
 
-def _recording_calls(flow: Workflow, calls: list[str]) -> Workflow:
-    for stage in flow.stages:
-        inner = stage.agent
-
-        def agent(stage_input: StageInput, inner: Callable[..., Any] = inner) -> Any:
-            calls.append(stage_input.stage)
-            return inner(stage_input)
-
-        object.__setattr__(stage, "agent", agent)
-    return flow
-
-
 def _resume(workspace: Workspace) -> tuple[dict[str, Any], list[str]]:
     """Resumes (or starts, when the state file was never written) and finishes the run."""
     calls: list[str] = []
-    flow = _recording_calls(workflow(workspace), calls)
+    flow = record_calls(workflow(workspace), calls)
     if WORKFLOW_ID in list_workflows(workspace):
         run = flow.resume(WORKFLOW_ID)
     else:
@@ -111,7 +93,7 @@ def test_a_crash_at_every_write_resumes_to_the_same_outputs(
     make_workspace: Callable[[], Workspace],
 ) -> None:
     reference = make_workspace()
-    counting = CrashingStore(reference.store, crash_after=0)
+    counting = _crashing(reference.store, crash_after=0)
     expected = outputs_json(
         workflow(Workspace(counting, check=False)).run(TASK, workflow_id=WORKFLOW_ID).outputs
     )
@@ -120,7 +102,7 @@ def test_a_crash_at_every_write_resumes_to_the_same_outputs(
 
     for crash_after in range(1, total + 1):
         workspace = make_workspace()
-        crashing = Workspace(CrashingStore(workspace.store, crash_after), check=False)
+        crashing = Workspace(_crashing(workspace.store, crash_after), check=False)
         with pytest.raises(Crash):
             workflow(crashing).run(TASK, workflow_id=WORKFLOW_ID)
         done_before = _completed(workspace)
