@@ -304,11 +304,46 @@ class TranscriptArchive:
         self._loaded = (head, entries)
         return entries
 
-    def _load(self) -> tuple[_Head, tuple[ArchiveSegment, ...]]:
-        """The head and every entry (full pages first), or :class:`_Unreadable`."""
+    def recent(self, *, expected: Sequence[str] = ()) -> tuple[ArchiveSegment, ...]:
+        """Returns the latest committed segments, oldest first: what a compaction needs.
+
+        The head's entries and the last full page's (at least the last :data:`PAGE_SIZE`
+        segments, or all of them), read in at most two requests however long the thread,
+        so a summary's commit costs the same at its 500th segment as at its first. Pass the
+        answer as ``committed`` to :meth:`write_segment` and :meth:`commit`. Anything
+        unusual (a missing or torn index, an old format, an expected segment older than
+        the last page) takes :meth:`segments`, which reads and rebuilds the whole index.
+
+        Args:
+            expected: As for :meth:`segments`.
+
+        Raises:
+            ArchiveError: As for :meth:`segments`.
+        """
+        own = [path for path in expected if path.startswith(self._dir + "/")]
+        try:
+            head, entries = self._load(pages=1)
+        except _Unreadable:
+            return self.segments(expected=expected)
+        listed = {segment.markdown_path for segment in entries}
+        if (
+            head.version is None
+            or head.format_version < _INDEX_VERSION
+            or any(path not in listed for path in own)
+        ):
+            return self.segments(expected=expected)
+        numbers = [_segment_number(path) for path in own]
+        self._continued = max((n for n in numbers if n is not None), default=None)
+        self._loaded = (head, entries)
+        return entries
+
+    def _load(self, *, pages: int | None = None) -> tuple[_Head, tuple[ArchiveSegment, ...]]:
+        """The head and every entry (full pages first; only the last ``pages`` of them if
+        given), or :class:`_Unreadable`."""
         head = self._read_head()
         entries: list[ArchiveSegment] = []
-        for page in range(1, head.pages + 1):
+        first = 1 if pages is None else max(1, head.pages - pages + 1)
+        for page in range(first, head.pages + 1):
             entries += self._read_page(page, head.version)
         entries += head.entries
         numbers = [segment.number for segment in entries]
@@ -680,7 +715,7 @@ class TranscriptArchive:
         for _attempt in range(_COMMIT_ATTEMPTS):
             loaded, self._loaded = self._loaded, None
             try:
-                head, entries = loaded if loaded is not None else self._load()
+                head, entries = loaded if loaded is not None else self._load(pages=1)
             except _Unreadable:
                 head, entries = _LOST, ()
             if head is _LOST or (head.version is None and committed != ()):

@@ -111,7 +111,7 @@ def summarize_steps(
     first_index = previous.next_index if previous is not None else start
     try:
         # read once; write_segment and commit share it
-        index = archive.segments(expected=previous.transcripts if previous else ())
+        index = archive.recent(expected=previous.transcripts if previous else ())
         segment, committed = archive.write_segment(
             dropped, start=first_index, tokens=sum(counts[start:cut]), committed=index
         )

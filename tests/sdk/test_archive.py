@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from ctxfs import Workspace
 from ctxfs._archive import (
+    PAGE_SIZE,
     ArchiveError,
     TranscriptArchive,
     encode_jsonl,
@@ -18,6 +19,7 @@ from ctxfs._archive import (
     thread_transcript_dir,
 )
 from ctxfs._naming import safe_name
+from ctxfs.testing import RecordingStore
 
 TRICKY = 'line with\ttab, "quotes", é and 漢字 and `ticks` ```fence```'
 
@@ -270,3 +272,36 @@ def test_an_index_from_before_records_gets_them_when_read() -> None:
     assert json.loads(workspace.read_text(archive.record_path(1)))["number"] == 1
     workspace.rm(archive.index_path)  # now the index can go: the record rebuilds it
     assert TranscriptArchive(workspace, "t").segments() == (committed,)
+
+
+def _commit_one(archive: TranscriptArchive, n: int) -> None:
+    index = archive.recent()
+    message = HumanMessage(f"message {n} " + "word " * 50, id=f"m{n}")
+    segment, _ = archive.write_segment([message], start=n, tokens=1, committed=index)
+    archive.commit(segment, summary=HumanMessage(f"summary {n}", id=f"s{n}"), committed=index)
+
+
+def test_the_index_is_append_only_and_a_commit_costs_the_same_however_long_the_thread() -> None:
+    store = RecordingStore(Workspace("memory://append-only").store)
+    workspace = Workspace(store)
+    archive = TranscriptArchive(workspace, "t", clock=clock)
+    calls: dict[int, int] = {}
+    pages: dict[str, bytes] = {}
+    for n in range(3 * PAGE_SIZE + 5):
+        store.clear()
+        _commit_one(archive, n)
+        calls[n] = len(store.calls)
+        for page in range(1, n // PAGE_SIZE + 1):
+            data = workspace.read_bytes(archive.page_path(page))
+            assert pages.setdefault(archive.page_path(page), data) == data  # written once
+    assert len(pages) == 3
+    head = json.loads(workspace.read_text(archive.index_path))
+    assert (head["pages"], len(head["segments"])) == (3, 5)
+    # Commit by commit, the third page costs the storage calls the second page did.
+    assert [calls[n] for n in range(2 * PAGE_SIZE, 3 * PAGE_SIZE)] == [
+        calls[n] for n in range(PAGE_SIZE, 2 * PAGE_SIZE)
+    ]
+    segments = TranscriptArchive(workspace, "t").segments()
+    assert [s.number for s in segments] == list(range(1, 3 * PAGE_SIZE + 6))
+    assert [s.start for s in segments] == list(range(3 * PAGE_SIZE + 5))
+    assert archive.recent() == segments[-(PAGE_SIZE + 5) :]
