@@ -433,7 +433,10 @@ class Workspace:
             )
         else:
             self._check_no_file_above(virtual)
-        self._store.write(virtual, data, create_only=create_only, if_version=if_version)
+        if if_version is None:  # a store written before conditional writes still works
+            self._store.write(virtual, data, create_only=create_only)
+        else:
+            self._store.write(virtual, data, if_version=if_version)
         return FileInfo(virtual, "file", len(data))
 
     def update(
