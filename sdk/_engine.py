@@ -509,8 +509,9 @@ class ContextEngine:
         Args:
             message: The tool result: ``role`` ``"tool"``, ``tool_call_id`` and ``content``.
             thread_id: The conversation it belongs to.
-            name: The tool's name (OpenAI's dict does not carry it): exempt tools are never
-                offloaded, and the saved file is named after it.
+            name: The tool's name (OpenAI's dict does not carry it; else the dict's own
+                ``name``, as some clients write it): exempt tools are never offloaded, and
+                the saved file is named after it.
 
         Returns:
             The dict to append to the history: ``message`` itself when it stays inline,
@@ -524,10 +525,12 @@ class ContextEngine:
         call_id = message.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
             raise TypeError("a tool result dict needs its tool_call_id (a non-empty string)")
+        if name is None and isinstance(message.get("name"), str):
+            name = message["name"]
         result = ToolMessage(message.get("content") or "", tool_call_id=call_id, name=name)
         offloaded = self.offload_tool_result(result, thread_id=thread_id)
         if offloaded is result:
-            return dict(message)
+            return message if isinstance(message, dict) else dict(message)
         return self._openai.remember(offloaded, thread_id=thread_id)
 
     def _last_summary(self, thread_id: str) -> BaseMessage | None:

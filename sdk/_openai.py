@@ -20,12 +20,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
+    InvalidToolCall,
+    ToolCall,
     convert_to_messages,
     convert_to_openai_messages,
 )
+from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
 
 from ctxfs._events import CompactionResult
 from ctxfs._messages import message_text
@@ -50,6 +54,12 @@ class OpenAICompaction:
 
 def _key(message: Mapping[str, Any]) -> str:
     return json.dumps(message, sort_keys=True, ensure_ascii=False, default=repr)
+
+
+# The roles of OpenAI's chat format, and the keys of its tool message (strict endpoints
+# refuse any other key on a tool result, such as the "name" LangChain writes)
+_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_TOOL_KEYS = ("role", "tool_call_id", "content")
 
 
 def _check(messages: Sequence[Mapping[str, Any]]) -> None:
@@ -92,7 +102,7 @@ class OpenAIMessages:
         for item in messages:
             message = known.get(_key(item))
             if message is None:
-                message = convert_to_messages([dict(item)])[0]
+                message = _message(item, len(converted))
                 if isinstance(message, HumanMessage) and message_text(message).startswith(
                     SUMMARY_TAG
                 ):
@@ -132,7 +142,70 @@ class OpenAIMessages:
         return as_dict
 
 
+def _message(item: Mapping[str, Any], number: int) -> BaseMessage:
+    """The message one dict stands for; tool calls whose arguments are not a JSON object
+    (models do write such) are kept as invalid calls, their arguments as written.
+
+    Raises:
+        ValueError: The dict is not a chat message, saying which one and why.
+    """
+    role = item["role"]
+    if role not in _ROLES:
+        raise ValueError(f"message {number} has role {role!r}; the roles are {', '.join(_ROLES)}")
+    fields = dict(item)
+    if role == "tool":
+        call_id = fields.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise ValueError(
+                f"message {number} is a tool result without its tool_call_id (a non-empty string)"
+            )
+    raw_calls = fields.pop("tool_calls", None) if role == "assistant" else None
+    if role == "assistant":
+        fields.setdefault("content", None)  # optional beside tool calls
+    try:
+        message = convert_to_messages([fields])[0]
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"message {number} ({role}) is not a chat message: {error}") from error
+    if raw_calls is None:
+        return message
+    calls, invalid = _tool_calls(raw_calls, number)
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
+
+
+def _tool_calls(raw: object, number: int) -> tuple[list[ToolCall], list[InvalidToolCall]]:
+    if not isinstance(raw, list):
+        raise ValueError(f"message {number}: tool_calls must be a list, got {type(raw).__name__}")
+    calls: list[ToolCall] = []
+    invalid: list[InvalidToolCall] = []
+    for call in raw:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if (
+            not isinstance(call, Mapping)
+            or not isinstance(function, Mapping)
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("arguments"), str | None)
+        ):
+            raise ValueError(
+                f"message {number}: a tool call is "
+                f'{{"id": ..., "type": "function", "function": {{"name": ..., "arguments": ...}}}}'
+                f", got {call!r:.200}"
+            )
+        raw_call = {**call, "function": {"arguments": None, **function}}
+        try:
+            parsed = parse_tool_call(raw_call, return_id=True)
+        except OutputParserException as error:
+            invalid.append(make_invalid_tool_call(raw_call, str(error)))
+            continue
+        if parsed is None or not isinstance(parsed.get("args"), dict):
+            invalid.append(make_invalid_tool_call(raw_call, "the arguments are not a JSON object"))
+        else:
+            calls.append(ToolCall(name=parsed["name"], args=parsed["args"], id=parsed["id"]))
+    return calls, invalid
+
+
 def _to_dict(message: BaseMessage) -> dict[str, Any]:
     converted = convert_to_openai_messages(message)
     assert isinstance(converted, dict)
+    if converted.get("role") == "tool":
+        return {key: converted[key] for key in _TOOL_KEYS if key in converted}
     return converted

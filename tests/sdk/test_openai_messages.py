@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 
 from ctxfs import (
     ContextEngine,
@@ -151,3 +152,114 @@ def test_a_result_without_its_call_id_is_refused() -> None:
         engine.offload_openai_result({"role": "tool", "content": "x"}, thread_id="t")
     with pytest.raises(TypeError, match="role"):
         engine.offload_openai_result({"role": "user", "content": "x"}, thread_id="t")
+
+
+# OpenAI's tool message is {"role", "tool_call_id", "content"}; strict endpoints refuse more
+TOOL_KEYS = {"role", "tool_call_id", "content"}
+
+
+def test_pointer_dicts_hold_only_the_keys_of_an_openai_tool_message() -> None:
+    engine = ContextEngine(Workspace("memory://openai-tool-keys"), POLICY)
+    _user, call, result, _answer = _turn(0)
+    named = {**result, "name": "fetch"}  # some clients write the tool's name on its result
+    offloaded = engine.offload_openai_result(named, thread_id="t", name="fetch")
+    assert offloaded["content"].startswith("[ctxfs: tool result offloaded]")
+    assert set(offloaded) == TOOL_KEYS
+
+    # a large result cleared by compaction, not offloaded on the way in
+    clearing = ContextPolicy(
+        max_input_tokens=32_000,
+        tool_results={"enabled": False},
+        clearing={
+            "trigger": {"tokens": 500},
+            "keep": {"results": 0},
+            "clear_at_least": {"tokens": 100},
+        },
+    )
+    engine = ContextEngine(Workspace("memory://openai-tool-keys-cleared"), clearing)
+    history = [_user, call, named, _answer, *_turn(1)]
+    out = engine.compact_openai(history, thread_id="t").messages
+    assert out[2] is not named and out[2]["content"].startswith("[ctxfs: tool result")
+    assert set(out[2]) == TOOL_KEYS
+
+
+def test_the_name_on_a_result_dict_is_the_tool_name() -> None:
+    engine = ContextEngine(Workspace("memory://openai-named-result"), POLICY)
+    # read_file is a recovery tool: exempt, never offloaded
+    result = {"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "x\n" * 2000}
+    assert engine.offload_openai_result(result, thread_id="t") is result
+
+
+def test_a_tool_call_whose_arguments_are_not_json_is_kept_as_given() -> None:
+    # models do write broken arguments; the history is still one a provider accepts
+    engine = ContextEngine(Workspace("memory://openai-bad-arguments"), POLICY)
+    broken = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "fetch", "arguments": '{"pa'}},
+            {"id": "c2", "type": "function", "function": {"name": "fetch", "arguments": "[1]"}},
+            {"id": "c3", "type": "function", "function": {"name": "fetch", "arguments": ""}},
+        ],
+    }
+    history: list[Message] = [
+        {"role": "user", "content": "fetch"},
+        broken,
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: arguments are not JSON"},
+        {"role": "tool", "tool_call_id": "c2", "content": "Error: arguments are not an object"},
+        {"role": "tool", "tool_call_id": "c3", "content": "fetched"},
+    ]
+    out = engine.compact_openai(history, thread_id="t")
+    assert all(a is b for a, b in zip(out.messages, history, strict=True))
+
+    # archived, the calls keep their ids and the broken arguments their exact text
+    workspace = Workspace("memory://openai-bad-arguments-archived")
+    engine = ContextEngine(workspace, POLICY)
+    engine.compact_openai(
+        [*history, {"role": "user", "content": "go on"}], thread_id="t", force=True
+    )
+    [message] = [m for m in TranscriptArchive(workspace, "t").read_all() if m.type == "ai"]
+    assert isinstance(message, AIMessage)
+    calls = {c["id"]: c["args"] for c in message.tool_calls}
+    invalid = {c["id"]: c["args"] for c in message.invalid_tool_calls}
+    assert calls == {"c3": {}}
+    assert invalid == {"c1": '{"pa', "c2": "[1]"}
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ({"role": "tool", "content": "x"}, "message 0 .*tool_call_id"),
+        ({"role": "tool", "tool_call_id": 7, "content": "x"}, "message 0 .*tool_call_id"),
+        ({"role": "ipython", "content": "x"}, "message 0 .*'ipython'"),
+        ({"role": "remove", "id": "__remove_all__", "content": ""}, "message 0 .*'remove'"),
+        ({"role": "user"}, "message 0 .*content"),
+        ({"role": "user", "content": 5}, "message 0"),
+        (
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "a"}]},
+            "message 0: a tool call",
+        ),
+        ({"role": "assistant", "content": "", "tool_calls": "call"}, "message 0: tool_calls"),
+    ],
+)
+def test_dicts_that_are_not_chat_messages_are_refused_naming_the_message(
+    message: Message, error: str
+) -> None:
+    engine = ContextEngine(Workspace("memory://openai-not-messages"), POLICY)
+    with pytest.raises(ValueError, match=error):
+        engine.compact_openai([message], thread_id="t")
+
+
+def test_every_shape_openai_accepts_comes_back_as_given() -> None:
+    engine = ContextEngine(Workspace("memory://openai-shapes"), POLICY)
+    call = {"id": "c1", "type": "function", "function": {"name": "fetch", "arguments": "{}"}}
+    history: list[Message] = [
+        {"role": "developer", "content": [{"type": "text", "text": "be brief"}]},
+        {"role": "user", "name": "ann", "content": [{"type": "text", "text": "fetch"}]},
+        {"role": "assistant", "tool_calls": [call]},  # content is optional beside tool calls
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "tool", "tool_call_id": "c9", "content": "a result without its call"},
+        {"role": "assistant", "content": None, "refusal": "I can't", "annotations": []},
+    ]
+    out = engine.compact_openai(history, thread_id="t")
+    assert all(a is b for a, b in zip(out.messages, history, strict=True))
