@@ -538,7 +538,7 @@ class ContextEngine:
         with self._lock:
             archive = TranscriptArchive(self._workspace, thread_id, clock=self._clock)
             try:
-                segments = archive.segments()
+                segments = archive.recent()
             except WorkspaceError:
                 return None  # the summary is then read as text: archived again, not lost
             return archive.summary_of(segments[-1]) if segments else None
