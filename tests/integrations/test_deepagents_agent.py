@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import ContextPolicy, Workspace, pointer_of
+from ctxfs import ContextEvent, ContextPolicy, Summarized, Workspace, pointer_of
 from ctxfs.integrations.deepagents import WorkspaceBackend
 from ctxfs.integrations.langchain import ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
@@ -162,3 +162,46 @@ def test_an_async_deep_agent_uses_the_backend(workspace: Workspace) -> None:
     out = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "plan"}]}, CONFIG))
     assert _tool_messages(out)["grep"] == "/plan.md"
     assert workspace.read_text("/plan.md") == "- step 1\n"
+
+
+@tool
+def fetch_page(n: int) -> str:
+    """Returns page n of the manual (about 700 tokens)."""
+    return "\n".join(
+        f"page {n} line {i}: settle batches before the ledger closes" for i in range(60)
+    )
+
+
+def test_deep_agents_grep_searches_what_ctxfs_archived() -> None:
+    workspace = Workspace("memory://deep-transcripts")
+    events: list[ContextEvent] = []
+    policy = ContextPolicy(
+        max_input_tokens=16_000,
+        clearing={"enabled": False},  # so that the window is kept by summaries
+        summarization={"trigger": {"fraction": 0.8}, "keep": {"fraction": 0.3}},
+    )
+    search = {"pattern": "page 0 line 7:", "path": "/transcripts"}
+    model = ScriptedChatModel(
+        responses=[
+            *(tool_call("fetch_page", {"n": n}) for n in range(14)),
+            tool_call("grep", search),
+            "Page 0 is in the transcript.",
+        ]
+    )
+    middleware = ContextMiddleware(
+        workspace, policy, tools=False, on_event=lambda event, _: events.append(event)
+    )
+    agent = create_deep_agent(
+        model,
+        [fetch_page],
+        backend=WorkspaceBackend(workspace),
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    out = agent.invoke({"messages": [{"role": "user", "content": "read the manual"}]}, CONFIG)
+    assert any(isinstance(event, Summarized) for event in events)
+    # page 0 left the context; Deep Agents' grep finds it in ctxfs's transcript
+    assert all("page 0 line 7:" not in m.text for m in out["messages"][:-2])
+    found = _tool_messages(out)["grep"].splitlines()
+    assert found and all(line.startswith("/transcripts/") for line in found)
+    assert any(line.endswith(".md") for line in found)
