@@ -382,6 +382,13 @@ def test_delete_a_folder_recursively_keeps_siblings(backend: WorkspaceBackend) -
     assert backend.read("/keep.txt").error is None
 
 
+def test_delete_of_the_root_is_refused(backend: WorkspaceBackend) -> None:
+    backend.write("/keep.txt", "k")
+    refused = backend.delete("/")
+    assert (refused.path, refused.error) == (None, "Error: / is the workspace root, not a file")
+    assert backend.read("/keep.txt").error is None
+
+
 def test_delete_takes_wildcards_literally(backend: WorkspaceBackend) -> None:
     _write_all(backend, {"/a.md": "a", "/b.md": "b"})
     assert backend.delete("*").error == "Error: '*' not found"
