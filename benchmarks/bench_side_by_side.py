@@ -17,21 +17,30 @@ runs on its current state (ctxfs ``ContextEngine.compact``; Deep Agents
 LangChain ``SummarizationMiddleware`` ``before_model``; no management copies the list). The
 messages the model would be sent become the state.
 
-Settings are mapped onto one another (see ``_peers.py``): summarize at 85 % of the budget,
-keep the most recent 30 %, show the summary model at most 8,000 tokens, offload tool results
-over 20,000 tokens, move/clip tool inputs of 2,000+ characters outside the last 20 messages
-once at 85 %. Every system summarizes with the same deterministic stand-in model (a fixed
-summary of about 300 tokens). Peers count tokens their own way (``count_tokens_approximately``)
+Two settings, one replay each (``--settings``): ``own``, each system at its own defaults (what
+a user gets: ctxfs ``ContextPolicy(max_input_tokens=budget)``, Deep Agents as
+``create_deep_agent`` builds its middleware; LangChain is left out there, since its default
+never summarizes), and ``mapped``, the peers set to ctxfs's defaults (see ``_peers.py``):
+summarize at 85 % of the budget, keep ctxfs's recent share, show the summary model at most
+8,000 tokens, offload tool results over 20,000 tokens, move/clip tool inputs of 2,000+
+characters outside the last 20 messages once at 85 %. Every system summarizes with the same
+deterministic stand-in model (a fixed summary of about 300 tokens), which meters the tokens
+it is sent and answers. Peers count tokens their own way (``count_tokens_approximately``)
 unless ``--peer-counter exact``.
 
 Reported per system: peak tokens at any model call and calls over the budget (all counted
 with the same exact tokenizer, ``ctxfs.TiktokenCounter``, system prompt included), total
-input tokens over the run, summaries made, bytes of the original history no longer in the
-context byte-exact ("removed"), and bytes of those that cannot be read back byte-exact from
-the system's own storage ("lost": ctxfs resolves its pointers and transcripts; Deep Agents'
-backend files are searched for the text, verbatim or XML-escaped as its history file writes
-it; LangChain keeps nothing). Then the per-turn cost of each before-model hook on the longest
-thread, with the four systems' turns interleaved in one run, as ratios to no management's copy.
+input tokens over the run, the prompt cache (a provider that caches the longest prefix
+shared with the previous request: cached and uncached tokens, hit rate, prefix breaks), the
+summary model's tokens, the cost (uncached 1.25, cached 0.1, summary input 1, output 5; and
+with OpenAI-style weights, uncached 1), summaries made, bytes of the original history no
+longer in the context byte-exact ("removed"), and bytes of those that cannot be read back
+byte-exact from the system's own storage ("lost": ctxfs resolves its pointers and
+transcripts; Deep Agents' backend files are searched for the text, verbatim or XML-escaped
+as its history file writes it; LangChain keeps nothing), and the goals against Deep Agents.
+Then, for the mapped settings, the per-turn cost of each before-model hook on the longest
+thread, with the four systems' turns interleaved in one run, as ratios to no management's
+copy.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def test_quickstart(capsys: pytest.CaptureFixture[str]) -> None:
     answer = _load("quickstart").main([])
     assert "100997" in answer
     printed = capsys.readouterr().out
-    assert "[ctxfs: tool result offloaded]" in printed and "/tool_results/quickstart-" in printed
+    assert "[ctxfs: tool result offloaded]" in printed and "/tool_results/quickstart/" in printed
 
 
 def test_quickstart_on_a_local_folder(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_s3_workspace(s3_endpoint: str, s3_bucket: str, monkeypatch: pytest.Monk
     url = f"s3://{s3_bucket}/agents/run-1"
     listing = _load("s3_workspace").main([url]).splitlines()
     assert f"{url}/notes/audit.md" in listing
-    assert any(line.startswith(f"{url}/tool_results/audit-") for line in listing)
+    assert any(line.startswith(f"{url}/tool_results/audit/") for line in listing)
 
 
 def test_parallel_subagents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

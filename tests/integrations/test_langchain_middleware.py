@@ -71,7 +71,7 @@ def test_large_result_is_offloaded_before_it_reaches_the_checkpoint(
     assert isinstance(pointer.content, str) and pointer.content.startswith(RESULT_TAG)
     held = pointer_of(pointer)
     path = held.path if held is not None else None
-    assert path is not None and path.startswith("/tool_results/t1-")
+    assert path is not None and path.startswith("/tool_results/t1/")
     assert ws.read_text(path) == report_text()
     # The model was sent the pointer, never the full text.
     sent = model.requests[1][-1]

@@ -80,7 +80,7 @@ def test_tool_results_are_offloaded_before_the_checkpoint(
     assert isinstance(result, ToolMessage) and result.text.startswith(RESULT_TAG)
     assert out["messages"][-1].content == "done"
     (offloaded,) = [e for e in events if isinstance(e, ToolResultOffloaded)]
-    assert offloaded.path.startswith("/tool_results/g1-")
+    assert offloaded.path.startswith("/tool_results/g1/")
     assert ws.read_text(offloaded.path) == report_text()
     assert MIDDLE not in checkpoint_blobs(app.checkpointer, "g1")
 
