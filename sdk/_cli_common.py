@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 from typing import Any
@@ -20,6 +21,10 @@ __all__ = [
 
 ENDPOINT_ENV = "CTXFS_S3_ENDPOINT_URL"
 """Environment variable read for ``--endpoint-url`` when the flag is not given."""
+
+# Credentials and names are text whatever they look like: a secret of digits read as JSON
+# would reach botocore as a number.
+_TEXT_OPTIONS = frozenset({"key", "secret", "token", "username", "password", "profile"})
 
 
 class CliError(Exception):
@@ -42,7 +47,8 @@ def add_storage_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="an option of the fsspec filesystem (repeatable); dotted keys nest "
-        "(client_kwargs.verify=false); values are read as JSON where they parse",
+        "(client_kwargs.verify=false); values are read as JSON where they parse, "
+        "except credentials and names (key, secret, token, username, password, profile)",
     )
 
 
@@ -50,25 +56,28 @@ def storage_options(args: argparse.Namespace, url: str) -> dict[str, Any] | None
     """The fsspec options the arguments of :func:`add_storage_arguments` ask for.
 
     Raises:
-        CliError: A ``--storage-option`` without ``=``, or ``--profile``/``--region`` for a
-            workspace that is not on S3.
+        CliError: A ``--storage-option`` without ``=`` or with an empty part in its key, one
+            that sets a value where another nests options (or the other way round), or
+            ``--profile``/``--region`` for a workspace that is not on S3.
     """
     options: dict[str, Any] = {}
     for item in getattr(args, "storage_option", None) or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise CliError(f"--storage-option {item!r}: write KEY=VALUE, e.g. anon=true")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
         *parents, last = key.strip().split(".")
-        target = options
-        for part in parents:
-            nested = target.setdefault(part, {})
-            if not isinstance(nested, dict):
-                raise CliError(f"--storage-option {item!r}: {part} is already set to a value")
-            target = nested
+        if "" in (*parents, last):
+            raise CliError(f"--storage-option {item!r}: the key has an empty part")
+        value: Any = raw
+        if last not in _TEXT_OPTIONS:
+            with contextlib.suppress(json.JSONDecodeError):
+                value = json.loads(raw)
+        target = _nested(options, parents, f"--storage-option {item!r}")
+        if isinstance(target.get(last), dict) and not isinstance(value, dict):
+            raise CliError(
+                f"--storage-option {item!r}: {last} already holds "
+                f"{', '.join(f'{last}.{name}' for name in target[last])}"
+            )
         target[last] = value
     s3 = protocol_of(url) == "s3"
     profile, region = getattr(args, "profile", None), getattr(args, "region", None)
@@ -77,11 +86,22 @@ def storage_options(args: argparse.Namespace, url: str) -> dict[str, Any] | None
     if profile:
         options["profile"] = profile
     if region:
-        options.setdefault("client_kwargs", {})["region_name"] = region
+        _nested(options, ["client_kwargs"], "--region")["region_name"] = region
     endpoint = getattr(args, "endpoint_url", None) or (os.environ.get(ENDPOINT_ENV) if s3 else None)
     if endpoint:
         options["endpoint_url"] = endpoint
     return options or None
+
+
+def _nested(options: dict[str, Any], parents: list[str], flag: str) -> dict[str, Any]:
+    """The dict of ``options`` the dotted ``parents`` name, made where missing."""
+    target = options
+    for part in parents:
+        nested = target.setdefault(part, {})
+        if not isinstance(nested, dict):
+            raise CliError(f"{flag}: {part} is already set to a value")
+        target = nested
+    return target
 
 
 def open_workspace(

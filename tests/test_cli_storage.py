@@ -47,12 +47,31 @@ def test_each_option_lands_where_s3fs_reads_it(monkeypatch: pytest.MonkeyPatch) 
         (["--storage-option", "anon"], "write KEY=VALUE"),
         (["--storage-option", "=1"], "write KEY=VALUE"),
         (["--storage-option", "a=1", "--storage-option", "a.b=2"], "a is already set"),
+        (["--storage-option", "a.b=1", "--storage-option", "a=2"], "a already holds a.b"),
+        (["--storage-option", "a..b=1"], "empty part"),
+        (["--storage-option", ".a=1"], "empty part"),
         (["--profile", "dev"], "apply to an s3:// workspace only"),
     ],
 )
 def test_bad_options_are_refused_clearly(words: list[str], message: str) -> None:
     with pytest.raises(CliError, match=message):
         _options("memory://x", *words)
+
+
+def test_region_beside_a_client_kwargs_value_is_refused_clearly() -> None:
+    words = ["--storage-option", "client_kwargs=verify", "--region", "eu-west-1"]
+    with pytest.raises(CliError, match="client_kwargs is already set"):
+        _options("s3://b/p", *words)
+
+
+@pytest.mark.parametrize("name", ["key", "secret", "token", "username", "password", "profile"])
+def test_credentials_stay_text_whatever_they_look_like(name: str) -> None:
+    # a numeric secret read as JSON would reach botocore as a number
+    for value in ("12345678", "true", "null", "1e5", '"quoted"'):
+        options = _options("s3://b/p", "--storage-option", f"{name}={value}")
+        assert options == {name: value}
+    nested = _options("s3://b/p", "--storage-option", f"config_kwargs.{name}=0123")
+    assert nested == {"config_kwargs": {name: "0123"}}
 
 
 def test_s3_options_reach_the_store(
