@@ -15,6 +15,7 @@ when the process died runs again.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -151,3 +152,46 @@ def test_sigkill_at_every_write_then_resume(
         assert run["outputs"] == report["expected"], n
         assert not set(run["done_before"]) & set(run["calls"]), n  # none runs twice
         assert len(run["done_before"]) + len(run["calls"]) <= 5, n
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_a_second_runner_in_another_process_is_detected(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    options: dict[str, Any] | None = None
+    if backend == "s3":
+        from tests.conftest import s3_options
+
+        endpoint = request.getfixturevalue("s3_endpoint")
+        url = f"s3://{request.getfixturevalue('s3_bucket')}/second"
+        args, options = [url, endpoint], s3_options(endpoint)
+    else:
+        url = str(tmp_path / "ws")
+        args = [url]
+    first = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("_second_runner.py")), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout is not None and first.stdin is not None
+        assert first.stdout.readline() == "analyst started\n"  # blocks until it is there
+        workspace = Workspace(url, storage_options=options)
+        second = workflow(workspace).resume(WORKFLOW_ID)  # this process takes over
+        assert second.status == "completed"
+        out, err = first.communicate("go on\n", timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 3, err[-3000:]
+    # Its analyst's checkpoint is its next write: the state file's version gave it away.
+    assert re.match(
+        r"conflict: another runner wrote /sessions/settlement\.json \(version \d+, runner "
+        r"[0-9a-f]{12}\) since this one wrote version 7",
+        out,
+    ), out
+    clean = workflow(Workspace("memory://clean-second")).run(TASK, workflow_id=WORKFLOW_ID)
+    assert read_state(workspace, WORKFLOW_ID).outputs() == outputs_json(clean.outputs)
