@@ -26,10 +26,14 @@ from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     HumanMessage,
+    HumanMessageChunk,
     SystemMessage,
+    SystemMessageChunk,
     ToolMessage,
+    ToolMessageChunk,
     messages_from_dict,
 )
 
@@ -41,12 +45,34 @@ ROLES = ("system", "user", "assistant", "tool")
 """The roles a trace line may have."""
 
 _DUMPED: dict[str, type[BaseMessage]] = {
-    kind.__name__: kind for kind in (SystemMessage, HumanMessage, AIMessage, ToolMessage)
+    kind.__name__: kind
+    for kind in (
+        SystemMessage,
+        HumanMessage,
+        AIMessage,
+        ToolMessage,
+        SystemMessageChunk,
+        HumanMessageChunk,
+        AIMessageChunk,
+        ToolMessageChunk,
+    )
 }
 """The message classes a ``dumpd`` line may construct (nothing else is instantiated)."""
 
-_ALIASES = {"developer": "system", "human": "user", "ai": "assistant"}
-"""Other names of those roles (OpenAI's ``developer``, LangChain's message types)."""
+_ALIASES = {
+    "developer": "system",
+    "human": "user",
+    "ai": "assistant",
+    "SystemMessageChunk": "system",
+    "HumanMessageChunk": "user",
+    "AIMessageChunk": "assistant",
+    "ToolMessageChunk": "tool",
+}
+"""Other names of those roles (OpenAI's ``developer``, LangChain's message types, streamed
+chunks included)."""
+
+_CALL_BLOCKS = ("tool_use", "tool_call")
+"""Content blocks that repeat one of the message's tool calls (Anthropic's, LangChain's)."""
 
 
 def read_trace(path: str | os.PathLike[str]) -> list[BaseMessage]:
@@ -95,7 +121,9 @@ def parse_trace(lines: Iterable[str], *, source: str = "<trace>") -> list[BaseMe
     replay names the same files every time. Checked: each line is a JSON object with a known
     role and string content; tool calls have an id, a name and an object of arguments; ids
     are unique; every tool result answers an earlier tool call, once. A trace may end with
-    calls that have no result (a final ``submit``, or a run cut off).
+    calls that have no result (a final ``submit``, or a run cut off). A call id may be used
+    again once its call is answered (some servers number the calls of each response from 0);
+    a result answers the open call with its id and, without a ``name``, takes that call's.
 
     Args:
         lines: The lines, without or with their ``\\n``.
@@ -117,8 +145,8 @@ class _TraceParser:
     def __init__(self, source: str) -> None:
         self.source = source
         self.messages: list[BaseMessage] = []
-        self.calls: dict[str, int] = {}  # tool call id -> line of its assistant message
-        self.answered: dict[str, int] = {}  # tool call id -> line of its result
+        self.open: dict[str, tuple[int, str]] = {}  # unanswered call id -> (line, tool name)
+        self.answered: dict[str, int] = {}  # answered call id -> line of its latest result
 
     def fail(self, line: int, message: str) -> TraceError:
         return TraceError(message, source=self.source, line=line)
@@ -139,16 +167,16 @@ class _TraceParser:
         role = _ALIASES.get(role, role) if isinstance(role, str) else role
         if role not in ROLES:
             raise self.fail(line, f"unknown role {role!r}; expected one of: {', '.join(ROLES)}")
-        content = self._content(line, record.get("content"))
         if role != "assistant" and record.get("tool_calls"):
             raise self.fail(line, f"only assistant messages have tool_calls, not {role}")
+        calls = self._tool_calls(line, record.get("tool_calls")) if role == "assistant" else []
+        content = self._content(line, record.get("content"), {call["id"] for call in calls})
         mid = f"m{index}"
         if role == "system":
             self.messages.append(SystemMessage(content, id=mid))
         elif role == "user":
             self.messages.append(HumanMessage(content, id=mid))
         elif role == "assistant":
-            calls = self._tool_calls(line, record.get("tool_calls"))
             self.messages.append(AIMessage(content, tool_calls=calls, id=mid))
         else:
             self.messages.append(self._tool_result(line, record, content, mid))
@@ -174,16 +202,19 @@ class _TraceParser:
                 args = {}
             if not isinstance(args, dict):
                 raise self.fail(line, f"{where}.args must be a JSON object, got {_kind(args)}")
-            if call_id in self.calls:
+            if call_id in self.open:
                 raise self.fail(
-                    line, f"tool call id {call_id!r} was already used on line {self.calls[call_id]}"
+                    line,
+                    f"tool call id {call_id!r} is still open: the call on line "
+                    f"{self.open[call_id][0]} has no result yet",
                 )
-            self.calls[call_id] = line
+            self.open[call_id] = (line, name)
             calls.append({"name": name, "args": args, "id": call_id})
         return calls
 
-    def _content(self, line: int, content: object) -> str:
-        """A message's text: a string, nothing, or a list of text parts (joined)."""
+    def _content(self, line: int, content: object, call_ids: set[str]) -> str:
+        """A message's text: a string, nothing, or a list of text parts (joined); blocks
+        that repeat one of the message's tool calls (``call_ids``) are left out."""
         if content is None:
             return ""
         if isinstance(content, str):
@@ -195,6 +226,14 @@ class _TraceParser:
                     texts.append(part)
                 elif isinstance(part, dict) and isinstance(part.get("text"), str):
                     texts.append(part["text"])
+                elif isinstance(part, dict) and isinstance(part.get("refusal"), str):
+                    texts.append(part["refusal"])  # OpenAI's refusal part
+                elif (
+                    isinstance(part, dict)
+                    and part.get("type") in _CALL_BLOCKS
+                    and part.get("id") in call_ids
+                ):
+                    continue
                 else:
                     kind = part.get("type") if isinstance(part, dict) else _kind(part)
                     raise self.fail(
@@ -253,18 +292,20 @@ class _TraceParser:
         call_id, name = record.get("tool_call_id"), record.get("name")
         if not isinstance(call_id, str) or not call_id:
             raise self.fail(line, "a tool result needs tool_call_id (the id of its tool call)")
-        if call_id not in self.calls:
+        if call_id not in self.open:
+            if call_id in self.answered:
+                raise self.fail(
+                    line, f"call {call_id!r} was already answered on line {self.answered[call_id]}"
+                )
             raise self.fail(
                 line,
                 f"tool result for call {call_id!r} has no earlier assistant tool call with that id",
             )
-        if call_id in self.answered:
-            raise self.fail(
-                line, f"call {call_id!r} was already answered on line {self.answered[call_id]}"
-            )
         if name is not None and not isinstance(name, str):
             raise self.fail(line, f"name must be a string, got {_kind(name)}")
+        _, called = self.open.pop(call_id)
         self.answered[call_id] = line
+        name = called if name is None else name
         return ToolMessage(content, tool_call_id=call_id, name=name, id=mid)
 
 

@@ -249,7 +249,7 @@ BAD_TRACES = [
             '{"role": "assistant", "tool_calls": [{"id": "a", "name": "ls"}]}',
             '{"role": "assistant", "tool_calls": [{"id": "a", "name": "ls"}]}',
         ],
-        "2: tool call id 'a' was already used on line 1",
+        "2: tool call id 'a' is still open: the call on line 1 has no result yet",
     ),
     ([""], " the trace holds no messages"),
     (['{"role": "user", "content": ' + "[" * 100_000 + "]" * 100_000 + "}"], "1: JSON nested too"),

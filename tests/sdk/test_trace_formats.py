@@ -11,6 +11,7 @@ import pytest
 from langchain_core.load import dumpd
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -38,7 +39,9 @@ def _shape(messages: list[BaseMessage]) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
     for m in messages:
         calls = [(c["id"], c["name"], c["args"]) for c in getattr(m, "tool_calls", [])]
-        out.append((m.type, m.content, calls, getattr(m, "tool_call_id", None)))
+        # a result's tool name decides whether it is exempt from offloading and clearing
+        name = m.name if isinstance(m, ToolMessage) else None
+        out.append((m.type, m.content, calls, getattr(m, "tool_call_id", None), name))
     return out
 
 
@@ -122,3 +125,53 @@ def test_malformed_lines_name_the_line(record: dict[str, Any], message: str) -> 
     with pytest.raises(TraceError, match=re.escape(message)) as info:
         parse_trace(['{"role": "user", "content": "hi"}', json.dumps(record)], source="x.jsonl")
     assert info.value.line == 2
+
+
+def test_ids_reused_once_answered_pair_each_result_with_the_open_call() -> None:
+    # some OpenAI-compatible servers number calls per response: call_0 again in every turn
+    records: list[Any] = [{"role": "user", "content": "go"}]
+    for n in range(3):
+        call = {"id": "call_0", "type": "function", "function": {"name": f"t{n}", "arguments": ""}}
+        records += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_0", "content": f"result {n}"},
+        ]
+    messages = parse_trace(_lines(records))
+    assert [(m.name, m.content) for m in messages if isinstance(m, ToolMessage)] == [
+        ("t0", "result 0"),
+        ("t1", "result 1"),
+        ("t2", "result 2"),
+    ]
+    # an id still open is not reused
+    with pytest.raises(TraceError, match=r"call_0.* still open") as info:
+        parse_trace(_lines([records[0], records[1], records[1]]))
+    assert info.value.line == 3
+
+
+def test_streamed_chunks_read_as_the_messages_they_are() -> None:
+    call = HISTORY[2]
+    assert isinstance(call, AIMessage)
+    chunk = AIMessageChunk(content="Reading it.", tool_calls=call.tool_calls)
+    history = [*HISTORY[:2], chunk, *HISTORY[3:]]
+    assert _shape(parse_trace(_lines(messages_to_dict(history))))[2] == _shape(HISTORY)[2]
+    assert _shape(parse_trace(_lines([dumpd(m) for m in history])))[2] == _shape(HISTORY)[2]
+
+
+def test_blocks_that_repeat_the_tool_calls_are_not_content() -> None:
+    # Anthropic's models put each call in the content too, beside tool_calls
+    call = HISTORY[2]
+    assert isinstance(call, AIMessage)
+    calls = call.tool_calls
+    blocks: list[str | dict[str, Any]] = [
+        {"type": "text", "text": "Reading it."},
+        {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"file_path": "/a.txt"}},
+    ]
+    history = [*HISTORY[:2], AIMessage(blocks, tool_calls=calls), *HISTORY[3:]]
+    assert _shape(parse_trace(_lines(messages_to_dict(history)))) == _shape(HISTORY)
+    # OpenAI's refusal is the assistant's text
+    refusal = {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't."}]}
+    assert parse_trace(_lines([refusal]))[0].content == "I can't."
+    # a block naming a call the message does not make is still refused
+    stray = {"role": "assistant", "content": [{"type": "tool_use", "id": "zz", "name": "f"}]}
+    with pytest.raises(TraceError, match="not text"):
+        parse_trace(_lines([stray]))
