@@ -44,6 +44,7 @@ def add_workspace_parsers(commands: Any) -> argparse.ArgumentParser:
     )
     ls.add_argument("url", metavar="URL", help=url_help)
     ls.add_argument("path", metavar="PATH", nargs="?", default="/", help="folder (default: /)")
+    ls.add_argument("--offset", type=int, default=0, metavar="N", help="skip N entries")
     ls.set_defaults(handler=_ls)
 
     cat = commands.add_parser(
@@ -64,6 +65,7 @@ def add_workspace_parsers(commands: Any) -> argparse.ArgumentParser:
     glob.add_argument("url", metavar="URL", help=url_help)
     glob.add_argument("pattern", metavar="PATTERN", help="e.g. '**/*.md'")
     glob.add_argument("path", metavar="PATH", nargs="?", default="/", help="default: /")
+    glob.add_argument("--offset", type=int, default=0, metavar="N", help="skip N matches")
     glob.set_defaults(handler=_glob)
 
     grep = commands.add_parser(
@@ -204,11 +206,12 @@ def _invalid(exc: ValidationError) -> str:
 
 
 def _ls(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    return _run_tool(_tools(_open(args))["ls"], out, path=args.path)
+    return _run_tool(_tools(_open(args))["ls"], out, path=args.path, offset=args.offset)
 
 
 def _glob(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    return _run_tool(_tools(_open(args))["glob"], out, pattern=args.pattern, path=args.path)
+    tool = _tools(_open(args))["glob"]
+    return _run_tool(tool, out, pattern=args.pattern, path=args.path, offset=args.offset)
 
 
 def _cat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

@@ -32,6 +32,8 @@ def test_ls_and_glob(ws: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "ls", ws, "/logs") == (0, "/logs/app.log\n", "")
     assert run(capsys, "glob", ws, "*.md") == (0, "/notes/plan.md\n", "")
     assert run(capsys, "glob", ws, "*.py") == (0, "No files match '*.py' under /\n", "")
+    assert run(capsys, "ls", ws, "--offset", "2") == (0, "/tool_results/\n", "")
+    assert run(capsys, "glob", ws, "**", "--offset", "2") == (0, "/tool_results/t/c1.txt\n", "")
 
 
 def test_cat_is_byte_exact_and_pages_like_read_file(
