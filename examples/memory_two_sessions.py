@@ -79,7 +79,8 @@ def session(
         checkpointer=InMemorySaver(),
     )
     result = agent.invoke(
-        {"messages": [("user", request)]}, {"configurable": {"thread_id": thread}}
+        {"messages": [{"role": "user", "content": request}]},
+        {"configurable": {"thread_id": thread}},
     )
     memory.flush()  # the session ends: learn from what is still waiting for its debounce
     return str(result["messages"][-1].content), model.requests[0]

@@ -61,7 +61,7 @@ def system_with_memory(system: SystemMessage | str | None, state: _State) -> Sys
 
 def memory_node(
     memory: LongTermMemory, *, recall: bool = True, messages_key: str = "messages"
-) -> Runnable[_State, dict[str, Any]]:
+) -> Runnable[Any, dict[str, Any]]:
     """A node that learns from due threads and renders the memory into the state.
 
     It writes ``memory_prompt`` every time and, when the thread has no answer yet and the
@@ -88,7 +88,7 @@ def memory_node(
 
 def remember_node(
     memory: LongTermMemory, *, messages_key: str = "messages"
-) -> Runnable[_State, dict[str, Any]]:
+) -> Runnable[Any, dict[str, Any]]:
     """A node that queues the turn's user messages and final answers, and learns from due
     threads. Place it after the model's final answer."""
 
@@ -111,7 +111,7 @@ def memory_compaction_node(
     model: BaseChatModel | None = None,
     messages_key: str = "messages",
     on_event: EventHandler | None = None,
-) -> Runnable[_State, dict[str, Any]]:
+) -> Runnable[Any, dict[str, Any]]:
     """A compaction node whose budget counts the system message with the memory blocks.
 
     Args:

@@ -58,7 +58,7 @@ def _messages(state: Mapping[str, Any]) -> list[BaseMessage]:
     return list(state.get("messages") or [])
 
 
-class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
+class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Learns from an agent's conversations and injects what it knows into the system prompt.
 
     What it does, per run of the agent:
@@ -91,7 +91,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
         on_learned: Called with what each extraction did (exceptions are logged).
     """
 
-    state_schema = MemoryState
+    state_schema = MemoryState  # the keys the middleware adds to the agent's state
 
     def __init__(
         self,
@@ -150,23 +150,23 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
                 except Exception:
                     _log.exception("ctxfs memory: on_learned raised")
 
-    def before_agent(self, state: MemoryState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Learns from due threads; renders the memory; recalls at the start of a session."""
         return self._before(state, current_thread_id())
 
     async def abefore_agent(
-        self, state: MemoryState, runtime: Runtime[Any]
+        self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """The async twin of :meth:`before_agent` (in a worker thread)."""
         return await asyncio.to_thread(self._before, state, current_thread_id())
 
-    def after_agent(self, state: MemoryState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Queues the turn to be learned from; learns from due threads."""
         self._after(state, current_thread_id())
         return None
 
     async def aafter_agent(
-        self, state: MemoryState, runtime: Runtime[Any]
+        self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """The async twin of :meth:`after_agent` (in a worker thread)."""
         await asyncio.to_thread(self._after, state, current_thread_id())
