@@ -181,12 +181,16 @@ class StoreRetriever:
             return KeywordIndex([e for e in candidates if keep(e)]).search(query, k)
         hits: list[MemoryHit] = []
         for namespace, where in self._searched(scope):
-            # Tags are filtered here (a store filter matches a list only whole), so ask for
-            # more than k when they narrow the facts.
-            limit = k * 4 if wanted else k
-            for item in self._store.search(namespace, query=query, filter=where, limit=limit):
-                entry = _entry(item)
-                if keep(entry):
-                    hits.append(entry.hit(float(item.score or 0.0)))
+            # Tags are filtered here (a store filter matches a list only whole): ask for
+            # more until k are kept or the store has no more.
+            limit = k
+            while True:
+                found = self._store.search(namespace, query=query, filter=where, limit=limit)
+                scored = [(_entry(item), float(item.score or 0.0)) for item in found]
+                kept = [entry.hit(score) for entry, score in scored if keep(entry)]
+                if len(kept) >= k or len(found) < limit:
+                    break
+                limit *= 4
+            hits.extend(kept)
         hits.sort(key=lambda h: -h.score)
         return hits[:k]

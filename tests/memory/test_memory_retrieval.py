@@ -175,3 +175,14 @@ def test_postgres_store_serves_retrieval(corpus: Workspace, postgres_url: str) -
     with PostgresStore.from_conn_string(postgres_url) as again:
         found = StoreRetriever(again, prefix=("ctxfs-test",)).search("tabs spaces", k=1)
         assert [h.text for h in found] == ["Alice prefers tabs over spaces."]
+
+
+def test_a_tag_filter_finds_a_fact_ranked_below_many_others_in_a_semantic_store() -> None:
+    workspace = Workspace("memory://many-facts")
+    memory = LongTermMemory(workspace, ("alice",), now=FakeTime())
+    facts = [fact(f"Billing database note number {n} about billing.") for n in range(30)]
+    memory.apply(update(*facts, fact("Billing runs on Fridays.", tags=["rare"])), thread_id="t")
+    retriever = StoreRetriever(_semantic_store())
+    retriever.sync(workspace)
+    hits = retriever.search("billing database note", k=1, scope=Scope(tags=("rare",)))
+    assert [h.text for h in hits] == ["Billing runs on Fridays."]
