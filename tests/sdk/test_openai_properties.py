@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxfs import ContextEngine, ContextPolicy, TranscriptArchive, Workspace
+from ctxfs import ContextEngine, ContextPolicy, TranscriptArchive, Workspace, resolve_pointers
 from ctxfs._summary import SUMMARY_TAG
 
 Message = dict[str, Any]
@@ -36,25 +36,27 @@ turns = st.lists(
         st.booleans(),  # content as a list of parts
         st.lists(st.lists(st.integers(0, 600), min_size=1, max_size=3), max_size=2),
         st.booleans(),  # an extra key a client may write ("name" on a result)
+        st.booleans(),  # call ids numbered per response (call_0 in every turn)
     ),
     min_size=1,
     max_size=12,
 )
 
 
-def _turn(n: int, parts: bool, rounds: list[list[int]], named: bool) -> list[Message]:
+def _turn(n: int, parts: bool, rounds: list[list[int]], named: bool, reused: bool) -> list[Message]:
     question = f"question {n}: what changed?"
     content: Any = [{"type": "text", "text": question}] if parts else question
     out: list[Message] = [{"role": "user", "content": content}]
     for r, sizes in enumerate(rounds):
-        ids = [f"call_{n}_{r}_{k}" for k in range(len(sizes))]
+        ids = [f"call_{k}" if reused else f"call_{n}_{r}_{k}" for k in range(len(sizes))]
         calls = [
             {"id": i, "type": "function", "function": {"name": "fetch", "arguments": "{}"}}
             for i in ids
         ]
         out.append({"role": "assistant", "content": None, "tool_calls": calls})
         for i, size in zip(ids, sizes, strict=True):
-            result: Message = {"role": "tool", "tool_call_id": i, "content": f"{i} row\n" * size}
+            row = f"{n}-{r}-{i} row\n"
+            result: Message = {"role": "tool", "tool_call_id": i, "content": row * size}
             if named:
                 result["name"] = "fetch"
             out.append(result)
@@ -65,14 +67,16 @@ def _turn(n: int, parts: bool, rounds: list[list[int]], named: bool) -> list[Mes
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns)
 def test_dict_histories_stay_plain_keep_their_bytes_and_lose_nothing(
-    plan: list[tuple[bool, list[list[int]], bool]],
+    plan: list[tuple[bool, list[list[int]], bool, bool]],
 ) -> None:
     workspace = Workspace(f"memory://openai-prop-{next(_fresh)}")
     engine = ContextEngine(workspace, POLICY)
     history: list[Message] = [{"role": "system", "content": "Be brief."}]
-    for n, (parts, rounds, named) in enumerate(plan):
-        for message in _turn(n, parts, rounds, named):
+    results: list[str] = []
+    for n, (parts, rounds, named, reused) in enumerate(plan):
+        for message in _turn(n, parts, rounds, named, reused):
             if message["role"] == "tool":
+                results.append(message["content"])
                 message = engine.offload_openai_result(message, thread_id="t")
             history.append(message)
         given_ids = {id(m) for m in history}
@@ -94,7 +98,15 @@ def test_dict_histories_stay_plain_keep_their_bytes_and_lose_nothing(
         if not out.result.events:
             assert all(a is b for a, b in zip(out.messages, history, strict=True))
         history = out.messages
-    archived = " ".join(str(m.content) for m in TranscriptArchive(workspace, "t").read_all())
+    archive = TranscriptArchive(workspace, "t").read_all()
+    archived = " ".join(str(m.content) for m in archive)
     kept = json.dumps(history)
     for n in range(len(plan)):
         assert f"question {n}:" in archived + kept
+    # every tool result is kept, archived or saved byte-exact in a file (ids reused or not)
+    found = workspace.glob("**", "/", limit=None).paths
+    saved = {workspace.read_text(p) for p in found if p.startswith("/tool_results/")}
+    saved |= {m["content"] for m in history if m["role"] == "tool"}
+    saved |= {str(m.content) for m in resolve_pointers(archive, workspace)}
+    for result in results:
+        assert result in saved
