@@ -16,6 +16,7 @@ from datetime import datetime
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from ctxfs._errors import WorkspaceError
 from ctxfs._messages import message_text
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace import Workspace
@@ -139,21 +140,39 @@ class LongTermMemory:
     def record(self, thread_id: str, messages: Sequence[BaseMessage]) -> int:
         """Queues a turn's user messages and final answers (see :class:`TurnQueue`).
 
+        A memory without a model learns nothing, so it queues nothing.
+
         Returns:
             How many new messages were queued.
         """
+        if self._model is None:
+            return 0
         return self._queue.add(thread_id, messages)
 
     def process_due(self) -> list[Learned]:
-        """Learns from every thread that has been quiet for the debounce."""
-        return [self._learn_batch(batch) for batch in self._queue.due()]
+        """Learns from every thread that has been quiet for the debounce.
+
+        Raises:
+            WorkspaceError: The memory could not be read or written (a storage failure, a
+                malformed file); the batches not learned from are queued again.
+        """
+        return self._learn_batches(self._queue.due())
 
     def flush(self) -> list[Learned]:
-        """Learns from every queued turn now, whatever the debounce."""
-        return [self._learn_batch(batch) for batch in self._queue.drain()]
+        """Learns from every queued turn now, whatever the debounce (raises as
+        :meth:`process_due`)."""
+        return self._learn_batches(self._queue.drain())
 
-    def _learn_batch(self, batch: TurnBatch) -> Learned:
-        return self.learn(batch.messages, thread_id=batch.thread_id)
+    def _learn_batches(self, batches: Sequence[TurnBatch]) -> list[Learned]:
+        learned = []
+        for index, batch in enumerate(batches):
+            try:
+                learned.append(self.learn(batch.messages, thread_id=batch.thread_id))
+            except WorkspaceError:
+                for waiting in batches[index:]:
+                    self._queue.requeue(waiting)
+                raise
+        return learned
 
     def learn(self, messages: Sequence[BaseMessage], *, thread_id: str) -> Learned:
         """Asks the model what to learn from ``messages`` and applies it, now.

@@ -141,7 +141,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:
             learned = step()
         except (WorkspaceError, OSError, ValueError) as exc:
-            _log.warning("ctxfs memory: learning failed, the turns are dropped: %s", exc)
+            _log.warning("ctxfs memory: learning failed, the turns wait for the next try: %s", exc)
             return
         for item in learned:
             if self._on_learned is not None:

@@ -124,6 +124,14 @@ class TurnQueue:
         pending = self._pending.pop(thread_id)
         return TurnBatch(thread_id, tuple(pending.messages))
 
+    def requeue(self, batch: TurnBatch) -> None:
+        """Puts a batch that could not be learned from back, before what came since, due
+        after the debounce."""
+        with self._lock:
+            pending = self._pending.setdefault(batch.thread_id, _Pending())
+            pending.messages[:0] = batch.messages
+            pending.due = self._clock() + self._debounce
+
     def pending(self) -> dict[str, int]:
         """How many messages wait, per thread."""
         with self._lock:

@@ -198,3 +198,31 @@ def test_flush_learns_from_every_queued_turn_now() -> None:
     memory.record("t", TURN)
     assert [learned.thread_id for learned in memory.flush()] == ["t"]
     assert len(memory.load().facts) == 1
+
+
+def test_a_storage_failure_while_learning_queues_the_turns_again() -> None:
+    from ctxfs import BackendError
+    from ctxfs.testing import Fault, FaultyStore
+
+    store = FaultyStore(Workspace("memory://learning-faults").store)
+    clock = FakeClock()
+    model = ScriptedChatModel(
+        responses=[replies_in_turn(*[extraction_reply(fact("Alice owns billing."))] * 2)]
+    )
+    memory = LongTermMemory(Workspace(store), ("alice",), model=model, clock=clock)
+    memory.record("t1", TURN)
+    memory.record("t2", [HumanMessage("Second thread.", id="x")])
+    clock.advance(30)
+    store.add(Fault(method="write", kind="error", path=memory.file.path))
+    with pytest.raises(BackendError):
+        memory.process_due()
+    assert memory.queue.pending() == {"t1": 2, "t2": 1}
+    assert memory.process_due() == []  # due again only after the debounce
+    clock.advance(30)
+    assert [learned.thread_id for learned in memory.process_due()] == ["t1", "t2"]
+    assert len(memory.load().facts) == 1
+
+
+def test_a_memory_without_a_model_queues_nothing() -> None:
+    memory = LongTermMemory(Workspace("memory://no-model-queue"), ("a",))
+    assert memory.record("t", TURN) == 0 and memory.queue.pending() == {}

@@ -169,7 +169,8 @@ class _State(MessagesState):
 
 def test_the_langgraph_nodes_count_the_memory_in_the_compaction_budget() -> None:
     workspace = Workspace("memory://graph-memory")
-    memory = LongTermMemory(workspace, ("alice",), now=FakeTime())
+    extractor = ScriptedChatModel(responses=[extraction_reply()])  # not due in this test
+    memory = LongTermMemory(workspace, ("alice",), model=extractor, now=FakeTime())
     from _memory_helpers import update
 
     memory.apply(update(fact("Alice's staging database listens on port 6543.")), thread_id="old")
