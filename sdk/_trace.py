@@ -8,7 +8,8 @@ A *trace* is a JSONL file, one message per line, in conversation order::
 
 Two other shapes are read as well, line by line (they may be mixed): OpenAI's chat format
 (``tool_calls`` as ``{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}``,
-``content`` as a string, ``null`` or a list of text parts, ``developer`` for ``system``) and
+``content`` as a string, ``null`` or a list of text parts, ``developer`` for ``system``; the
+Responses API's ``function_call`` and ``function_call_output`` items too) and
 LangChain's serialized messages (``messages_to_dict``'s ``{"type", "data"}`` and ``dumpd``'s
 ``{"lc": 1, "type": "constructor", ...}``). A file holding one JSON array of such messages is
 read too: its messages are numbered as lines are.
@@ -70,6 +71,9 @@ _ALIASES = {
 }
 """Other names of those roles (OpenAI's ``developer``, LangChain's message types, streamed
 chunks included)."""
+
+_RESPONSES_ITEMS = ("function_call", "function_call_output", "reasoning")
+"""Input items of OpenAI's Responses API that are not messages."""
 
 _CALL_BLOCKS = ("tool_use", "tool_call")
 """Content blocks that repeat one of the message's tool calls (Anthropic's, LangChain's)."""
@@ -161,6 +165,9 @@ class _TraceParser:
             raise self.fail(line, "JSON nested too deeply to read") from None
         if not isinstance(record, dict):
             raise self.fail(line, f"expected a JSON object (one per message), got {_kind(record)}")
+        if "role" not in record and record.get("type") in _RESPONSES_ITEMS:
+            self._add_item(index, record)
+            return
         if "role" not in record and "type" in record:
             record = self._from_langchain(line, record)
         role = record.get("role")
@@ -180,6 +187,29 @@ class _TraceParser:
             self.messages.append(AIMessage(content, tool_calls=calls, id=mid))
         else:
             self.messages.append(self._tool_result(line, record, content, mid))
+
+    def _add_item(self, index: int, item: Mapping[str, Any]) -> None:
+        """An item of OpenAI's Responses API: a call, its output, or reasoning (skipped: it
+        holds no text a replay can count). The calls of one turn are items in a row, after
+        its text if any: they join that assistant message."""
+        line, kind = index + 1, item["type"]
+        if kind == "reasoning":
+            return
+        if kind == "function_call_output":
+            output = item.get("output")
+            record = {"tool_call_id": item.get("call_id"), "content": output}
+            content = self._content(line, output, set())
+            self.messages.append(self._tool_result(line, record, content, f"m{index}"))
+            return
+        function = {"name": item.get("name"), "arguments": item.get("arguments")}
+        call = {"id": item.get("call_id"), "type": "function", "function": function}
+        [parsed] = self._tool_calls(line, [call])
+        last = self.messages[-1] if self.messages else None
+        if isinstance(last, AIMessage):
+            calls = [*last.tool_calls, parsed]
+            self.messages[-1] = AIMessage(last.content, tool_calls=calls, id=last.id)
+        else:
+            self.messages.append(AIMessage("", tool_calls=[parsed], id=f"m{index}"))
 
     def _tool_calls(self, line: int, raw: object) -> list[dict[str, Any]]:
         if raw is None:

@@ -175,3 +175,40 @@ def test_blocks_that_repeat_the_tool_calls_are_not_content() -> None:
     stray = {"role": "assistant", "content": [{"type": "tool_use", "id": "zz", "name": "f"}]}
     with pytest.raises(TraceError, match="not text"):
         parse_trace(_lines([stray]))
+
+
+def test_openai_responses_items_read_like_a_ctxfs_trace() -> None:
+    # the Responses API's input items: messages, then calls and their outputs as items
+    records: list[Any] = [
+        {"type": "message", "role": "developer", "content": "Be brief."},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "What is in /a.txt?"}],
+        },
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Reading it.", "annotations": []}],
+        },
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "c1",
+            "name": "read_file",
+            "arguments": '{"file_path": "/a.txt"}',
+        },
+        {"type": "function_call_output", "call_id": "c1", "output": "alpha\nbeta"},
+        {"role": "assistant", "content": "It says alpha and beta."},
+    ]
+    assert _shape(parse_trace(_lines(records))) == _shape(HISTORY)
+    # parallel calls are items in a row: one assistant turn
+    calls = [
+        {"type": "function_call", "call_id": f"c{n}", "name": "ls", "arguments": "{}"}
+        for n in range(2)
+    ]
+    outputs = [{"type": "function_call_output", "call_id": f"c{n}", "output": "x"} for n in (1, 0)]
+    messages = parse_trace(_lines([{"role": "user", "content": "go"}, *calls, *outputs]))
+    assert [m.type for m in messages] == ["human", "ai", "tool", "tool"]
+    assert [c["id"] for c in messages[1].tool_calls] == ["c0", "c1"]  # type: ignore[attr-defined]
