@@ -163,6 +163,12 @@ def error_text(exc: Exception, *, names: ToolNames = DEFAULT_NAMES) -> str:
     """
     if isinstance(exc, WorkspaceError):
         return f"Error: {exc.message}{_next_step(exc, names)}"
+    if isinstance(exc, UnicodeEncodeError):  # JSON's "\ud800": half of a UTF-16 pair
+        bad = exc.object[exc.start : exc.end]
+        return (
+            f"Error: the text is not valid Unicode: it holds a lone surrogate ({bad!r}) at "
+            f"character {exc.start}; send the text without it"
+        )
     if isinstance(exc, ValueError):
         return f"Error: {exc}"
     _log.exception("tool raised an unexpected exception")

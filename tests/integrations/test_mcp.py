@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from ctxfs import ContextEngine, ContextPolicy, ToolResultOffloaded, TranscriptArchive, Workspace
-from ctxfs.integrations.mcp import create_server
+from ctxfs.integrations.mcp import McpToolbox, create_server
 
 READ_ONLY_TOOLS = {
     "list_directory",
@@ -408,6 +408,20 @@ def test_unknown_tools_and_arguments_are_tool_errors(workspace: Workspace) -> No
         assert "/tool_results/" in _text(allowed) and "/transcripts/" in _text(allowed)
 
     _run(session, server)
+
+
+def test_text_that_is_not_unicode_is_refused_saying_what_to_send(workspace: Workspace) -> None:
+    # JSON may carry half of a UTF-16 pair ("\\ud800"); nothing can be written from it
+    box = McpToolbox(workspace)
+    workspace.write_text("/a.txt", "hello\n")
+    written = box.call("write_file", {"path": "/b.txt", "content": "a\ud800b"})
+    edits = [{"oldText": "hello", "newText": "\udc00"}]
+    edited = box.call("edit_file", {"path": "/a.txt", "edits": edits})
+    for answer in (written, edited):
+        assert answer.is_error
+        assert "lone surrogate" in answer.text and "codec" not in answer.text
+        assert answer.text.endswith("send the text without it")
+    assert not workspace.exists("/b.txt") and workspace.read_text("/a.txt") == "hello\n"
 
 
 def test_tool_schemas_follow_the_reference_server(workspace: Workspace) -> None:
