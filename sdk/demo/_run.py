@@ -16,7 +16,9 @@ from langchain_core.tools import BaseTool, StructuredTool
 from ctxfs._events import ContextEvent, OffloadFailed, ToolResultOffloaded
 from ctxfs._policy import (
     ContextPolicy,
+    KeepRecent,
     KeepToolResults,
+    Summarization,
     Threshold,
     ToolInputOffload,
     ToolResultClearing,
@@ -93,9 +95,12 @@ def demo_policy(max_input_tokens: int) -> ContextPolicy:
         tool_inputs=ToolInputOffload(
             trigger=Threshold(fraction=0.6), keep_messages=6, min_chars=800
         ),
-        # the last 8 results whatever their size, so that clearing alone cannot keep this
-        # small window and the summary step shows too
-        clearing=ToolResultClearing(keep=KeepToolResults(results=8)),
+        # the last 4 results whatever their size: older ones are cleared in a compaction,
+        # and clearing alone cannot keep this small window, so the summary step shows too;
+        # a summary keeps 30 % of the window, so the early grep result is cleared (and read
+        # back from /tool_results) before a summary archives it
+        clearing=ToolResultClearing(keep=KeepToolResults(results=4)),
+        summarization=Summarization(keep=KeepRecent(fraction=0.3)),
     )
 
 

@@ -27,7 +27,7 @@ from ctxfs import (
     Workspace,
     pointer_of,
 )
-from ctxfs._naming import safe_name
+from ctxfs._naming import file_name
 from ctxfs._pointers import RESULT_TAG, input_pointers
 from ctxfs.integrations.langchain import ContextMeasured, ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
@@ -213,7 +213,7 @@ def test_concurrent_runs_without_a_thread_id_are_kept_apart_by_run_id(
     measured = {t for e, t in events if isinstance(e, ContextMeasured)}
     assert measured == {f"run-{r}" for r in runs}  # compaction sees the same name per run
     folders = {info.path.split("/")[2] for info in ws.ls("/tool_results")}
-    assert folders == {safe_name(f"run-{r}") for r in runs}
+    assert folders == {file_name(f"run-{r}") for r in runs}
 
 
 def test_a_subgraph_agent_gets_a_sub_thread(policy: ContextPolicy) -> None:

@@ -263,7 +263,7 @@ def test_a_system_prompt_larger_than_the_window_is_counted_and_reported(
 
 def test_a_result_over_a_quarter_of_a_small_window_is_offloaded() -> None:
     policy = ContextPolicy(max_input_tokens=12_000)
-    assert policy.result_threshold_tokens == 3_000
+    assert policy.result_threshold_tokens == 2_000
     nine = big_output(9_000)
     assert 8_000 < COUNTER.count_text(nine) < 10_000
     agent, model, events, _ = _agent(
