@@ -43,7 +43,7 @@ def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> l
         >>> big = ToolMessage("line\\n" * 500, tool_call_id="c1", name="bash")
         >>> kept = engine.offload_tool_result(big, thread_id="t")
         >>> pointer_of(kept).path
-        '/tool_results/t-e3b98a4da31a127d/c1-d0f631ca1ddba8db.txt'
+        '/tool_results/t/c1.txt'
         >>> resolve_pointers([kept], ws)[0].content == big.content
         True
 

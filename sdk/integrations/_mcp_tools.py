@@ -34,7 +34,7 @@ from ctxfs._errors import (
     SearchTimeoutError,
 )
 from ctxfs._glob import GlobMatcher, compile_glob
-from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
+from ctxfs._layout import INPUTS_DIR, MEMORIES_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
 from ctxfs._naming import result_path
 from ctxfs._quote import quote
 from ctxfs._results import GlobResult
@@ -88,6 +88,7 @@ _AREA_CONTENTS: Final = {
     RESULTS_DIR: "the full text of long tool results that were shortened in a conversation",
     INPUTS_DIR: "the full arguments of earlier tool calls that were shortened",
     TRANSCRIPTS_DIR: "archived earlier parts of conversations (JSONL and Markdown)",
+    MEMORIES_DIR: "long-term memory: what was learned in earlier sessions (JSON and Markdown)",
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ctxfs._grep import OutputMode
-from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
+from ctxfs._layout import INPUTS_DIR, MEMORIES_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace import Workspace
 from ctxfs.sandbox import Limits
@@ -31,8 +31,9 @@ __all__ = ["ToolSet", "tool_functions"]
 
 _AREA_CONTENTS = {
     RESULTS_DIR: "the full text of long tool results that were shortened in the conversation",
-    INPUTS_DIR: "the full arguments of earlier write_file/edit_file calls that were shortened",
+    INPUTS_DIR: "the full arguments of earlier tool calls that were shortened",
     TRANSCRIPTS_DIR: "archived earlier parts of this conversation (JSONL and Markdown)",
+    MEMORIES_DIR: "long-term memory: what was learned in earlier sessions (JSON and Markdown)",
 }
 
 

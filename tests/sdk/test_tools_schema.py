@@ -260,8 +260,9 @@ def test_descriptions_are_written_for_the_model() -> None:
         assert (
             "Read-only folders (kept by the system; read, grep and glob them, but do not write, "
             "edit or delete there):\n"
-            "- /tool_inputs/: the full arguments of earlier write_file/edit_file calls that were "
-            "shortened\n"
+            "- /memories/: long-term memory: what was learned in earlier sessions (JSON and "
+            "Markdown)\n"
+            "- /tool_inputs/: the full arguments of earlier tool calls that were shortened\n"
             "- /tool_results/: the full text of long tool results that were shortened in the "
             "conversation\n"
             "- /transcripts/: archived earlier parts of this conversation (JSONL and Markdown)"
@@ -270,7 +271,7 @@ def test_descriptions_are_written_for_the_model() -> None:
     assert "0-based" in fns["read_file"].description
     assert "'Created' or 'Overwrote'" in fns["write_file"].description
     assert "replace_all=true" in fns["edit_file"].description
-    assert "At most 300 paths" in fns["glob"].description
+    assert "at most 300 paths" in fns["glob"].description
     assert "under a 0.5-second time limit" in fns["grep"].description
     assert "at most 300 entries" in fns["ls"].description
     assert "\n- 'content': matching lines as path:line:text;" in fns["grep"].description
