@@ -19,6 +19,7 @@ A malformed line raises :class:`~ctxfs._errors.TraceError` naming the file and t
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -95,12 +96,15 @@ def read_trace(path: str | os.PathLike[str]) -> list[BaseMessage]:
         raise TraceError("is a folder, not a trace file", source=source) from None
     except OSError as exc:
         raise TraceError(f"cannot read it ({exc.strerror or exc})", source=source) from None
+    # a byte order mark, as Windows tools write, is not text
+    body = data.removeprefix(codecs.BOM_UTF8)
     try:
-        text = data.decode("utf-8")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        line = body[: exc.start].count(b"\n") + 1
+        where = exc.start + len(data) - len(body)
         raise TraceError(
-            f"not valid UTF-8 (byte {exc.start}); traces are UTF-8 JSON lines",
+            f"not valid UTF-8 (byte {where}); traces are UTF-8 JSON lines",
             source=source,
             line=line,
         ) from None

@@ -212,3 +212,19 @@ def test_openai_responses_items_read_like_a_ctxfs_trace() -> None:
     messages = parse_trace(_lines([{"role": "user", "content": "go"}, *calls, *outputs]))
     assert [m.type for m in messages] == ["human", "ai", "tool", "tool"]
     assert [c["id"] for c in messages[1].tool_calls] == ["c0", "c1"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["run.jsonl", "run.json"])
+def test_a_file_that_starts_with_a_byte_order_mark(tmp_path: Path, name: str) -> None:
+    # editors and PowerShell on Windows write UTF-8 with a BOM
+    records = convert_to_openai_messages(HISTORY)
+    assert isinstance(records, list)
+    text = json.dumps(records) if name.endswith(".json") else "\n".join(_lines(records))
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert _shape(read_trace(path)) == _shape(HISTORY)
+    # a byte that is not UTF-8 is still named by its place in the file
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"role": "user", "content": "ok"}\n\xe9')
+    with pytest.raises(TraceError, match=r"byte 37\b") as info:
+        read_trace(path)
+    assert info.value.line == 2
