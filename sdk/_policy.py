@@ -29,7 +29,9 @@ point between the marks) does it also summarize, keeping the most recent 10 % of
         ),
     )
 
-Plain dicts work wherever a settings object is expected (``trigger={"fraction": 0.85}``).
+Plain dicts work wherever a settings object is expected (``trigger={"fraction": 0.85}``), and
+``model_dump()`` gives back the settings that were chosen (defaults left out, since several of
+them scale with the window), so a dumped policy loads back as the same policy.
 Invalid settings raise ``pydantic.ValidationError`` (a ``ValueError``) at construction, with a
 message that says what to write instead.
 """
@@ -41,7 +43,15 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ctxfs._blocks import KeepWindow
 from ctxfs._summarizer import DEFAULT_SUMMARY_PROMPT
@@ -99,6 +109,16 @@ class _Settings(BaseModel):
     @classmethod
     def _check_raw_mapping(cls, data: Mapping[str, Any]) -> None:
         """Hook for checks on the raw keyword arguments, after the unknown-key check."""
+
+    @model_serializer(mode="wrap")
+    def _chosen_only(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A dump holds the settings that were chosen, not the defaults: several defaults
+        # scale with the window (a chosen value is used as given), so a dump loaded back must
+        # leave them defaults for the policy to stay the same one.
+        data = handler(self)
+        if not isinstance(data, dict):  # pragma: no cover - models dump to dicts
+            return data
+        return {key: value for key, value in data.items() if key in self.model_fields_set}
 
 
 class Threshold(_Settings):

@@ -11,9 +11,11 @@ from __future__ import annotations
 import ast
 import inspect
 from pathlib import Path
-from typing import is_typeddict
+from typing import Any, is_typeddict
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import ctxfs
@@ -96,3 +98,35 @@ def test_a_policy_written_as_nested_dicts_equals_one_written_with_models() -> No
         ),
     )
     assert from_dicts == from_models
+
+
+def _resolved(policy: ctxfs.ContextPolicy) -> tuple[int, ...]:
+    return (
+        policy.result_threshold_tokens,
+        policy.request_limit_tokens,
+        policy.high_water_tokens,
+        policy.tool_output_tokens,
+    )
+
+
+@given(
+    window=st.integers(min_value=1_000, max_value=400_000),
+    threshold=st.one_of(st.none(), st.integers(min_value=1, max_value=1_000)),
+    keep=st.one_of(st.none(), st.integers(min_value=0, max_value=12)),
+)
+def test_a_dumped_policy_loads_back_as_the_same_policy(
+    window: int, threshold: int | None, keep: int | None
+) -> None:
+    chosen: dict[str, Any] = {"max_input_tokens": window}
+    if threshold is not None:
+        chosen["tool_results"] = {"threshold": {"tokens": threshold}}
+    if keep is not None:
+        chosen["clearing"] = {"keep": {"results": keep}}
+    policy = ctxfs.ContextPolicy.model_validate(chosen)
+    for loaded in (
+        ctxfs.ContextPolicy.model_validate(policy.model_dump()),
+        ctxfs.ContextPolicy.model_validate_json(policy.model_dump_json()),
+    ):
+        assert loaded == policy
+        assert _resolved(loaded) == _resolved(policy)  # defaults still scale with the window
+    assert policy.model_dump() == chosen  # a dump holds what was chosen
