@@ -108,7 +108,9 @@ def extractive_body(
     last = first_index + len(messages) - 1
     lines: list[str] = []
     if previous is not None and previous.summary:
-        lines.append(f"Earlier: {_clip(previous.summary)}")
+        # as it was: its own lines already say which messages they cover, and a label here
+        # would pile up, one more at each fold
+        lines.append(_clip(previous.summary))
     lines.append(
         f"Messages {first_index}-{last} ({_plural(len(messages), 'message')}): "
         f"{kinds['human']} from the user, {kinds['ai']} from the assistant, "

@@ -161,7 +161,7 @@ def test_a_previous_summary_is_folded_in() -> None:
     )
     text = str(extractive_message(previous).content)
     assert "## Session intent\nPort the CLI to Rust.\n" in text
-    assert "## Summary\nEarlier: Wrote the lexer.\nMessages 1-8" in text
+    assert "## Summary\nWrote the lexer.\nMessages 1-8" in text
     assert "The latest user message in this part: Fix the parser in src/p.py" in text
     assert "(earlier parts: /transcripts/t/segment-0000.md)" in text
     assert (
@@ -291,3 +291,14 @@ def test_a_model_summary_keeps_ctxfs_artifacts_and_parses_sections() -> None:
     parsed = summary_state(message)
     assert parsed is not None
     assert (parsed.intent, parsed.summary) == ("Ship it.", "Done a.")
+
+
+def test_folding_again_and_again_piles_up_no_label() -> None:
+    state: SummaryState | None = SummaryState(next_index=1, summary="Wrote the lexer.")
+    for _ in range(6):
+        assert state is not None
+        message = extractive_message(state)
+        state = summary_state(message)
+    assert state is not None
+    assert state.summary.startswith("Wrote the lexer.\nMessages 1-8")
+    assert "Earlier" not in state.summary
