@@ -316,7 +316,7 @@ def test_rich_table_shows_the_same_rows(trace: Path) -> None:
     render_rich(result, recovery, trace="t.jsonl", workspace=workspace, out=buffer, width=200)
     drawn = buffer.getvalue()
     assert "without ctxfs" in drawn and RESULT_PATH in drawn
-    assert "peak tokens: 255 (without ctxfs: 526)" in drawn
+    assert "peak tokens: 170 (without ctxfs: 526)" in drawn
 
 
 def test_installed_console_script(trace: Path) -> None:
