@@ -7,8 +7,8 @@ Two forms of the same six tools, sharing one implementation:
 - :func:`tool_functions` gives :class:`ToolFunction` objects: plain callables with a JSON
   schema and an OpenAI-style spec, for agents that do not use LangChain.
 
-Both act on a view of the workspace in which the SDK's own areas (``/tool_results``,
-``/tool_inputs``, ``/transcripts``) are read-only. Every failure is answered with a string
+Both act on a view of the workspace in which the SDK's own areas (:data:`SDK_AREAS`:
+``/tool_results``, ``/tool_inputs``, ``/transcripts``, ``/memories``) are read-only. Every failure is answered with a string
 starting with ``Error:`` that says what to do next; nothing raises into the agent loop. Every
 answer is at most ``max_output_tokens`` tokens (:data:`DEFAULT_MAX_OUTPUT_TOKENS` unless
 given): the recovery tools are exempt from offloading, so they page instead.
@@ -16,6 +16,7 @@ given): the recovery tools are exempt from offloading, so they page instead.
 
 from __future__ import annotations
 
+from ctxfs._layout import SDK_AREAS
 from ctxfs.tools._budget import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 from ctxfs.tools._function import ToolFunction
 from ctxfs.tools._functions import tool_functions
@@ -24,6 +25,7 @@ from ctxfs.tools._langchain import as_langchain_tool, workspace_tools
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "MIN_OUTPUT_TOKENS",
+    "SDK_AREAS",
     "ToolFunction",
     "as_langchain_tool",
     "tool_functions",

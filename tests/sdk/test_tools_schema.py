@@ -46,6 +46,7 @@ def test_public_names_are_pinned() -> None:
     assert ctxfs.tools.__all__ == [
         "DEFAULT_MAX_OUTPUT_TOKENS",
         "MIN_OUTPUT_TOKENS",
+        "SDK_AREAS",
         "ToolFunction",
         "as_langchain_tool",
         "tool_functions",
