@@ -1,8 +1,8 @@
 """Every ```python block in README.md and docs/ runs, so documentation cannot drift.
 
-Blocks of one file run in order in one namespace (later blocks may use earlier names), in a
-temporary working directory. Blocks fenced as ```py are illustrations that need a server or
-a key, and are not run.
+Each block runs on its own, as a reader who copies just that block would run it: in a fresh
+namespace (its imports included) and a temporary working directory of its own. Blocks fenced
+as ```py are illustrations that need a server or a key, and are not run.
 """
 
 from __future__ import annotations
@@ -24,12 +24,14 @@ def _blocks(path: Path) -> list[str]:
 
 @pytest.mark.parametrize("doc", [d for d in DOCS if _blocks(d)], ids=lambda d: d.name)
 def test_doc_code_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": f"doc_{doc.stem}"}
     for number, block in enumerate(_blocks(doc), 1):
+        folder = tmp_path / f"block{number}"
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        namespace: dict[str, object] = {"__name__": f"doc_{doc.stem}_{number}"}
         code = compile(block, f"{doc.relative_to(ROOT)}#block{number}", "exec")
         exec(code, namespace)
-    assert os.getcwd() == str(tmp_path)
+        assert os.getcwd() == str(folder)
 
 
 def test_readme_has_runnable_examples() -> None:
