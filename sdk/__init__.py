@@ -1,8 +1,5 @@
 """ctxfs: keep long-running LLM agents inside their context window without losing anything."""
 
-__version__ = "0.2.0"
-"""The version of ctxfs (the one place it is written: pyproject.toml reads it from here)."""
-
 from ctxfs._archive import ArchiveSegment, TranscriptArchive
 from ctxfs._engine import ContextEngine
 from ctxfs._errors import (
@@ -73,6 +70,9 @@ from ctxfs._trace import parse_trace, read_trace
 from ctxfs._workspace import Workspace
 from ctxfs.sandbox import Limits
 from ctxfs.tools import ToolFunction, tool_functions, workspace_tools
+
+__version__ = "0.2.0"
+"""The version of ctxfs (the one place it is written: pyproject.toml reads it from here)."""
 
 __all__ = [
     "ArchiveError",

@@ -8,10 +8,11 @@ Two forms of the same six tools, sharing one implementation:
   schema and an OpenAI-style spec, for agents that do not use LangChain.
 
 Both act on a view of the workspace in which the SDK's own areas (:data:`SDK_AREAS`:
-``/tool_results``, ``/tool_inputs``, ``/transcripts``, ``/memories``) are read-only. Every failure is answered with a string
-starting with ``Error:`` that says what to do next; nothing raises into the agent loop. Every
-answer is at most ``max_output_tokens`` tokens (:data:`DEFAULT_MAX_OUTPUT_TOKENS` unless
-given): the recovery tools are exempt from offloading, so they page instead.
+``/tool_results``, ``/tool_inputs``, ``/transcripts``, ``/memories``) are read-only. Every
+failure is answered with a string starting with ``Error:`` that says what to do next;
+nothing raises into the agent loop. Every answer is at most ``max_output_tokens`` tokens
+(:data:`DEFAULT_MAX_OUTPUT_TOKENS` unless given): the recovery tools are exempt from
+offloading, so they page instead.
 """
 
 from __future__ import annotations
