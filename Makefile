@@ -69,8 +69,9 @@ typecheck: $(STAMP_DEV)
 	cd $(SHIM) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
 		$(CURDIR)/examples/*.py docs/*.py
 
+# Two workers: the slow tests wait on subprocesses and the S3 server more than on a core.
 pytest: $(STAMP_DEV)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 test: lint typecheck pytest
 
