@@ -31,6 +31,7 @@ from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from pydantic import ValidationError
 
 from ctxfs._archive import TranscriptArchive
 from ctxfs._clearing import ResultToClear, plan_clearing, pointer_for
@@ -269,7 +270,8 @@ class ContextEngine:
         The window read is kept: later calls use it without a model.
 
         Raises:
-            ValueError: Neither the policy nor the model's profile gives the window.
+            ValueError: Neither the policy nor the model's profile gives the window, or the
+                policy's explicit settings do not fit the window the profile gives.
         """
         with self._lock:
             if self._policy.max_input_tokens is not None:
@@ -283,7 +285,16 @@ class ContextEngine:
                     f"max_input_tokens and the model{named} has no profile giving one; write "
                     "ContextPolicy(max_input_tokens=...) with the model's input window"
                 )
-            self._policy = self._policy.with_window(window)
+            try:
+                self._policy = self._policy.with_window(window)
+            except ValidationError as exc:
+                reasons = "; ".join(
+                    str(error["msg"]).removeprefix("Value error, ") for error in exc.errors()
+                )
+                raise ValueError(
+                    f"the policy does not fit the window of the model's profile ({window:,} "
+                    f"tokens): {reasons}"
+                ) from None
             return self._policy
 
     def count_request(

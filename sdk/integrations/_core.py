@@ -407,7 +407,13 @@ class ContextHooks:
         *,
         force: bool = False,
     ) -> CompactionResult | None:
-        """Compacts a request's messages and reports the events; ``None`` on a failure."""
+        """Compacts a request's messages and reports the events; ``None`` on a failure.
+
+        Raises:
+            ValueError: The policy cannot be used with this model: no window anywhere, or
+                settings that do not fit its profile's window (a misuse, not a failure).
+        """
+        self.engine.window_from(request.model)
         try:
             result = self.engine.compact(messages, **_compact_args(thread, request, force))
         except Exception:  # the graph must go on with the history it has
@@ -424,6 +430,7 @@ class ContextHooks:
         force: bool = False,
     ) -> CompactionResult | None:
         """The async twin of :meth:`compact_request`."""
+        self.engine.window_from(request.model)
         try:
             result = await self.engine.acompact(messages, **_compact_args(thread, request, force))
         except Exception:  # the graph must go on with the history it has
