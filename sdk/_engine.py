@@ -444,8 +444,6 @@ class ContextEngine:
             reason=None if reached else why_not,
         )
 
-    # -- step 1: tool results -------------------------------------------------------------
-
     # -- OpenAI-style dicts ----------------------------------------------------------------
 
     def compact_openai(
@@ -553,6 +551,8 @@ class ContextEngine:
             except WorkspaceError:
                 return None  # the summary is then read as text: archived again, not lost
             return archive.summary_of(segments[-1]) if segments else None
+
+    # -- step 1: tool results -------------------------------------------------------------
 
     def offload_tool_result(self, message: ToolMessage, *, thread_id: str) -> ToolMessage:
         """Returns ``message``, or a pointer to its saved content if it is too large.

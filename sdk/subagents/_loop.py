@@ -268,25 +268,23 @@ def _message_id(call: ToolCall) -> str:
     return f"tool-{call['id']}"
 
 
-def _unknown_tool(run: Run, call: ToolCall) -> ToolMessage:
-    names = ", ".join(sorted(run.tools)) or "none"
+def _error(call: ToolCall, text: str) -> ToolMessage:
     return ToolMessage(
-        content=f"Error: there is no tool named {call['name']!r}; your tools: {names}",
+        content=f"Error: {text}",
         tool_call_id=str(call["id"]),
         name=call["name"],
         status="error",
         id=_message_id(call),
     )
+
+
+def _unknown_tool(run: Run, call: ToolCall) -> ToolMessage:
+    names = ", ".join(sorted(run.tools)) or "none"
+    return _error(call, f"there is no tool named {call['name']!r}; your tools: {names}")
 
 
 def _tool_error(call: ToolCall, exc: Exception) -> ToolMessage:
-    return ToolMessage(
-        content=f"Error: {call['name']} raised {type(exc).__name__}: {exc}",
-        tool_call_id=str(call["id"]),
-        name=call["name"],
-        status="error",
-        id=_message_id(call),
-    )
+    return _error(call, f"{call['name']} raised {type(exc).__name__}: {exc}")
 
 
 def _as_message(output: object, call: ToolCall) -> ToolMessage:
