@@ -42,7 +42,7 @@ from ctxfs._errors import (
     PathExistsError,
     PathNotFoundError,
 )
-from ctxfs._results import FileInfo
+from ctxfs._workspace._results import FileInfo
 from ctxfs.backends._errors import (
     conflict_error,
     reason_of,

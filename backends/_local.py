@@ -35,7 +35,7 @@ from ctxfs._errors import (
     PathNotFoundError,
     UnsafePathError,
 )
-from ctxfs._results import FileInfo
+from ctxfs._workspace._results import FileInfo
 from ctxfs.backends._errors import conflict_error, translate_error, translate_errors
 from ctxfs.backends._temp import is_temporary_name, temporary_name
 from ctxfs.sandbox._local import host_path, real_virtual_path

@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
 
     from langgraph.store.memory import InMemoryStore
 
-    from ctxfs._archive import thread_transcript_dir
+    from ctxfs._archive._transcripts import thread_transcript_dir
     from ctxfs.testing import HashingEmbeddings
 
     traces = {p.stem: read_trace(p) for p in sorted(args.trajectories.glob("*.jsonl"))}

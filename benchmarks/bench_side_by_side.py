@@ -59,7 +59,7 @@ from _peers import FACTORIES, SETTINGS, STORAGE, SYSTEMS
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs import TiktokenCounter, read_trace
-from ctxfs._prefix import shared_prefix
+from ctxfs._compaction._prefix import shared_prefix
 
 BUDGETS = (32_000, 64_000, 128_000)
 CLAUDE_CODE_FILE_TOOLS = {"Write": "write_file", "Edit": "edit_file"}

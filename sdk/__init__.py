@@ -1,7 +1,7 @@
 """ctxfs: keep long-running LLM agents inside their context window without losing anything."""
 
-from ctxfs._archive import ArchiveSegment, TranscriptArchive
-from ctxfs._engine import ContextEngine
+from ctxfs._archive._transcripts import ArchiveSegment, TranscriptArchive
+from ctxfs._compaction._engine import ContextEngine
 from ctxfs._errors import (
     ArchiveError,
     BackendError,
@@ -39,8 +39,9 @@ from ctxfs._events import (
     ToolResultOffloaded,
     ToolResultOutcome,
 )
-from ctxfs._pointers import Pointer
-from ctxfs._policy import (
+from ctxfs._pointers._pointer import Pointer
+from ctxfs._pointers._resolve import pointer_of, resolve_pointers
+from ctxfs._policy._settings import (
     ContextPolicy,
     ContextPolicyDict,
     KeepRecent,
@@ -60,14 +61,13 @@ from ctxfs._policy import (
     ToolResultOffload,
     ToolResultOffloadDict,
 )
-from ctxfs._recovery import Recovery, check_recovery, restore_messages
-from ctxfs._replay import ModelCall, ReplayResult, replay
-from ctxfs._resolve import pointer_of, resolve_pointers
-from ctxfs._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
-from ctxfs._summary import is_summary
+from ctxfs._replay._recovery import Recovery, check_recovery, restore_messages
+from ctxfs._replay._run import ModelCall, ReplayResult, replay
+from ctxfs._replay._trace import parse_trace, read_trace
+from ctxfs._summary._message import is_summary
 from ctxfs._tokens import TiktokenCounter, TokenCounter, as_token_counter
-from ctxfs._trace import parse_trace, read_trace
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.sandbox import Limits
 from ctxfs.tools import ToolFunction, tool_functions, workspace_tools
 

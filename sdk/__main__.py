@@ -2,7 +2,7 @@
 
 import sys
 
-from ctxfs._cli import main
+from ctxfs._cli._main import main
 
 if __name__ == "__main__":
     sys.exit(main())

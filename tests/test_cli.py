@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ctxfs import ContextEngine, ContextPolicy, Workspace, parse_trace, replay
-from ctxfs._cli import main
-from ctxfs._cli_replay import replay_figure
+from ctxfs._cli._main import main
+from ctxfs._cli._replay import replay_figure
 
 LOG = "\n".join(f"12:{n:02d} job {n} ok" for n in range(60)) + "\n12:60 job 60 FAILED: disk full"
 TRACE = [
@@ -306,7 +306,7 @@ def test_rich_table_shows_the_same_rows(trace: Path) -> None:
     import io
 
     from ctxfs import ContextEngine, Workspace, check_recovery, read_trace, replay
-    from ctxfs._cli_replay import load_policy, render_rich
+    from ctxfs._cli._replay import load_policy, render_rich
 
     workspace = Workspace("memory://rich")
     engine = ContextEngine(workspace, load_policy("policy.json", 4000))
@@ -355,12 +355,12 @@ def test_a_trace_without_an_assistant_message_is_one_line(
 def test_an_internal_error_is_one_line_with_its_own_status(
     trace: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ctxfs._cli_replay
+    import ctxfs._cli._replay
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(ctxfs._cli_replay, "replay", broken)
+    monkeypatch.setattr(ctxfs._cli._replay, "replay", broken)
     assert run(capsys, "replay", "t.jsonl", "--max-input-tokens", "1000") == (
         70,
         "",

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxfs import TranscriptArchive, Workspace
-from ctxfs._cli import main
+from ctxfs._cli._main import main
 from ctxfs.memory import LongTermMemory, MemoryUpdate, fact_id
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ctxfs import Workspace
-from ctxfs._cli import main
+from ctxfs._cli._main import main
 from tests.conftest import s3_options
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "workflow_research.py"

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from ctxfs import Workspace
-from ctxfs._cli import main
-from ctxfs._cli_common import CliError, add_storage_arguments, storage_options
+from ctxfs._cli._common import CliError, add_storage_arguments, storage_options
+from ctxfs._cli._main import main
 from tests.conftest import BUCKET, s3_options
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ctxfs import Workspace
-from ctxfs._cli import main
+from ctxfs._cli._main import main
 from tests.conftest import BUCKET, s3_options
 
 

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from ctxfs import ToolInputOffloaded, ToolResultCleared, ToolResultOffloaded
-from ctxfs._cli import main
+from ctxfs._cli._main import main
 from ctxfs.demo import DemoOptions, run_demo
 from ctxfs.demo._data import FIRST_REQUEST_ID, FIXED_LINE, ROUNDING_PATH
 from ctxfs.demo._view import LiveView, Turn

@@ -20,7 +20,7 @@ def test_configuration_reference_is_generated_from_the_models() -> None:
 
 
 def test_every_setting_is_in_the_reference() -> None:
-    from ctxfs._policy import ContextPolicy
+    from ctxfs._policy._settings import ContextPolicy
 
     reference = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     for name in ContextPolicy.model_fields:

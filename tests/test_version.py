@@ -8,7 +8,7 @@ from importlib.metadata import version
 import pytest
 
 import ctxfs
-from ctxfs._cli import main
+from ctxfs._cli._main import main
 
 
 def test_the_version_is_the_installed_distributions() -> None:

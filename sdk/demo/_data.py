@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 
 __all__ = [
     "BUGGY_LINE",

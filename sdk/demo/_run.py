@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from ctxfs._events import ContextEvent, OffloadFailed, ToolResultOffloaded
-from ctxfs._policy import (
+from ctxfs._policy._settings import (
     ContextPolicy,
     KeepRecent,
     KeepToolResults,
@@ -24,8 +24,8 @@ from ctxfs._policy import (
     ToolResultClearing,
     ToolResultOffload,
 )
-from ctxfs._summary import is_summary
-from ctxfs._workspace import Workspace
+from ctxfs._summary._message import is_summary
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.backends import protocol_of
 from ctxfs.demo._data import populate, suite_output
 from ctxfs.demo._script import FOLLOW_UP, TASK, script

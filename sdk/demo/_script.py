@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs._resolve import pointer_of
+from ctxfs._pointers._resolve import pointer_of
 from ctxfs.demo._data import BUGGY_LINE, FIXED_LINE, LOG_PATH, ROUNDING_PATH
 from ctxfs.testing import Reply, tool_call
 

@@ -12,9 +12,9 @@ Three things happen around an agent loop:
 Sync and async twins share one implementation. The engine's work (workspace reads and writes,
 tokenizing: a 1 MB tool result costs about 230 ms) is synchronous, so the async twins run it in
 a worker thread (:func:`asyncio.to_thread`, inside :meth:`ContextEngine.acompact
-<ctxfs._engine.ContextEngine.acompact>` for compaction) and the event loop keeps serving other
+<ctxfs.ContextEngine.acompact>` for compaction) and the event loop keeps serving other
 runs; only the summary model is awaited on the loop. All work on one engine is serialized by
-the engine's own :attr:`~ctxfs._engine.ContextEngine.lock`, whichever hooks (the langgraph
+the engine's own :attr:`~ctxfs.ContextEngine.lock`, whichever hooks (the langgraph
 building blocks each make their own around one engine) or threads call it.
 
 Nothing here raises into the graph: an unexpected engine failure is logged and the content
@@ -37,7 +37,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from ctxfs._engine import ContextEngine
+from ctxfs._compaction._engine import ContextEngine
+from ctxfs._compaction._request import Tool
 from ctxfs._events import (
     ArchiveFailed,
     ArchiveRepaired,
@@ -47,7 +48,6 @@ from ctxfs._events import (
     OffloadFailed,
     describe_event,
 )
-from ctxfs._request import Tool
 
 __all__ = [
     "DEFAULT_THREAD_ID",

@@ -16,9 +16,9 @@ from urllib.parse import unquote
 
 from ctxfs._errors import IsADirectoryPathError, PathNotFoundError
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR
-from ctxfs._quote import quote
-from ctxfs._results import FileInfo
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._quote import quote
+from ctxfs._workspace._results import FileInfo
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._mcp_tools import MCP_NAMES, URI_PREFIX, resource_uri
 from ctxfs.tools._format import plural
 

@@ -33,14 +33,20 @@ from ctxfs._errors import (
     PathNotFoundError,
     SearchTimeoutError,
 )
-from ctxfs._glob import GlobMatcher, compile_glob
-from ctxfs._layout import INPUTS_DIR, MEMORIES_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
-from ctxfs._naming import result_path
-from ctxfs._quote import quote
-from ctxfs._results import GlobResult
-from ctxfs._saving import Unsaved, save_text
+from ctxfs._layout import (
+    INPUTS_DIR,
+    MEMORIES_DIR,
+    RESULTS_DIR,
+    SDK_AREAS,
+    TRANSCRIPTS_DIR,
+    result_path,
+)
 from ctxfs._tokens import TokenCounter, as_token_counter
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._glob import GlobMatcher, compile_glob
+from ctxfs._workspace._quote import quote
+from ctxfs._workspace._results import GlobResult
+from ctxfs._workspace._saving import Unsaved, save_text
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations import _mcp_args as about
 from ctxfs.integrations._mcp_args import (
     EditFileArgs,

@@ -42,10 +42,10 @@ from ctxfs._errors import (
     UnsafePathError,
     WorkspaceError,
 )
-from ctxfs._glob import compile_glob
 from ctxfs._layout import SDK_AREAS
-from ctxfs._results import FileInfo as Entry
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._glob import compile_glob
+from ctxfs._workspace._results import FileInfo as Entry
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.sandbox import relative_to
 
 try:

@@ -4,7 +4,7 @@ Example:
     >>> from langchain.agents import create_agent
     >>> from langgraph.checkpoint.memory import InMemorySaver
     >>> from ctxfs import Workspace
-    >>> from ctxfs._policy import ContextPolicy
+    >>> from ctxfs._policy._settings import ContextPolicy
     >>> from ctxfs.integrations.langchain import ContextMiddleware
     >>> from ctxfs.testing import ScriptedChatModel
     >>> middleware = ContextMiddleware(
@@ -26,11 +26,11 @@ from typing import Any, Literal, cast, get_args, overload
 
 from langgraph.types import Command
 
-from ctxfs._engine import ContextEngine
+from ctxfs._compaction._engine import ContextEngine
 from ctxfs._events import CompactionResult
-from ctxfs._policy import ContextPolicy
+from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import TokenCounter, as_token_counter
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._core import (
     ContextHooks,
     ContextMeasured,

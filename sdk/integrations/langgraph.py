@@ -38,8 +38,8 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from ctxfs._engine import ContextEngine
-from ctxfs._request import Tool
+from ctxfs._compaction._engine import ContextEngine
+from ctxfs._compaction._request import Tool
 from ctxfs.integrations._core import (
     DEFAULT_THREAD_ID,
     ContextHooks,
@@ -74,8 +74,8 @@ class ToolResultOffloader:
     Example:
         >>> from langgraph.prebuilt import ToolNode
         >>> from ctxfs import Workspace
-        >>> from ctxfs._engine import ContextEngine
-        >>> from ctxfs._policy import ContextPolicy
+        >>> from ctxfs._compaction._engine import ContextEngine
+        >>> from ctxfs._policy._settings import ContextPolicy
         >>> from ctxfs.tools import workspace_tools
         >>> ws = Workspace("memory://graph")
         >>> engine = ContextEngine(ws, ContextPolicy(max_input_tokens=8_000))

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ctxfs._errors import PathNotFoundError, WorkspaceError
 from ctxfs._tokens import TokenCounter
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._mcp_resources import (
     DEFAULT_PAGE_SIZE,
     ResourceContent,

@@ -24,8 +24,8 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, Item, SearchItem
 
-from ctxfs._archive import thread_transcript_dir
-from ctxfs._workspace import Workspace
+from ctxfs._archive._transcripts import thread_transcript_dir
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.memory._retrieval import (
     Entry,
     KeywordIndex,

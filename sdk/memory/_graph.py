@@ -38,8 +38,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 
-from ctxfs._engine import ContextEngine
-from ctxfs._request import Tool
+from ctxfs._compaction._engine import ContextEngine
+from ctxfs._compaction._request import Tool
 from ctxfs.integrations._core import (
     ContextHooks,
     EventHandler,

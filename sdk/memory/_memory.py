@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from ctxfs._errors import WorkspaceError
 from ctxfs._messages import message_text
 from ctxfs._tokens import TokenCounter, as_token_counter
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.memory._document import MemoryDocument, now_utc
 from ctxfs.memory._extract import (
     EXTRACTION_PROMPT,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxfs._messages import message_text
-from ctxfs._summary import is_summary
+from ctxfs._summary._message import is_summary
 
 __all__ = ["TurnBatch", "TurnQueue", "conversational"]
 

@@ -18,11 +18,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
-from ctxfs._archive import decode_jsonl, thread_transcript_dir
+from ctxfs._archive._transcripts import decode_jsonl, thread_transcript_dir
 from ctxfs._errors import MemoryFormatError, PathNotFoundError
 from ctxfs._layout import MEMORIES_DIR, TRANSCRIPTS_DIR
 from ctxfs._messages import message_text
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.memory._document import MemoryDocument, parse_document
 
 __all__ = [

@@ -28,7 +28,7 @@ from ctxfs._errors import (
     WorkspaceError,
 )
 from ctxfs._layout import MEMORIES_DIR
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.memory._document import (
     MemoryDocument,
     check_namespace,

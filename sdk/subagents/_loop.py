@@ -23,7 +23,7 @@ from langgraph.types import Command
 
 from ctxfs._events import CompactionResult
 from ctxfs._messages import target_path_of
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._core import ContextHooks, RequestShape
 from ctxfs.subagents._result import TaskProgress, TaskStatus
 

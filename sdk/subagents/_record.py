@@ -15,10 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ctxfs._archive import thread_transcript_dir
+from ctxfs._archive._transcripts import thread_transcript_dir
 from ctxfs._errors import PathNotFoundError
 from ctxfs._layout import TRANSCRIPTS_DIR
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.subagents._result import TaskResult
 
 __all__ = [

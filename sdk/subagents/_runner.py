@@ -11,12 +11,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
-from ctxfs._archive import TranscriptArchive
-from ctxfs._engine import ContextEngine
+from ctxfs._archive._transcripts import TranscriptArchive
+from ctxfs._compaction._engine import ContextEngine
 from ctxfs._errors import UnknownSubAgentError, WorkspaceError
-from ctxfs._policy import ContextPolicy
-from ctxfs._summary import is_summary, summary_state
-from ctxfs._workspace import Workspace
+from ctxfs._policy._settings import ContextPolicy
+from ctxfs._summary._message import is_summary, summary_state
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._core import ContextHooks, EventHandler
 from ctxfs.subagents._loop import Run, adrive, drive
 from ctxfs.subagents._record import TaskRecord, child_thread_id, read_record, write_record

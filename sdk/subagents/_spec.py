@@ -8,7 +8,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxfs._policy import ContextPolicy
+from ctxfs._policy._settings import ContextPolicy
 
 __all__ = [
     "DEFAULT_MAX_TURNS",

@@ -23,8 +23,8 @@ from ctxfs._errors import (
     PathNotFoundError,
     ReadOnlyPathError,
 )
-from ctxfs._results import FileInfo
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._results import FileInfo
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.backends import Store
 from ctxfs.sandbox import Limits
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Final, Literal, NamedTuple
 
 from ctxfs._errors import BackendError, PathNotFoundError
-from ctxfs._results import FileInfo
+from ctxfs._workspace._results import FileInfo
 from ctxfs.backends import Store
 from ctxfs.sandbox import is_within
 

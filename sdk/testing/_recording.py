@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import BinaryIO, NamedTuple
 
-from ctxfs._results import FileInfo
+from ctxfs._workspace._results import FileInfo
 from ctxfs.backends import Store
 
 __all__ = ["RecordingStore", "StoreCall"]

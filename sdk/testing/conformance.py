@@ -49,8 +49,8 @@ from ctxfs._errors import (
     UnsafePathError,
     WorkspaceError,
 )
-from ctxfs._results import FileInfo
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._results import FileInfo
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.sandbox import Limits
 from ctxfs.testing._conformance_cas import ConditionalWriteConformance
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ctxfs._grep import OutputMode
 from ctxfs._layout import INPUTS_DIR, MEMORIES_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
 from ctxfs._tokens import TokenCounter, as_token_counter
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._grep import OutputMode
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.sandbox import Limits
 from ctxfs.tools._args import (
     EditFileArgs,

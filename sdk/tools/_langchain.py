@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ctxfs._layout import SDK_AREAS
 from ctxfs._tokens import TokenCounter
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.tools._function import ToolFunction
 from ctxfs.tools._functions import tool_functions
 

@@ -24,7 +24,7 @@ from ctxfs._errors import (
     WorkflowError,
     WorkflowStateError,
 )
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.workflows._state import WorkflowState, dump_state, load_state
 
 __all__ = [

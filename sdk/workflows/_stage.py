@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from ctxfs._policy import _Settings
+from ctxfs._policy._settings import _Settings
 from ctxfs.workflows._context import StageInput
 from ctxfs.workflows._outputs import StageOutput, StageReply
 

@@ -18,7 +18,7 @@ from ctxfs._errors import (
     WorkflowStateError,
 )
 from ctxfs._tokens import TokenCounter, as_token_counter
-from ctxfs._workspace import Workspace
+from ctxfs._workspace._workspace import Workspace
 from ctxfs.workflows._context import StageInput, StoredOutput, pack_memory, pack_previous
 from ctxfs.workflows._files import (
     create_state,

@@ -22,7 +22,7 @@ from ctxfs import (
     ToolResultOffloaded,
     Workspace,
 )
-from ctxfs._pointers import RESULT_TAG
+from ctxfs._pointers._pointer import RESULT_TAG
 from ctxfs.integrations._core import ContextHooks
 
 

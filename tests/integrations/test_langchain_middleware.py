@@ -27,8 +27,8 @@ from ctxfs import (
     Workspace,
     pointer_of,
 )
-from ctxfs._naming import file_name
-from ctxfs._pointers import RESULT_TAG, input_pointers
+from ctxfs._layout import file_name
+from ctxfs._pointers._pointer import RESULT_TAG, input_pointers
 from ctxfs.integrations.langchain import ContextMeasured, ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
 

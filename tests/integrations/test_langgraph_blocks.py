@@ -22,7 +22,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 
 from ctxfs import ContextEngine, ContextEvent, ContextPolicy, ToolResultOffloaded, Workspace
-from ctxfs._pointers import RESULT_TAG
+from ctxfs._pointers._pointer import RESULT_TAG
 from ctxfs.integrations.langgraph import (
     ToolResultOffloader,
     compaction_node,

@@ -452,7 +452,7 @@ def test_tool_schemas_follow_the_reference_server(workspace: Workspace) -> None:
 def test_serve_reports_what_stops_it_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ctxfs._cli import main
+    from ctxfs._cli._main import main
 
     folder = str(tmp_path / "ws")
     assert main(["mcp", "serve", folder, "--max-output-tokens", "5"]) == 2

@@ -34,7 +34,7 @@ from ctxfs import (
     pointer_of,
     workspace_tools,
 )
-from ctxfs._request import tool_schema_text
+from ctxfs._compaction._request import tool_schema_text
 from ctxfs.integrations.langchain import ContextMeasured, ContextMiddleware
 from ctxfs.integrations.langgraph import compaction_node, offload_tool_node
 from ctxfs.testing import ScriptedChatModel, tool_call

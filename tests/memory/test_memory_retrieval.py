@@ -9,7 +9,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from ctxfs import TranscriptArchive, Workspace
-from ctxfs._naming import safe_name
+from ctxfs._layout import safe_name
 from ctxfs.memory import KeywordRetriever, LongTermMemory, Scope, StoreRetriever
 from ctxfs.testing import HashingEmbeddings
 

@@ -37,9 +37,9 @@ from ctxfs import (
     pointer_of,
     resolve_pointers,
 )
-from ctxfs._archive import decode_jsonl, encode_jsonl
-from ctxfs._naming import result_path
-from ctxfs._pointers import Pointer, render_result
+from ctxfs._archive._transcripts import decode_jsonl, encode_jsonl
+from ctxfs._layout import result_path
+from ctxfs._pointers._pointer import Pointer, render_result
 from ctxfs.integrations.langchain import ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
 from ctxfs.tools import tool_functions
@@ -492,7 +492,7 @@ def test_structured_output_tools_are_counted_in_the_request() -> None:
     from pydantic import BaseModel, Field
 
     from ctxfs import TiktokenCounter
-    from ctxfs._request import tool_schema_text
+    from ctxfs._compaction._request import tool_schema_text
     from ctxfs.integrations.langchain import ContextMeasured
 
     class Report(BaseModel):

@@ -1,8 +1,9 @@
 """The regular-expression translation of globs, kept as an oracle for the automaton.
 
-:mod:`ctxfs._glob` matches with an automaton that never backtracks. This is the translation
-into a Python regular expression that it replaced (same syntax, same hidden-name rules), so a
-property test can check that both agree on small inputs, where backtracking stays cheap.
+:mod:`ctxfs._workspace._glob` matches with an automaton that never backtracks. This is the
+translation into a Python regular expression that it replaced (same syntax, same hidden-name
+rules), so a property test can check that both agree on small inputs, where backtracking
+stays cheap.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from typing import Final
 
 from ctxfs._errors import PatternError
-from ctxfs._glob import _class_end, _split_segments, _without_classes
+from ctxfs._workspace._glob import _class_end, _split_segments, _without_classes
 
 __all__ = ["oracle_matches"]
 
@@ -28,7 +29,7 @@ def oracle_matches(pattern: str, relpath: str) -> bool:
     """Whether ``relpath`` matches ``pattern``, by the regular-expression translation.
 
     Raises:
-        PatternError: As :func:`ctxfs._glob.compile_glob` would.
+        PatternError: As :func:`ctxfs._workspace._glob.compile_glob` would.
     """
     if not pattern.strip("/"):
         raise PatternError(f"empty glob pattern {pattern!r}; write e.g. '*' or '**/*.py'")

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs import Workspace
-from ctxfs._archive import (
+from ctxfs._archive._transcripts import (
     PAGE_SIZE,
     ArchiveError,
     TranscriptArchive,
@@ -18,7 +18,7 @@ from ctxfs._archive import (
     render_markdown,
     thread_transcript_dir,
 )
-from ctxfs._naming import safe_name
+from ctxfs._layout import safe_name
 from ctxfs.testing import RecordingStore
 
 TRICKY = 'line with\ttab, "quotes", é and 漢字 and `ticks` ```fence```'

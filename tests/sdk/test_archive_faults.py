@@ -20,7 +20,7 @@ from ctxfs import (
     Workspace,
     restore_messages,
 )
-from ctxfs._archive import decode_jsonl, encode_jsonl
+from ctxfs._archive._transcripts import decode_jsonl, encode_jsonl
 
 POLICY = ContextPolicy(
     max_input_tokens=2_000,

@@ -6,8 +6,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxfs._blocks import Block, KeepWindow, choose_cut, prefix_end, split_blocks
-from ctxfs._summary import SummaryState, build_summary_message
+from ctxfs._policy._budget import KeepWindow
+from ctxfs._summary._cut import Block, choose_cut, prefix_end, split_blocks
+from ctxfs._summary._message import SummaryState, build_summary_message
 
 
 def call(*ids: str) -> AIMessage:

@@ -27,8 +27,8 @@ from ctxfs import (
     pointer_of,
     resolve_pointers,
 )
-from ctxfs._naming import result_path
-from ctxfs._pointers import CLEARED_TAG, brief_call, count_lines, head_line
+from ctxfs._layout import result_path
+from ctxfs._pointers._pointer import CLEARED_TAG, brief_call, count_lines, head_line
 from ctxfs.tools import tool_functions
 
 _fresh = itertools.count()

@@ -27,8 +27,9 @@ from ctxfs import (
     TranscriptArchive,
     Workspace,
 )
-from ctxfs._blocks import KeepWindow, choose_cut, split_blocks
-from ctxfs._summary import SUMMARY_TAG, is_summary, summary_state
+from ctxfs._policy._budget import KeepWindow
+from ctxfs._summary._cut import choose_cut, split_blocks
+from ctxfs._summary._message import SUMMARY_TAG, is_summary, summary_state
 from ctxfs.testing import ScriptedChatModel
 from ctxfs.tools import tool_functions
 

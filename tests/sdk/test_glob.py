@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxfs import PatternError
-from ctxfs._glob import (
+from ctxfs._workspace._glob import (
     MAX_ALTERNATIVES,
     MAX_BRACE_DEPTH,
     MAX_EXPANDED_CHARS,

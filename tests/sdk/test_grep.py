@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxfs import Limits, PatternError, SearchTimeoutError, Workspace
-from ctxfs._grep import (
+from ctxfs._workspace._grep import (
     FileResult,
     GrepLine,
     GrepOptions,

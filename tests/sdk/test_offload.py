@@ -20,9 +20,9 @@ from ctxfs import (
     pointer_of,
     resolve_pointers,
 )
+from ctxfs._layout import candidate_paths, input_path, is_json_text, result_path, safe_name
 from ctxfs._messages import offloadable_text
-from ctxfs._naming import candidate_paths, input_path, is_json_text, result_path, safe_name
-from ctxfs._pointers import RESULT_TAG, Pointer, input_pointers, render_result
+from ctxfs._pointers._pointer import RESULT_TAG, Pointer, input_pointers, render_result
 
 THREAD = "thread-1"
 BIG = "".join(f"line {i}: " + "data " * 10 + "\n" for i in range(400))

@@ -27,7 +27,7 @@ from ctxfs import (
     resolve_pointers,
 )
 from ctxfs._messages import NUL_STAND_INS, restore_text, saved_text, text_layout, why_not_saved
-from ctxfs._pointers import Pointer
+from ctxfs._pointers._pointer import Pointer
 
 _fresh = itertools.count()
 _THRESHOLD = 100

@@ -18,7 +18,7 @@ from ctxfs import (
     pointer_of,
     resolve_pointers,
 )
-from ctxfs._summary import SUMMARY_TAG
+from ctxfs._summary._message import SUMMARY_TAG
 
 Message = dict[str, Any]
 POLICY = ContextPolicy(

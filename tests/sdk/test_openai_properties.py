@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxfs import ContextEngine, ContextPolicy, TranscriptArchive, Workspace, resolve_pointers
-from ctxfs._summary import SUMMARY_TAG
+from ctxfs._summary._message import SUMMARY_TAG
 
 Message = dict[str, Any]
 _fresh = count()

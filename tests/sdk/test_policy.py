@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ctxfs._policy import (
+from ctxfs._policy._settings import (
     DEFAULT_EXEMPT_TOOLS,
     ContextPolicy,
     Threshold,

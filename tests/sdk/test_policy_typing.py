@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 import ctxfs
-from ctxfs import _policy
+from ctxfs._policy import _settings as _policy
 
 SOURCE = ast.parse(Path(inspect.getfile(_policy)).read_text(encoding="utf-8"))
 MODELS = {

@@ -13,8 +13,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatResult
 
 from ctxfs import TiktokenCounter
-from ctxfs._pointers import Pointer, point_input, point_result, render_input, render_result
-from ctxfs._summarizer import (
+from ctxfs._pointers._pointer import Pointer, point_input, point_result, render_input, render_result
+from ctxfs._summary._body import (
     DEFAULT_SUMMARY_PROMPT,
     acall_model,
     call_model,
@@ -23,7 +23,7 @@ from ctxfs._summarizer import (
     model_body,
     render_for_model,
 )
-from ctxfs._summary import (
+from ctxfs._summary._message import (
     SUMMARY_TAG,
     SummaryState,
     build_summary_message,

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxfs import ContextEngine, ContextPolicy, Workspace
-from ctxfs._pointers import digest
-from ctxfs._summary import (
+from ctxfs._pointers._pointer import digest
+from ctxfs._summary._message import (
     MAX_LISTED,
     RECENT_SEGMENTS,
     SUMMARY_TAG,

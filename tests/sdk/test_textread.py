@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ctxfs._textread as textread
+import ctxfs._workspace._textread as textread
 from ctxfs import NotTextError, ReadResult, Workspace
-from ctxfs._textread import read_page
+from ctxfs._workspace._textread import read_page
 
 
 def page(

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxfs import Limits, TiktokenCounter, Workspace, WorkspaceError
-from ctxfs._grep import FileResult, GrepLine
-from ctxfs._results import GrepResult
+from ctxfs._workspace._grep import FileResult, GrepLine
+from ctxfs._workspace._results import GrepResult
 from ctxfs.tools import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     MIN_OUTPUT_TOKENS,

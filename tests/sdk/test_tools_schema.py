@@ -23,7 +23,7 @@ from ctxfs import (
     PathNotFoundError,
     Workspace,
 )
-from ctxfs._grep import FileResult, GrepLine
+from ctxfs._workspace._grep import FileResult, GrepLine
 from ctxfs.tools import ToolFunction, tool_functions, workspace_tools
 from ctxfs.tools._args import GrepArgs
 from ctxfs.tools._format import format_grep

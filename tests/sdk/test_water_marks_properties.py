@@ -23,7 +23,7 @@ from ctxfs import (
     Summarized,
     ToolInputOffloaded,
 )
-from ctxfs._pointers import input_pointers
+from ctxfs._pointers._pointer import input_pointers
 
 _fresh = itertools.count()
 _PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

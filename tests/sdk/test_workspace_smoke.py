@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import doctest
 
-import ctxfs._workspace
+import ctxfs._workspace._workspace
 from ctxfs import FileInfo, Workspace
 
 
 def test_the_workspace_docstring_example_runs() -> None:
     finder = doctest.DocTestFinder()
-    tests = [t for t in finder.find(ctxfs._workspace.Workspace, "Workspace") if t.examples]
+    tests = [t for t in finder.find(ctxfs.Workspace, "Workspace") if t.examples]
     assert tests, "the Workspace docstring lost its example"
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     for test in tests:

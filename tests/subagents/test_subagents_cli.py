@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ctxfs import ContextPolicy, Workspace
-from ctxfs._cli import main
+from ctxfs._cli._main import main
 from ctxfs.subagents import SubAgent, SubAgents
 from ctxfs.testing import ScriptedChatModel, tool_call
 

@@ -1,0 +1,86 @@
+"""``ctxfs mcp serve WORKSPACE_URL``: serve a workspace to MCP clients over stdio.
+
+stdout carries the protocol, so the command writes nothing else there; a failure to start
+(a bad URL, an unreachable bucket, the ``mcp`` extra missing) is one line on stderr, as for
+every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import IO, Any
+
+from ctxfs._cli._common import CliError, add_storage_arguments, open_workspace
+from ctxfs.sandbox import normalize_path
+from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS
+
+__all__ = ["add_mcp_parser"]
+
+
+def add_mcp_parser(commands: Any) -> None:
+    """Adds ``mcp`` (with its ``serve`` subcommand) to ``commands``."""
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve a workspace to MCP clients (Claude Code, editors)",
+        description="Model Context Protocol server over a ctxfs workspace.",
+    )
+    actions = mcp.add_subparsers(dest="mcp_command", required=True, metavar="ACTION")
+    serve = actions.add_parser("serve", help="serve a workspace over stdio", description=_SERVE)
+    serve.add_argument(
+        "url",
+        metavar="WORKSPACE_URL",
+        help="a folder, memory://name, s3://bucket/prefix or another fsspec URL",
+    )
+    add_storage_arguments(serve)
+    serve.add_argument(
+        "--read-only",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a folder the tools must not change (repeatable); '/' for the whole workspace",
+    )
+    serve.add_argument(
+        "--max-output-tokens",
+        type=int,
+        default=DEFAULT_MAX_OUTPUT_TOKENS,
+        metavar="N",
+        help=f"most tokens of one tool answer (default: {DEFAULT_MAX_OUTPUT_TOKENS})",
+    )
+    serve.add_argument(
+        "--thread-id",
+        default="mcp",
+        metavar="ID",
+        help="folder under /tool_results where large outputs are saved (default: mcp)",
+    )
+    serve.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    try:
+        import anyio
+
+        from ctxfs.integrations.mcp import create_server, serve_stdio
+    except ImportError as exc:
+        raise CliError(f"{exc} (pip install 'ctxfs[mcp]')") from None
+    areas = [normalize_path(area) for area in args.read_only]
+    workspace = open_workspace(args.url, args, read_only="/" in areas)
+    try:
+        server = create_server(
+            workspace,
+            read_only_areas=[area for area in areas if area != "/"],
+            max_output_tokens=args.max_output_tokens,
+            thread_id=args.thread_id,
+        )
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    anyio.run(serve_stdio, server)
+    return 0
+
+
+_SERVE = """Serve the workspace at WORKSPACE_URL to an MCP client over stdin/stdout (the client
+starts this command). Tools: list_directory, read_text_file (head, tail, offset, limit),
+read_multiple_files, write_file, edit_file, search_files, grep, get_file_info,
+list_allowed_directories. The areas ctxfs writes (/tool_results, /tool_inputs, /transcripts)
+are read-only to the tools and listed as ctxfs:/// resources. Every answer fits
+--max-output-tokens: reads and searches page, a larger output is saved under
+/tool_results/ID/ and the answer says where."""

@@ -1,0 +1,211 @@
+"""OpenAI-style message dicts in and out of the engine, with ctxfs's metadata kept aside.
+
+A dict in OpenAI's chat format has no room for what ctxfs records on a message (the
+``additional_kwargs["ctxfs"]`` of a summary or a pointer), and providers refuse unknown keys,
+so the dicts ctxfs returns are plain. What makes the round trip lossless is kept here
+instead: for each message ctxfs returned that carries metadata, the exact dict it returned,
+keyed by that dict's canonical JSON. When the same dict comes back, it is the same message,
+and the original (with its metadata) is used. A summary from an earlier process is found in
+the thread's archive instead: the segment records the summary message it ended with, and a
+dict whose text is exactly that summary's text is that summary.
+
+Messages ctxfs did not change go back as the very dicts the caller gave, so the bytes a
+provider caches stay the same.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.exceptions import OutputParserException
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    InvalidToolCall,
+    ToolCall,
+    convert_to_messages,
+    convert_to_openai_messages,
+)
+from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
+
+from ctxfs._events import CompactionResult
+from ctxfs._messages import message_text
+from ctxfs._summary._message import SUMMARY_TAG
+
+__all__ = ["OpenAICompaction", "OpenAIMessages"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenAICompaction:
+    """What :meth:`ContextEngine.compact_openai` returns.
+
+    Attributes:
+        messages: The new history as OpenAI-style dicts, to send and to keep. Messages the
+            compaction did not change are the dicts given, unchanged.
+        result: The compaction itself: events, tokens before and after, the target.
+    """
+
+    messages: list[dict[str, Any]]
+    result: CompactionResult
+
+
+def _key(message: Mapping[str, Any]) -> str:
+    return json.dumps(message, sort_keys=True, ensure_ascii=False, default=repr)
+
+
+# The roles of OpenAI's chat format, and the keys of its tool message (strict endpoints
+# refuse any other key on a tool result, such as the "name" LangChain writes)
+_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_TOOL_KEYS = ("role", "tool_call_id", "content")
+
+
+def _check(messages: Sequence[Mapping[str, Any]]) -> None:
+    for number, message in enumerate(messages):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            raise TypeError(
+                f"message {number} is not an OpenAI-style message dict with a 'role' "
+                f"(got {type(message).__name__}); for LangChain messages use compact()"
+            )
+
+
+class OpenAIMessages:
+    """The dicts one engine returned, per thread, and how to turn them back into messages.
+
+    One per engine; a thread's entries are replaced on each call, so it holds at most the
+    marked messages of each thread's latest history.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, dict[str, BaseMessage]] = {}
+
+    def inbound(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        thread_id: str,
+        last_summary: Callable[[], BaseMessage | None],
+    ) -> tuple[list[BaseMessage], dict[int, Mapping[str, Any]]]:
+        """The messages the dicts stand for, and which dict each came from (by ``id()``).
+
+        Raises:
+            TypeError: An item is not a message dict.
+            ValueError: A dict LangChain cannot read as a message.
+        """
+        _check(messages)
+        known = self._known.get(thread_id, {})
+        summary: list[BaseMessage | None] = []  # looked up once, when needed
+        converted: list[BaseMessage] = []
+        origin: dict[int, Mapping[str, Any]] = {}
+        for item in messages:
+            message = known.get(_key(item))
+            if message is None:
+                message = _message(item, len(converted))
+                if isinstance(message, HumanMessage) and message_text(message).startswith(
+                    SUMMARY_TAG
+                ):
+                    if not summary:
+                        summary.append(last_summary())
+                    found = summary[0]
+                    if found is not None and message_text(found) == message_text(message):
+                        message = found
+            converted.append(message)
+            origin[id(message)] = item
+        return converted, origin
+
+    def outbound(
+        self,
+        messages: Sequence[BaseMessage],
+        origin: Mapping[int, Mapping[str, Any]],
+        *,
+        thread_id: str,
+    ) -> list[dict[str, Any]]:
+        """The dicts for ``messages``: the caller's own where unchanged, new ones elsewhere."""
+        known: dict[str, BaseMessage] = {}
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            given = origin.get(id(message))
+            as_dict = dict(given) if given is not None else _to_dict(message)
+            if "ctxfs" in message.additional_kwargs:
+                known[_key(as_dict)] = message
+            out.append(given if isinstance(given, dict) else as_dict)
+        self._known[thread_id] = known
+        return out
+
+    def remember(self, message: BaseMessage, *, thread_id: str) -> dict[str, Any]:
+        """The dict for one new message (an offloaded tool result), kept for the next call."""
+        as_dict = _to_dict(message)
+        if "ctxfs" in message.additional_kwargs:
+            self._known.setdefault(thread_id, {})[_key(as_dict)] = message
+        return as_dict
+
+
+def _message(item: Mapping[str, Any], number: int) -> BaseMessage:
+    """The message one dict stands for; tool calls whose arguments are not a JSON object
+    (models do write such) are kept as invalid calls, their arguments as written.
+
+    Raises:
+        ValueError: The dict is not a chat message, saying which one and why.
+    """
+    role = item["role"]
+    if role not in _ROLES:
+        raise ValueError(f"message {number} has role {role!r}; the roles are {', '.join(_ROLES)}")
+    fields = dict(item)
+    if role == "tool":
+        call_id = fields.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise ValueError(
+                f"message {number} is a tool result without its tool_call_id (a non-empty string)"
+            )
+    raw_calls = fields.pop("tool_calls", None) if role == "assistant" else None
+    if role == "assistant":
+        fields.setdefault("content", None)  # optional beside tool calls
+    try:
+        message = convert_to_messages([fields])[0]
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"message {number} ({role}) is not a chat message: {error}") from error
+    if raw_calls is None:
+        return message
+    calls, invalid = _tool_calls(raw_calls, number)
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
+
+
+def _tool_calls(raw: object, number: int) -> tuple[list[ToolCall], list[InvalidToolCall]]:
+    if not isinstance(raw, list):
+        raise ValueError(f"message {number}: tool_calls must be a list, got {type(raw).__name__}")
+    calls: list[ToolCall] = []
+    invalid: list[InvalidToolCall] = []
+    for call in raw:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if (
+            not isinstance(call, Mapping)
+            or not isinstance(function, Mapping)
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("arguments"), str | None)
+        ):
+            raise ValueError(
+                f"message {number}: a tool call is "
+                f'{{"id": ..., "type": "function", "function": {{"name": ..., "arguments": ...}}}}'
+                f", got {call!r:.200}"
+            )
+        raw_call = {**call, "function": {"arguments": None, **function}}
+        try:
+            parsed = parse_tool_call(raw_call, return_id=True)
+        except OutputParserException as error:
+            invalid.append(make_invalid_tool_call(raw_call, str(error)))
+            continue
+        if parsed is None or not isinstance(parsed.get("args"), dict):
+            invalid.append(make_invalid_tool_call(raw_call, "the arguments are not a JSON object"))
+        else:
+            calls.append(ToolCall(name=parsed["name"], args=parsed["args"], id=parsed["id"]))
+    return calls, invalid
+
+
+def _to_dict(message: BaseMessage) -> dict[str, Any]:
+    converted = convert_to_openai_messages(message)
+    assert isinstance(converted, dict)
+    if converted.get("role") == "tool":
+        return {key: converted[key] for key in _TOOL_KEYS if key in converted}
+    return converted

@@ -1,0 +1,138 @@
+"""Reading back what pointers stand for: the messages as they were before ctxfs moved content.
+
+:func:`resolve_pointers` turns every pointer ctxfs made in a list of messages back into the
+content it replaced, read from the workspace:
+
+- result, cleared and input pointers name a byte-exact copy: the file is read, and a list of
+  text blocks is laid out again as it was (:attr:`~ctxfs.Pointer.shape`);
+- a re-read pointer stands for a recovery tool's view of content ctxfs had saved (which is
+  never rewritten): the recorded call is repeated with the workspace tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ctxfs._errors import WorkspaceError
+from ctxfs._messages import replace_tool_arg
+from ctxfs._pointers._pointer import METADATA_KEY, Pointer, input_pointers, restore_content
+from ctxfs._pointers._pointer import result_pointer as pointer_of
+from ctxfs._workspace._workspace import Workspace
+from ctxfs.tools import ToolFunction, tool_functions
+
+__all__ = ["pointer_of", "resolve_pointers"]
+
+
+def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> list[BaseMessage]:
+    """Returns ``messages`` with every ctxfs pointer replaced by the content it stands for.
+
+    Messages without pointers come back as they are (the same objects); summaries stay
+    summaries (their archived messages are in the transcript, see
+    :class:`~ctxfs.TranscriptArchive`). The input is not mutated.
+
+    Example:
+        >>> from langchain_core.messages import ToolMessage
+        >>> from ctxfs import ContextEngine, ContextPolicy, Workspace, pointer_of, resolve_pointers
+        >>> ws = Workspace("memory://resolve")
+        >>> offload = {"threshold": {"tokens": 100}}
+        >>> policy = ContextPolicy(max_input_tokens=8_000, tool_results=offload)
+        >>> engine = ContextEngine(ws, policy)
+        >>> big = ToolMessage("line\\n" * 500, tool_call_id="c1", name="bash")
+        >>> kept = engine.offload_tool_result(big, thread_id="t")
+        >>> pointer_of(kept).path
+        '/tool_results/t/c1.txt'
+        >>> resolve_pointers([kept], ws)[0].content == big.content
+        True
+
+    Raises:
+        WorkspaceError: A file a pointer names could not be read, or no longer holds what
+            the pointer describes.
+    """
+    tools: dict[str, ToolFunction] = {}
+    out: list[BaseMessage] = []
+    for message in messages:
+        held = pointer_of(message)
+        if held is not None:
+            assert isinstance(message, ToolMessage)
+            try:
+                out.append(_resolve_result(message, held, workspace, tools))
+            except WorkspaceError:
+                if not held.legacy:
+                    raise
+                out.append(message)  # an old-layout text whose file does not agree: content
+        elif isinstance(message, AIMessage) and (inputs := input_pointers(message)):
+            out.append(_resolve_inputs(message, inputs, workspace))
+        else:
+            out.append(message)
+    return out
+
+
+def _resolve_result(
+    message: ToolMessage, pointer: Pointer, workspace: Workspace, tools: dict[str, ToolFunction]
+) -> ToolMessage:
+    if pointer.kind == "reread":
+        text = _repeat(pointer.call or {}, workspace, tools)
+    else:
+        text = _read(workspace, pointer)
+    kwargs = _unstamped(message)
+    content = restore_content(text, pointer.shape)
+    return message.model_copy(update={"content": content, "additional_kwargs": kwargs})
+
+
+def _resolve_inputs(
+    message: AIMessage, inputs: Mapping[tuple[int, str], Pointer], workspace: Workspace
+) -> AIMessage:
+    data = message.additional_kwargs.get(METADATA_KEY)
+    originals = data.get("openai_arguments") if isinstance(data, Mapping) else None
+    kwargs = _unstamped(message)
+    for (index, arg), pointer in sorted(inputs.items()):
+        message = replace_tool_arg(message, index, arg, _read(workspace, pointer), kwargs=kwargs)
+        kwargs = message.additional_kwargs
+    if isinstance(originals, Mapping) and isinstance(kwargs.get("tool_calls"), list):
+        calls = [_with_arguments(raw, originals) for raw in kwargs["tool_calls"]]
+        message = message.model_copy(update={"additional_kwargs": {**kwargs, "tool_calls": calls}})
+    return message
+
+
+def _with_arguments(raw: object, originals: Mapping[str, Any]) -> object:
+    """A provider-format call with its original ``arguments`` string, if one was kept."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
+        return raw
+    original = originals.get(raw.get("id"))  # type: ignore[arg-type]
+    if not isinstance(original, str):
+        return raw
+    return {**raw, "function": {**raw["function"], "arguments": original}}
+
+
+def _unstamped(message: BaseMessage) -> dict[str, Any]:
+    """The message's ``additional_kwargs`` as they were before ctxfs's metadata went in."""
+    kwargs = dict(message.additional_kwargs)
+    data = kwargs.pop(METADATA_KEY, None)
+    shadowed = data.get("shadowed") if isinstance(data, Mapping) else None
+    if shadowed is not None:
+        kwargs[METADATA_KEY] = shadowed
+    return kwargs
+
+
+def _read(workspace: Workspace, pointer: Pointer) -> str:
+    text = workspace.read_text(pointer.path)
+    if len(text) != pointer.chars:
+        raise WorkspaceError(
+            f"{pointer.path} holds {len(text):,} characters, not the {pointer.chars:,} its "
+            "pointer describes",
+            path=pointer.path,
+        )
+    return text
+
+
+def _repeat(call: Mapping[str, Any], workspace: Workspace, tools: dict[str, ToolFunction]) -> str:
+    if not tools:
+        tools.update((f.name, f) for f in tool_functions(workspace))
+    name, args = call.get("name"), call.get("args")
+    function = tools.get(name) if isinstance(name, str) else None
+    if function is None or not isinstance(args, Mapping):
+        raise WorkspaceError(f"a re-read pointer names a call ctxfs cannot repeat: {call!r}")
+    return function(**dict(args))

@@ -1,0 +1,196 @@
+"""The summarization step: cut, archive, summarize; once for sync and async.
+
+:func:`summarize_steps` is a generator holding all of the logic. It yields only when it needs
+the summary model, with the prompt, and receives ``(answer, error)``; the engine's
+``compact`` answers with :func:`ctxfs._summary._body.call_model` and ``acompact`` with
+:func:`ctxfs._summary._body.acall_model`. Nothing else differs between the two. It takes the
+values it needs (policy, token counter, archive), never the engine.
+
+1. Choose the cut on block boundaries (see :mod:`ctxfs._summary._cut`) so that the protected
+   recent window stays, and drop the messages between the prefix (system prompt and previous
+   summary) and the cut. With a ``messages`` trigger the window is narrowed so that the
+   result holds at most half of ``trigger.messages``
+   (:meth:`~ctxfs._policy._settings.ContextPolicy.summary_message_room`): each summary then buys at
+   least that many new messages, instead of firing again on every turn.
+2. Archive them (:class:`ctxfs.TranscriptArchive`): written and read back before anything is
+   dropped. On any archive failure nothing is dropped and the outcome says why.
+3. Summarize (model or extractive), record the summary in the index, and return
+   ``[system..., summary, kept...]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from ctxfs._archive._transcripts import ArchiveError, TranscriptArchive
+from ctxfs._events import Summarized
+from ctxfs._layout import safe_name
+from ctxfs._policy._settings import ContextPolicy
+from ctxfs._summary._body import ModelAnswer, extractive_body, format_prompt, render_for_model
+from ctxfs._summary._cut import choose_cut, prefix_end, split_blocks
+from ctxfs._summary._message import build_summary_message, next_state, summary_state
+from ctxfs._tokens import TokenCounter
+
+__all__ = ["SummaryOutcome", "summarize_steps", "summary_message_id"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryOutcome:
+    """What the summarization step did.
+
+    Attributes:
+        messages: The new history (the input when nothing was summarized).
+        event: What was archived and summarized, or ``None``.
+        failed: Why the archive could not be written (nothing was dropped), or ``None``.
+        why_not: Why nothing could be summarized, or why the result is still over the
+            target, or ``None``.
+        repairs: What was wrong with the transcript index and rebuilt.
+    """
+
+    messages: list[BaseMessage]
+    event: Summarized | None = None
+    failed: str | None = None
+    why_not: str | None = None
+    repairs: tuple[str, ...] = ()
+
+
+def summary_message_id(thread_id: str, segment_number: int) -> str:
+    """Returns the id of the summary that replaces a segment: stable across re-runs."""
+    return f"ctxfs-summary-{safe_name(thread_id)}-{segment_number:04d}"
+
+
+def summarize_steps(
+    messages: Sequence[BaseMessage],
+    *,
+    policy: ContextPolicy,
+    counter: TokenCounter,
+    archive: TranscriptArchive,
+    thread_id: str,
+    tokens: int,
+    fixed: int = 0,
+) -> Generator[str, ModelAnswer, SummaryOutcome]:
+    """Summarizes ``messages``; yields a prompt whenever the summary model must be asked.
+
+    Call it when a summarization trigger fires.
+
+    Args:
+        messages: The history; never mutated.
+        policy: The settings.
+        counter: Counts the messages (its per-message cache answers).
+        archive: The thread's transcript archive.
+        thread_id: The conversation (names the summary message).
+        tokens: Tokens of ``messages``.
+        fixed: Tokens of the parts of the request sent apart from the messages (a system
+            message, tool schemas): the target holds for the whole request.
+
+    Returns:
+        (as the generator's return value) The :class:`SummaryOutcome`.
+    """
+    settings = policy.summarization
+    current = list(messages)
+    counts = [counter.count_message(m) for m in current]
+    blocks = split_blocks(current)
+    start = prefix_end(blocks)
+    system_end = blocks[0].stop if blocks and blocks[0].kind == "system" else 0
+    room = policy.summary_message_room(system_end)
+    cut = choose_cut(blocks, counts, policy.keep_window, at_most=room)
+    if cut <= start:
+        return SummaryOutcome(
+            messages=current,
+            why_not=(
+                f"the protected recent window (keep {settings.keep.describe()}) holds every "
+                f"message after the system prompt and summary ({sum(counts[start:]):,} tokens)"
+            ),
+        )
+
+    previous = summary_state(current[start - 1]) if start > system_end else None
+    dropped = current[start:cut]
+    first_index = previous.next_index if previous is not None else start
+    try:
+        # read once; write_segment and commit share it
+        index = archive.recent(expected=previous.transcripts if previous else ())
+        segment, committed = archive.write_segment(
+            dropped, start=first_index, tokens=sum(counts[start:cut]), committed=index
+        )
+    except ArchiveError as exc:
+        return SummaryOutcome(messages=current, failed=str(exc), repairs=archive.repairs)
+
+    message_id = summary_message_id(thread_id, segment.number)
+    reused = archive.summary_of(segment) if committed else None
+    model_error: str | None = None
+    if isinstance(reused, HumanMessage) and reused.id == message_id:
+        summary, source = reused, "index"
+    else:
+        extract = extractive_body(dropped, first_index=first_index, previous=previous)
+        state = next_state(
+            previous,
+            dropped,
+            next_index=first_index + len(dropped),
+            transcript=segment.markdown_path,
+            intent=extract[0],
+        )
+        body: str | None = None
+        if settings.model is not None:
+            rendered = render_for_model(
+                dropped,
+                previous=previous,
+                counter=counter,
+                trim_tokens=settings.trim_tokens_to_summarize,
+            )
+            body, model_error = yield format_prompt(settings.prompt, rendered)
+        source = "model" if body is not None else "extractive"
+        summary = build_summary_message(
+            body=body if body is not None else extract,
+            message_id=message_id,
+            state=state,
+            first_index=first_index,
+            transcript_dir=archive.directory,
+            source="model" if body is not None else "extractive",
+        )
+        try:
+            archive.commit(segment, summary=summary, committed=index)
+        except ArchiveError as exc:
+            return SummaryOutcome(messages=current, failed=str(exc), repairs=archive.repairs)
+
+    summarized = [*current[:system_end], summary, *current[cut:]]
+    after = counter.count_messages(summarized)
+    event = Summarized(
+        segment_paths=(segment.jsonl_path, segment.markdown_path),
+        messages_archived=len(dropped),
+        first_index=first_index,
+        tokens_before=tokens,
+        tokens_after=after,
+        summary_chars=len(str(summary.content)),
+        source=source,
+        model_error=model_error,
+    )
+    over = None
+    if after + fixed > policy.summary_target_tokens:
+        system = [*counts[:system_end], fixed]
+        over = _why_over(policy, system, counter.count_message(summary), counts[cut:])
+    return SummaryOutcome(messages=summarized, event=event, why_not=over, repairs=archive.repairs)
+
+
+def _why_over(
+    policy: ContextPolicy, system: Sequence[int], summary: int, kept: Sequence[int]
+) -> str:
+    target = policy.summary_target_tokens
+    keep = policy.summarization.keep.describe()
+    if sum(system) > target:
+        return (
+            f"the system prompt and tool schemas alone are {sum(system):,} tokens, over the "
+            f"target {target:,}"
+        )
+    if sum(kept) > target:
+        return (
+            f"the protected recent window alone (keep {keep}, at least the latest block) is "
+            f"{sum(kept):,} tokens, over the target {target:,}"
+        )
+    return (
+        f"the system prompt and tool schemas ({sum(system):,} tokens), the summary "
+        f"({summary:,}) and the protected recent window (keep {keep}: {sum(kept):,}) "
+        f"together exceed the target {target:,}"
+    )

@@ -1,0 +1,16 @@
+"""The workspace: virtual, confined file access on any storage, and everything it answers.
+
+- :mod:`~ctxfs._workspace._workspace`: :class:`Workspace` (ls, info, read, write, edit,
+  glob, grep), over one :class:`~ctxfs.backends.Store`;
+- :mod:`~ctxfs._workspace._results`: the typed, frozen results it returns;
+- :mod:`~ctxfs._workspace._glob` (with :mod:`~ctxfs._workspace._automaton`) and
+  :mod:`~ctxfs._workspace._grep`: matching, the same on every backend;
+- :mod:`~ctxfs._workspace._textread`: a page of lines from a stream, with bounded memory;
+- :mod:`~ctxfs._workspace._saving`: create-only saves read back before anyone relies on them;
+- :mod:`~ctxfs._workspace._quote`: quoting a caller's input in a message without a flood.
+"""
+
+from ctxfs._workspace._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._workspace._workspace import Workspace
+
+__all__ = ["EditResult", "FileInfo", "GlobResult", "GrepResult", "ReadResult", "Workspace"]

@@ -1,0 +1,464 @@
+"""A pure grep engine over ``(virtual path, bytes)`` pairs.
+
+The Workspace lists and fetches files (concurrently where the backend allows it) and hands
+each one to :func:`search_file`; nothing here touches storage, so results are identical on
+every backend.
+
+Line semantics (the default, ``multiline=False``), as in ripgrep:
+
+- A line is the text between ``\\n`` separators; a final ``\\n`` does not start an extra
+  empty line, and an empty file has no lines. A trailing ``\\r`` is removed from every line
+  before matching and printing, so ``$`` matches at the end of CRLF lines. A UTF-8 byte
+  order mark at the start of the file is ignored.
+- A match never spans a line break: ``a\\sb`` does not match ``"a\\nb"``; ``^`` and ``$``
+  anchor at line starts and ends.
+- Data containing a NUL byte is binary and skipped; other bytes are decoded as UTF-8 with
+  invalid sequences replaced by U+FFFD.
+
+For speed the whole decoded text is searched at once and match offsets are mapped to line
+numbers by counting newlines; only a line whose match crossed a line break is re-checked on
+its own. Patterns whose meaning depends on what lies beyond the line (``\\A``, ``\\Z``,
+``\\G``, ``\\K``, lookarounds, atomic groups, possessive quantifiers) are searched line by
+line instead, which is slower but exact.
+
+With ``multiline=True`` the pattern runs over the whole text with ``.`` matching newlines
+(like ``rg -U --multiline-dotall``); every line a match touches is a matching line.
+
+Every call into the regex engine runs under one deadline, handed to :func:`search_file` by
+the caller: a grep shares one :class:`~ctxfs.sandbox.TimeBudget` of ``GrepOptions.timeout``
+seconds between all its files, so the limit holds for the whole call, not per regex call.
+Passing it raises :class:`~ctxfs._errors.SearchTimeoutError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, TypeVar
+
+import regex
+
+from ctxfs._errors import PatternError, SearchTimeoutError
+from ctxfs._workspace._quote import quote
+
+__all__ = [
+    "FileResult",
+    "GrepLine",
+    "GrepOptions",
+    "OutputMode",
+    "apply_paging",
+    "compile_pattern",
+    "search_file",
+    "timeout_error",
+]
+
+OutputMode = Literal["files_with_matches", "content", "count"]
+_OUTPUT_MODES: Final = ("files_with_matches", "content", "count")
+
+# Constructs that let a match depend on text outside its own line (or that cannot give back
+# what they consumed across a newline); their presence sends the search down the exact
+# line-by-line path. The check is lexical and errs towards the slow path.
+_CONTEXT_ESCAPES: Final = frozenset("AZGK")
+_CONTEXT_GROUPS: Final = ("(?=", "(?!", "(?<=", "(?<!", "(?>")
+_QUANTIFIER_ENDS: Final = frozenset("*+?}")
+_CHUNK_CHARS: Final = 1 << 20
+
+_T = TypeVar("_T")
+_Span = tuple[int, int, int, bool]  # (line number, start offset, end offset, is_match)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrepOptions:
+    """What to search for and how to report it.
+
+    Attributes:
+        pattern: Regular expression (``regex`` module syntax), or a literal string when
+            ``fixed_strings`` is set.
+        fixed_strings: Treat ``pattern`` as a literal string.
+        ignore_case: Match case-insensitively, with full Unicode case folding.
+        multiline: Let matches span lines; ``.`` matches newlines too.
+        output_mode: ``"files_with_matches"`` stops at the first match of a file,
+            ``"count"`` counts, ``"content"`` also returns the lines.
+        before: Context lines before each match (``-B``); content mode only.
+        after: Context lines after each match (``-A``); content mode only.
+        max_line_chars: Longer returned lines are clipped to this many characters plus a
+            marker saying how long the line was.
+        timeout: Seconds of matching the whole grep may use, over all its files (the
+            deadline each :func:`search_file` call gets is what is left of it).
+    """
+
+    pattern: str
+    fixed_strings: bool = False
+    ignore_case: bool = False
+    multiline: bool = False
+    output_mode: OutputMode = "files_with_matches"
+    before: int = 0
+    after: int = 0
+    max_line_chars: int = 2000
+    timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.output_mode not in _OUTPUT_MODES:
+            raise ValueError(
+                f"output_mode must be one of {_OUTPUT_MODES}, not {self.output_mode!r}"
+            )
+        if self.before < 0 or self.after < 0:
+            raise ValueError("before and after must be 0 or more context lines")
+        if self.max_line_chars < 1:
+            raise ValueError("max_line_chars must be at least 1")
+        if not self.timeout > 0:
+            raise ValueError("timeout must be a positive number of seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class GrepLine:
+    """One output line of content mode.
+
+    Attributes:
+        line_number: 1-based line number in the file.
+        text: The line without its line ending, clipped to ``max_line_chars``.
+        is_match: True for a matching line, False for a context line.
+        gap_before: True when lines were skipped between the previous returned line of the
+            same file and this one while context was requested: print ``--`` before it.
+    """
+
+    line_number: int
+    text: str
+    is_match: bool
+    gap_before: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    """The outcome of searching one file.
+
+    Attributes:
+        path: The virtual path, as given to :func:`search_file`.
+        binary: True if the file was skipped as binary (then there are no matches).
+        match_count: Matching lines, or matches in multiline mode. In
+            ``files_with_matches`` mode the search stops at the first, so this is 0 or 1.
+        lines: Content mode only: matching and context lines in file order, each at most
+            once.
+    """
+
+    path: str
+    binary: bool = False
+    match_count: int = 0
+    lines: tuple[GrepLine, ...] = ()
+
+    @property
+    def matched(self) -> bool:
+        """True if the file has at least one match."""
+        return self.match_count > 0
+
+
+def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:
+    """Compile the search pattern once, for use with every file.
+
+    Args:
+        options: The search options; uses ``pattern``, ``fixed_strings``, ``ignore_case``
+            and ``multiline``.
+
+    Returns:
+        The compiled pattern, flags set for the search mode.
+
+    Raises:
+        PatternError: The regular expression is invalid; the message carries the regex
+            engine's own explanation.
+    """
+    source = regex.escape(options.pattern) if options.fixed_strings else options.pattern
+    flags = regex.MULTILINE
+    if options.ignore_case:
+        flags |= regex.IGNORECASE | regex.FULLCASE
+    if options.multiline:
+        flags |= regex.DOTALL
+    try:
+        return regex.compile(source, flags)
+    except regex.error as exc:
+        raise PatternError(
+            f"invalid regular expression {quote(options.pattern)}: {exc}; "
+            "to search for the text literally, use fixed_strings"
+        ) from exc
+    except RecursionError:
+        # The regex module parses nested groups recursively.
+        raise PatternError(
+            f"invalid regular expression {quote(options.pattern)}: groups nested too deeply; "
+            "use a flatter pattern, or fixed_strings to search for the text literally"
+        ) from None
+
+
+def search_file(
+    path: str,
+    data: bytes,
+    compiled: regex.Pattern[str],
+    options: GrepOptions,
+    *,
+    deadline: float | None = None,
+) -> FileResult:
+    """Search the contents of one file.
+
+    Args:
+        path: The file's virtual path, used in the result and in error messages.
+        data: The file's bytes.
+        compiled: The pattern from :func:`compile_pattern` for the same ``options``.
+        options: The search options.
+        deadline: The :func:`time.monotonic` time by which the search must be done; by
+            default ``options.timeout`` seconds from now (a grep of one file).
+
+    Returns:
+        The file's result; ``binary=True`` with no matches if ``data`` contains a NUL byte.
+
+    Raises:
+        SearchTimeoutError: The deadline passed.
+    """
+    if deadline is None:
+        deadline = time.monotonic() + options.timeout
+    if b"\x00" in data:
+        return FileResult(path, binary=True)
+    needle = _literal_bytes(options)
+    if needle is not None and needle not in data:
+        return FileResult(path)  # a byte scan rules the file out without decoding it
+    text = data.decode("utf-8", errors="replace")
+    text = text.removeprefix("\ufeff")
+    if not text:
+        return FileResult(path)
+    # Dropping '\r' before each '\n' keeps line numbers and equals stripping it per line.
+    full = text.replace("\r\n", "\n") if "\r" in text else text
+    # The final newline ends the last line, it does not start another one.
+    body = full[:-1] if full.endswith("\n") else full.removesuffix("\r")
+    first_only = options.output_mode == "files_with_matches"
+    try:
+        if options.multiline:
+            spans, count = _multiline_spans(full, len(body), compiled, deadline, first_only)
+        elif _needs_line_loop(options):
+            spans = list(_line_loop_spans(body, compiled, deadline, first_only))
+            count = len(spans)
+        else:
+            spans = list(_fast_spans(body, compiled, deadline, first_only))
+            count = len(spans)
+    except TimeoutError as exc:
+        raise timeout_error(path, options) from exc
+    if options.output_mode != "content":
+        return FileResult(path, match_count=count)
+    lines = _with_context(body, spans, options.before, options.after)
+    gaps = options.before > 0 or options.after > 0
+    out: list[GrepLine] = []
+    previous = 0
+    for number, start, end, is_match in lines:
+        gap = gaps and previous > 0 and number > previous + 1
+        out.append(GrepLine(number, _clip(body[start:end], options.max_line_chars), is_match, gap))
+        previous = number
+    return FileResult(path, match_count=count, lines=tuple(out))
+
+
+def timeout_error(path: str, options: GrepOptions) -> SearchTimeoutError:
+    """The error for a grep that ran out of time while searching ``path``."""
+    return SearchTimeoutError(
+        f"grep ran past its {options.timeout:g} s time limit while searching {path} for "
+        f"{quote(options.pattern)}; the pattern may backtrack catastrophically or the search "
+        "covers too much text: try a simpler pattern, fixed_strings, or a narrower path or glob",
+        path=path,
+    )
+
+
+def _time_left(deadline: float) -> float:
+    """Seconds until ``deadline``, for the regex engine's ``timeout``.
+
+    Raises:
+        TimeoutError: The deadline has passed.
+    """
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the search ran past its deadline")
+    return left
+
+
+def _literal_bytes(options: GrepOptions) -> bytes | None:
+    """The UTF-8 bytes every match must contain, when that is certain: a case-sensitive
+    literal with no line ending in it (a decoded file holds the same text as its bytes)."""
+    if not options.fixed_strings or options.ignore_case or not options.pattern:
+        return None
+    if any(c in options.pattern for c in "\n\r\ufffd\ufeff"):
+        return None  # line endings, decoding replacements and the BOM change under decoding
+    return options.pattern.encode("utf-8")
+
+
+def apply_paging(
+    items: Sequence[_T], offset: int = 0, head_limit: int | None = None
+) -> tuple[list[_T], bool]:
+    """Cut one page out of a result list (the tool layer's ``offset`` / ``head_limit``).
+
+    Args:
+        items: All results (file paths, output lines or count lines).
+        offset: How many leading items to skip.
+        head_limit: The most items to return; ``None`` or ``0`` means no limit.
+
+    Returns:
+        The page, and whether any items follow it.
+
+    Raises:
+        ValueError: ``offset`` or ``head_limit`` is negative.
+    """
+    if offset < 0 or (head_limit is not None and head_limit < 0):
+        raise ValueError("offset and head_limit must be 0 or more")
+    stop = len(items) if not head_limit else min(len(items), offset + head_limit)
+    return list(items[offset:stop]), stop < len(items)
+
+
+def _clip(line: str, limit: int) -> str:
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]} … [line clipped: {len(line)} chars]"
+
+
+def _needs_line_loop(options: GrepOptions) -> bool:
+    """Tell whether the pattern may look beyond its line (lexical, conservative)."""
+    if options.fixed_strings:
+        return False
+    pattern = options.pattern
+    if any(group in pattern for group in _CONTEXT_GROUPS):
+        return True
+    i = 0
+    while i < len(pattern) - 1:
+        ch, nxt = pattern[i], pattern[i + 1]
+        if ch == "\\":
+            if nxt in _CONTEXT_ESCAPES:
+                return True
+            i += 2
+            continue
+        if ch in _QUANTIFIER_ENDS and nxt == "+":
+            return True
+        i += 1
+    return False
+
+
+def _line_matches(line: str, compiled: regex.Pattern[str], deadline: float) -> bool:
+    return compiled.search(line, timeout=_time_left(deadline)) is not None
+
+
+def _fast_spans(
+    body: str,
+    compiled: regex.Pattern[str],
+    deadline: float,
+    first_only: bool,
+    chunk_chars: int = _CHUNK_CHARS,
+) -> Iterator[_Span]:
+    """Yield matching lines, searching whole chunks of text and counting newlines.
+
+    ``finditer`` runs over line-aligned chunks of about ``chunk_chars``, each with the time
+    left until ``deadline``.
+    """
+    size = len(body)
+    number, line_start = 1, 0  # a line start and its line number, moving forward
+    done_until = 0  # the start of the line after the last one reported
+    pos = 0  # always a line start
+    while pos <= size:
+        chunk_end = body.find("\n", pos + chunk_chars)
+        chunk_end = size if chunk_end == -1 else chunk_end
+        next_pos = chunk_end + 1
+        for found in compiled.finditer(body, pos, chunk_end, timeout=_time_left(deadline)):
+            start = found.start()
+            if start < done_until:
+                # A second match on a reported line: skip the rest of the line in one go
+                # rather than walk its matches (think of a pattern matching everywhere).
+                next_pos = done_until
+                break
+            breaks = body.count("\n", line_start, start)
+            if breaks:
+                number += breaks
+                line_start = body.rfind("\n", line_start, start) + 1
+            end = body.find("\n", start, chunk_end)
+            end = chunk_end if end == -1 else end
+            crossed = found.end() > end
+            # A match across a line break says nothing about line semantics: recheck the
+            # line on its own, then search afresh from the next line.
+            if not crossed or _line_matches(body[line_start:end], compiled, deadline):
+                yield number, line_start, end, True
+                if first_only:
+                    return
+            done_until = end + 1
+            if crossed:
+                next_pos = done_until
+                break
+        pos = next_pos
+
+
+def _line_loop_spans(
+    body: str, compiled: regex.Pattern[str], deadline: float, first_only: bool
+) -> Iterator[_Span]:
+    """Yield matching lines, searching each line on its own (exact, slower)."""
+    pos = 0
+    for number, line in enumerate(body.split("\n"), start=1):
+        end = pos + len(line)
+        if _line_matches(line, compiled, deadline):
+            yield number, pos, end, True
+            if first_only:
+                return
+        pos = end + 1
+
+
+def _multiline_spans(
+    text: str, size: int, compiled: regex.Pattern[str], deadline: float, first_only: bool
+) -> tuple[list[_Span], int]:
+    """Return the lines touched by matches over the whole text, and the number of matches.
+
+    ``text`` keeps its final newline (a pattern may match it); ``size`` is the length
+    without it, so an empty match after that newline (on no line at all) is not counted.
+    """
+    spans: list[_Span] = []
+    count = 0
+    pos = 0
+    number = 1  # line number of ``line_start``
+    line_start = 0
+    last_line = 0  # last line number already in ``spans``
+    while pos <= size:
+        found = compiled.search(text, pos, timeout=_time_left(deadline))
+        if found is None or found.start() > size:
+            break
+        count += 1
+        start, stop = found.span()
+        pos = stop if stop > start else stop + 1
+        number += text.count("\n", line_start, start)
+        line_start = text.rfind("\n", 0, start) + 1
+        last_char = max(start, stop - 1)
+        while True:  # every line from the match's first to the one holding its last char
+            end = text.find("\n", line_start, size)
+            end = size if end == -1 else end
+            if number > last_line:
+                spans.append((number, line_start, end, True))
+                last_line = number
+            if end >= last_char or end == size:
+                break
+            line_start = end + 1
+            number += 1
+        if first_only:
+            break
+    return spans, count
+
+
+def _with_context(body: str, matches: list[_Span], before: int, after: int) -> list[_Span]:
+    """Merge matching lines with their context lines, in order and without repeats."""
+    out: list[_Span] = []
+    last = 0  # last line number emitted
+    for index, (number, start, end, _) in enumerate(matches):
+        ahead: list[_Span] = []
+        line_start = start
+        for previous in range(number - 1, max(last, number - before - 1), -1):
+            line_end = line_start - 1
+            line_start = body.rfind("\n", 0, line_end) + 1
+            ahead.append((previous, line_start, line_end, False))
+        out.extend(reversed(ahead))
+        out.append((number, start, end, True))
+        limit = number + after
+        if index + 1 < len(matches):
+            limit = min(limit, matches[index + 1][0] - 1)
+        line_end = end
+        while number < limit and line_end < len(body):
+            line_start = line_end + 1
+            line_end = body.find("\n", line_start)
+            line_end = len(body) if line_end == -1 else line_end
+            number += 1
+            out.append((number, line_start, line_end, False))
+        last = number
+    return out

@@ -1,0 +1,114 @@
+"""Typed, frozen results of workspace operations, converted once from backend dicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ctxfs._workspace._grep import FileResult, OutputMode
+
+__all__ = ["EditResult", "FileInfo", "GlobResult", "GrepResult", "ReadResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One entry of the workspace.
+
+    Attributes:
+        path: Virtual path, rooted at ``/``.
+        type: ``"file"`` or ``"directory"``.
+        size: Size in bytes for files; ``None`` for directories.
+    """
+
+    path: str
+    type: Literal["file", "directory"]
+    size: int | None = None
+
+    @property
+    def is_dir(self) -> bool:
+        """Whether this entry is a directory."""
+        return self.type == "directory"
+
+    @property
+    def name(self) -> str:
+        """The last segment of the path (``""`` for the root)."""
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """A page of a text file, read line by line with bounded memory.
+
+    Attributes:
+        path: Virtual path read.
+        offset: 0-based index of the first line returned.
+        lines: The lines, without their line endings; each clipped to the line limit.
+        clipped: Indexes (into ``lines``) of lines shown only in part, with their full
+            lengths in characters.
+        total_lines: Number of lines in the whole file.
+        stopped_by_chars: Whether the page ended early because of the character cap.
+        column: The character of the first line the page starts at (0 unless asked).
+    """
+
+    path: str
+    offset: int
+    lines: tuple[str, ...]
+    clipped: tuple[tuple[int, int], ...]
+    total_lines: int
+    stopped_by_chars: bool = False
+    column: int = 0
+
+    @property
+    def next_offset(self) -> int | None:
+        """Offset of the next unread line, or ``None`` if the page reached the end."""
+        end = self.offset + len(self.lines)
+        return end if end < self.total_lines else None
+
+
+@dataclass(frozen=True, slots=True)
+class EditResult:
+    """Outcome of an exact-replacement edit.
+
+    Attributes:
+        path: Virtual path edited.
+        replacements: How many occurrences were replaced.
+    """
+
+    path: str
+    replacements: int
+
+
+@dataclass(frozen=True, slots=True)
+class GlobResult:
+    """Paths matched by a glob pattern, sorted.
+
+    Attributes:
+        paths: Matching virtual paths, sorted, at most the cap.
+        truncated: Whether more paths matched than were returned.
+        total: How many paths matched in all (``len(paths)`` unless ``truncated``).
+    """
+
+    paths: tuple[str, ...]
+    truncated: bool
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class GrepResult:
+    """Everything a grep found, before paging (the tools page it with ``head_limit``).
+
+    Attributes:
+        output_mode: The mode searched in; in ``files_with_matches`` each file's search
+            stopped at its first match.
+        files: Files with at least one match, sorted by path, with their lines in
+            ``content`` mode and their counts in ``count`` mode.
+        searched: How many files were searched.
+        skipped_binary: Files skipped because they are binary (hold NUL bytes).
+        skipped_large: Files skipped because they exceed ``Limits.max_grep_file_bytes``.
+    """
+
+    output_mode: OutputMode
+    files: tuple[FileResult, ...]
+    searched: int
+    skipped_binary: tuple[str, ...] = ()
+    skipped_large: tuple[str, ...] = ()

@@ -1,0 +1,165 @@
+"""Read a page of lines from a binary stream with bounded memory.
+
+A 50 MB file made of one line must not be held in memory to show its first 2,000 characters:
+the stream is decoded incrementally in chunks, each line is kept only up to the clip length
+(its full length is counted), and reading stops once the page is full. The rest of the file is
+only scanned to count its lines (``bytes.count``): it is neither decoded nor kept.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from ctxfs._errors import NotTextError
+from ctxfs._workspace._results import ReadResult
+
+__all__ = ["CHUNK_BYTES", "read_page"]
+
+CHUNK_BYTES = 1 << 16
+
+
+@dataclass(slots=True)
+class _Tally:
+    newlines: int = 0
+    size: int = 0
+    last_byte: bytes = b""
+
+
+def _chunks(stream: BinaryIO, path: str, tally: _Tally) -> Iterator[bytes]:
+    while chunk := stream.read(CHUNK_BYTES):
+        if b"\x00" in chunk:
+            raise NotTextError(
+                f"{path} is a binary file (it contains NUL bytes); it cannot be shown as text",
+                path=path,
+            )
+        tally.newlines += chunk.count(b"\n")
+        tally.size += len(chunk)
+        tally.last_byte = chunk[-1:]
+        yield chunk
+
+
+def _not_utf8(path: str, exc: UnicodeDecodeError) -> NotTextError:
+    return NotTextError(
+        f"{path} is not valid UTF-8 text ({exc.reason}); it cannot be shown as text", path=path
+    )
+
+
+def _lines(
+    chunks: Iterator[bytes], path: str, keep: int, column_line: int, column: int
+) -> Iterator[tuple[str, int]]:
+    """Yield ``(kept text, full length)`` per line; a trailing ``\r`` is dropped.
+
+    Of each line only the characters ``[start, start + keep)`` are kept, where ``start`` is
+    ``column`` for line number ``column_line`` (0-based) and 0 for every other line.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    parts: list[str] = []
+    length = 0
+    last = ""
+    index = 0
+
+    def take(piece: str) -> None:
+        nonlocal length, last
+        low = column if index == column_line else 0
+        start = max(low, length) - length
+        stop = min(low + keep, length + len(piece)) - length
+        if start < stop:
+            parts.append(piece[start:stop])
+        length += len(piece)
+        if piece:
+            last = piece[-1]
+
+    def emit() -> tuple[str, int]:
+        nonlocal parts, length, last, index
+        text, full = "".join(parts), length
+        if last == "\r":
+            full -= 1
+            low = column if index == column_line else 0
+            text = text[: max(0, full - low)]
+        parts, length, last = [], 0, ""
+        index += 1
+        return text, full
+
+    for chunk in chunks:
+        try:
+            text = decoder.decode(chunk)
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(path, exc) from None
+        pieces = text.split("\n")
+        for piece in pieces[:-1]:
+            take(piece)
+            yield emit()
+        take(pieces[-1])
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+    if length:
+        yield emit()
+
+
+def read_page(
+    stream: BinaryIO,
+    path: str,
+    *,
+    offset: int,
+    limit: int,
+    max_line_chars: int,
+    max_chars: int,
+    column: int = 0,
+) -> ReadResult:
+    """Read lines ``offset .. offset+limit`` of a UTF-8 text stream.
+
+    Lines end at ``\\n``; a ``\\r`` before it is dropped. Only the lines up to the end of the
+    page are decoded, so invalid UTF-8 further on is not noticed by this read.
+
+    Args:
+        stream: Binary stream positioned at the start of the file.
+        path: Virtual path, for messages.
+        offset: 0-based first line.
+        limit: Most lines to return.
+        max_line_chars: Longer lines are clipped to this many characters.
+        max_chars: The page stops before its characters would exceed this; the first line
+            of a page is always returned (clipped to ``max_line_chars``).
+        column: Start the first line at this character (0-based), so a line longer than
+            ``max_line_chars`` can be read piece by piece.
+
+    Raises:
+        NotTextError: The file holds NUL bytes (binary) or invalid UTF-8.
+    """
+    tally = _Tally()
+    chunks = _chunks(stream, path, tally)
+    lines: list[str] = []
+    clipped: list[tuple[int, int]] = []
+    page_chars = 0
+    stopped_by_chars = False
+    numbered = enumerate(_lines(chunks, path, max_line_chars + 1, offset, column))
+    for index, (text, full) in numbered:
+        if index < offset:
+            continue
+        text = text[:max_line_chars]
+        if lines and page_chars + len(text) > max_chars:
+            stopped_by_chars = True
+            break
+        start = column if index == offset else 0
+        if start > 0 or full > start + len(text):
+            clipped.append((len(lines), full))
+        lines.append(text)
+        page_chars += len(text) + 1
+        if len(lines) >= limit:
+            break
+    for _ in chunks:  # count the rest without decoding it
+        pass
+    total = tally.newlines + (1 if tally.size and tally.last_byte != b"\n" else 0)
+    return ReadResult(
+        path=path,
+        offset=offset,
+        column=column,
+        lines=tuple(lines),
+        clipped=tuple(clipped),
+        total_lines=total,
+        stopped_by_chars=stopped_by_chars,
+    )

@@ -1,0 +1,756 @@
+"""The Workspace: virtual, confined file access on any storage.
+
+The Workspace holds what is the same on every backend: the sandbox rules for paths, read-only
+areas, typed results, and glob and grep (pure matchers in :mod:`ctxfs._workspace._glob` and
+:mod:`ctxfs._workspace._grep` over the store's ``walk`` and ``fetch``). Everything that
+differs between backends is behind the :class:`~ctxfs.backends.Store` it was opened with.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from fsspec import AbstractFileSystem
+
+from ctxfs._errors import (
+    ConflictError,
+    EditError,
+    IsADirectoryPathError,
+    NotADirectoryPathError,
+    NotTextError,
+    PathExistsError,
+    PathNotFoundError,
+    ReadOnlyPathError,
+    SearchTimeoutError,
+)
+from ctxfs._layout import SDK_AREAS
+from ctxfs._workspace._glob import GlobMatcher, compile_glob
+from ctxfs._workspace._grep import (
+    GrepOptions,
+    OutputMode,
+    compile_pattern,
+    search_file,
+    timeout_error,
+)
+from ctxfs._workspace._quote import quote
+from ctxfs._workspace._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._workspace._textread import read_page
+from ctxfs.backends import Store, check_store, open_storage
+from ctxfs.sandbox import (
+    Limits,
+    TimeBudget,
+    case_key,
+    is_within,
+    normalize_path,
+    relative_to,
+)
+
+__all__ = ["UPDATE_ATTEMPTS", "Workspace"]
+
+UPDATE_ATTEMPTS = 16
+"""Default attempts of :meth:`Workspace.update` (and of :meth:`Workspace.edit`) before a
+:class:`~ctxfs._errors.ConflictError`: each failed one means another writer's change won."""
+
+_BACKOFF_SECONDS = 0.002
+"""Longest pause before the second attempt; doubled at each attempt up to _BACKOFF_CAP."""
+
+_BACKOFF_CAP = 0.1
+
+
+def _decode(virtual: str, data: bytes) -> str:
+    """The text of a file's bytes, or :class:`~ctxfs._errors.NotTextError`."""
+    if b"\x00" in data:
+        raise NotTextError(
+            f"{virtual} is a binary file (it contains NUL bytes); it cannot be read as text",
+            path=virtual,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotTextError(
+            f"{virtual} is not valid UTF-8 text ({exc.reason})", path=virtual
+        ) from None
+
+
+def _hidden(relpath: str) -> bool:
+    return any(part.startswith(".") for part in relpath.split("/"))
+
+
+class Workspace:
+    """A folder of files, local or remote, seen through virtual paths rooted at ``/``.
+
+    Every path goes through the sandbox first: ``..`` cannot climb above ``/``, URLs, ``~``,
+    control characters and backslashes are refused, and on local disk symlinks that lead
+    outside the root are refused. Areas declared read-only refuse writes, edits and deletes.
+
+    Example:
+        >>> ws = Workspace("memory://demo")
+        >>> ws.write_text("/notes/todo.md", "- fix the parser\\n")
+        FileInfo(path='/notes/todo.md', type='file', size=17)
+        >>> ws.read_text("/notes/todo.md")
+        '- fix the parser\\n'
+
+    Args:
+        target: A local folder (created if missing), a URL (``memory://name``,
+            ``s3://bucket/prefix``, any fsspec URL), an fsspec filesystem object, or a
+            :class:`~ctxfs.backends.Store` (yours, or another workspace's ``store``).
+        root: With a filesystem object, the folder inside it that becomes ``/``.
+        storage_options: Options for the filesystem opened from a URL (for S3:
+            ``endpoint_url``, ``key``, ``secret``, ``client_kwargs``...).
+        read_only: Virtual folders that writes, edits and deletes must leave alone.
+        limits: Size caps and time limits (see :class:`ctxfs.sandbox.Limits`).
+        check: Check the storage now (see below). ``False`` defers every failure to the
+            first operation that meets it.
+
+    Opening checks the storage once (:func:`ctxfs.backends.check_store`): that it can be
+    read and, unless ``read_only`` covers ``/``, written. A missing bucket, missing
+    credentials, refused access or an unreachable endpoint raise
+    :class:`~ctxfs._errors.BackendError` here, with the reason, rather than at first use.
+    :meth:`view` makes no new check.
+
+    Raises:
+        BackendError: The storage check failed.
+        ValueError: Options that do not fit the target (see
+            :func:`ctxfs.backends.open_storage`).
+
+    A ``memory://`` workspace has a private store: two Workspace objects never see each
+    other's files, even with the same URL. To share one, pass the same filesystem object
+    or store.
+    """
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | AbstractFileSystem | Store,
+        *,
+        root: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        read_only: Iterable[str] = (),
+        limits: Limits | None = None,
+        check: bool = True,
+    ) -> None:
+        store = open_storage(target, root=root, storage_options=storage_options)
+        self._init(store, read_only, limits or Limits())
+        if check:
+            check_store(store, write=not self.is_read_only("/"))
+
+    def _init(self, store: Store, read_only: Iterable[str], limits: Limits) -> None:
+        self._store = store
+        self._read_only = tuple(sorted({normalize_path(p) for p in read_only}))
+        self._read_only_keys = tuple(case_key(p) for p in self._read_only)
+        self._limits = limits
+
+    def view(self, *, read_only: Iterable[str] = ()) -> Workspace:
+        """The same storage, with more folders read-only.
+
+        The SDK writes its own areas through the full workspace and hands the agent's tools
+        a view in which those areas are read-only.
+        """
+        clone = object.__new__(Workspace)
+        clone._init(self._store, (*self._read_only, *read_only), self._limits)
+        return clone
+
+    # -- properties ---------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """Where the workspace lives, for display (``s3://bucket/prefix``, a local path...)."""
+        return self._store.url
+
+    @property
+    def store(self) -> Store:
+        """The :class:`~ctxfs.backends.Store` the files live in (views share it).
+
+        ``Workspace(ws.store, limits=...)`` sees the same files with other settings.
+        """
+        return self._store
+
+    @property
+    def read_only(self) -> tuple[str, ...]:
+        """Virtual folders that refuse writes, edits and deletes."""
+        return self._read_only
+
+    @property
+    def limits(self) -> Limits:
+        """The size caps and time limits in force."""
+        return self._limits
+
+    def __repr__(self) -> str:
+        return f"Workspace({self.url!r})"
+
+    # -- paths --------------------------------------------------------------------------
+
+    def resolve(self, path: str) -> str:
+        """Normalise an agent-supplied path, or raise :class:`~ctxfs._errors.UnsafePathError`.
+
+        Besides the sandbox's rules, the store refuses a path whose symbolic links lead
+        outside the root (local disk).
+        """
+        virtual = normalize_path(path)
+        self._store.real_path(virtual)
+        return virtual
+
+    def is_read_only(self, path: str) -> bool:
+        """Whether the (normalised) virtual path lies in a read-only area.
+
+        Compared with case folded (:func:`ctxfs.sandbox.case_key`), whatever the store: on a
+        case-insensitive disk ``/TOOL_RESULTS/x`` is ``/tool_results/x``, so it must be
+        refused everywhere the same way.
+        """
+        return self._area_of(path) is not None
+
+    def _area_of(self, path: str) -> str | None:
+        key = case_key(path)
+        for area, area_key in zip(self._read_only, self._read_only_keys, strict=True):
+            if is_within(key, area_key):
+                return area
+        return None
+
+    def _writable(self, path: str) -> str:
+        virtual = normalize_path(path)
+        # Checked on the path as given and on where it really leads: a symlink made inside
+        # the root must not open a way to write into a read-only area.
+        real = self._store.real_path(virtual)
+        target = virtual if self.is_read_only(virtual) else real
+        area = self._area_of(target)
+        if area is not None:
+            where = virtual if target == virtual else f"{virtual} (a link to {target})"
+            if area == "/":
+                raise ReadOnlyPathError(
+                    f"{where} cannot be written: this workspace was opened read-only",
+                    path=virtual,
+                )
+            why = " (written by ctxfs itself)" if area in SDK_AREAS else ""
+            raise ReadOnlyPathError(
+                f"{where} is in the read-only area {area}/{why}; "
+                "write your own files elsewhere, e.g. /notes/",
+                path=virtual,
+            )
+        if virtual == "/":
+            raise IsADirectoryPathError("/ is the workspace root, not a file", path=virtual)
+        return virtual
+
+    # -- metadata -----------------------------------------------------------------------
+
+    def info(self, path: str) -> FileInfo:
+        """Metadata of one path.
+
+        Raises:
+            PathNotFoundError: Nothing is there.
+            BackendError: The storage could not be asked (never reported as missing).
+        """
+        virtual = self.resolve(path)
+        return self._info(virtual)
+
+    def _info(self, virtual: str) -> FileInfo:
+        if virtual == "/":  # the root exists even before an object store holds anything
+            return FileInfo("/", "directory")
+        return self._store.info(virtual)
+
+    def exists(self, path: str) -> bool:
+        """Whether anything is at ``path``.
+
+        Unlike fsspec's ``exists``, a storage failure raises
+        :class:`~ctxfs._errors.BackendError` instead of answering ``False``.
+        """
+        try:
+            self.info(path)
+        except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above it
+            return False
+        return True
+
+    def ls(self, path: str = "/") -> list[FileInfo]:
+        """The direct children of a directory, sorted by name.
+
+        Raises:
+            PathNotFoundError: The directory does not exist (the empty root is fine).
+            NotADirectoryPathError: ``path`` is a file.
+        """
+        virtual = self.resolve(path)
+        try:
+            entries = self._store.ls(virtual)
+        except PathNotFoundError:
+            if virtual == "/":
+                return []
+            raise
+        except NotADirectoryPathError:
+            if self._info(virtual).is_dir:
+                raise
+            raise NotADirectoryPathError(
+                f"{virtual} is a file, not a directory; read it with read_file", path=virtual
+            ) from None
+        return sorted(entries, key=lambda i: i.path)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _file(self, path: str) -> str:
+        virtual = self.resolve(path)
+        info = self._info(virtual)
+        if info.is_dir:
+            raise IsADirectoryPathError(
+                f"{virtual} is a directory, not a file; list it with ls", path=virtual
+            )
+        return virtual
+
+    def read_bytes(self, path: str) -> bytes:
+        """The whole content of a file, as bytes."""
+        return self._read_bytes(self._file(path))
+
+    def _read_bytes(self, virtual: str) -> bytes:
+        return self._store.read_bytes(virtual)
+
+    def read_text(self, path: str) -> str:
+        """The whole content of a UTF-8 text file.
+
+        Raises:
+            NotTextError: The file is binary or not valid UTF-8.
+        """
+        virtual = self._file(path)
+        return _decode(virtual, self._read_bytes(virtual))
+
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        """The whole content of a file and its version, for a conditional write.
+
+        Give the version back as ``if_version`` to :meth:`write_bytes`: the write then
+        happens only if nobody changed the file in between (compare-and-swap). The token is
+        opaque (see :meth:`ctxfs.backends.Store.read_versioned`). :meth:`update` wraps the
+        loop of reading, changing and writing again on a conflict.
+
+        Raises:
+            PathNotFoundError: Nothing is there.
+            IsADirectoryPathError: ``path`` is a directory.
+        """
+        return self._store.read_versioned(self._file(path))
+
+    def read_lines(
+        self,
+        path: str,
+        offset: int = 0,
+        limit: int | None = None,
+        *,
+        column: int = 0,
+        max_chars: int | None = None,
+    ) -> ReadResult:
+        """A page of lines of a text file, with bounded memory whatever the file's size.
+
+        Args:
+            path: The file.
+            offset: 0-based index of the first line.
+            limit: Most lines; defaults to ``limits.default_read_lines``.
+            column: Start the first line at this character (0-based): how a line longer than
+                ``limits.max_line_chars`` is read piece by piece.
+            max_chars: A tighter character cap for this page than ``limits.max_read_chars``
+                (the tools derive one from their token budget).
+
+        The page also stops before ``limits.max_read_chars`` characters (or ``max_chars``,
+        if smaller), and each line is clipped at ``limits.max_line_chars``; the result says
+        so and where to go on.
+        """
+        if offset < 0:
+            raise ValueError("offset must be >= 0 (it is the 0-based first line)")
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be >= 1")
+        if column < 0:
+            raise ValueError("column must be >= 0 (it is the 0-based first character)")
+        if max_chars is not None and max_chars < 1:
+            raise ValueError("max_chars must be >= 1")
+        cap = self._limits.max_read_chars
+        virtual = self._file(path)
+        with self._store.open_read(virtual) as stream:
+            return read_page(
+                stream,
+                virtual,
+                offset=offset,
+                limit=limit or self._limits.default_read_lines,
+                max_line_chars=self._limits.max_line_chars,
+                max_chars=cap if max_chars is None else min(cap, max_chars),
+                column=column,
+            )
+
+    # -- writing ------------------------------------------------------------------------
+
+    def write_text(
+        self,
+        path: str,
+        text: str,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> FileInfo:
+        """Write ``text`` as UTF-8 (see :meth:`write_bytes`)."""
+        data = text.encode("utf-8")
+        return self.write_bytes(path, data, create_only=create_only, if_version=if_version)
+
+    def write_bytes(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> FileInfo:
+        """Write a whole file; missing parent folders are created.
+
+        On local disk the write is atomic (temporary file, then rename): a crash leaves the
+        old content or the new one, never half of it. Object stores write whole objects.
+
+        Args:
+            path: The file.
+            data: Its new content.
+            create_only: Refuse to overwrite: raise :class:`~ctxfs._errors.PathExistsError` if
+                the file exists (write-once files).
+            if_version: Write only if the file still has this version, from
+                :meth:`read_versioned` (compare-and-swap, atomic against other writers:
+                see :meth:`ctxfs.backends.Store.write`).
+
+        Raises:
+            ReadOnlyPathError: ``path`` is in a read-only area.
+            PathExistsError: ``create_only`` and the file exists.
+            ConflictError: ``if_version`` and the file changed or was deleted since it was
+                read; nothing was written.
+            IsADirectoryPathError: ``path`` is a directory.
+            ValueError: Both ``create_only`` and ``if_version``.
+        """
+        if create_only and if_version is not None:
+            raise ValueError(
+                "create_only and if_version exclude each other: create_only is for a file "
+                "that does not exist yet, if_version for one that was read"
+            )
+        virtual = self._writable(path)
+        try:
+            existing: FileInfo | None = self._info(virtual)
+        except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above it
+            existing = None
+        if existing is not None:
+            if existing.is_dir:
+                raise IsADirectoryPathError(
+                    f"{virtual} is a directory; give a file path inside it", path=virtual
+                )
+            if create_only:
+                raise PathExistsError(f"{virtual} already exists and is write-once", path=virtual)
+        elif if_version is not None:
+            raise ConflictError(
+                f"{virtual} was deleted since it was read; nothing was written: read it again "
+                "and redo the change on what it holds now",
+                path=virtual,
+            )
+        else:
+            self._check_no_file_above(virtual)
+        if if_version is None:  # a store written before conditional writes still works
+            self._store.write(virtual, data, create_only=create_only)
+        else:
+            self._store.write(virtual, data, if_version=if_version)
+        return FileInfo(virtual, "file", len(data))
+
+    def update(
+        self,
+        path: str,
+        change: Callable[[bytes | None], bytes],
+        *,
+        attempts: int = UPDATE_ATTEMPTS,
+    ) -> FileInfo:
+        """Change a file with no lost update: read, change, write only if unchanged, retry.
+
+        ``change`` gets the file's content (``None`` if it does not exist yet) and returns
+        the new content. The write is conditional on the version that was read (create-only
+        for a new file); when another writer got in first, the file is read again and
+        ``change`` called again on what it holds now, after a short random pause. So
+        ``change`` may run several times: it must depend only on its argument. An exception
+        it raises ends the update with nothing written. Content that ``change`` returns
+        unchanged is not written.
+
+        Example:
+            >>> ws = Workspace("memory://update-doc")
+            >>> def add_line(data: bytes | None) -> bytes:
+            ...     return (data or b"") + b"one more\\n"
+            >>> ws.update("/log.txt", add_line).size
+            9
+            >>> ws.update("/log.txt", add_line).size
+            18
+
+        Args:
+            path: The file.
+            change: From the current content (or ``None``) to the new content.
+            attempts: Most reads-and-writes before giving up.
+
+        Returns:
+            The file as written.
+
+        Raises:
+            ConflictError: Other writers changed the file during every attempt; nothing was
+                written.
+            ValueError: ``attempts`` is below 1.
+        """
+        if attempts < 1:
+            raise ValueError("attempts must be >= 1")
+        virtual = self._writable(path)
+        for attempt in range(attempts):
+            if attempt:
+                # Random, growing pauses: writers that collided do not collide again in step.
+                pause = min(_BACKOFF_SECONDS * 2 ** (attempt - 1), _BACKOFF_CAP)
+                time.sleep(random.uniform(0, pause))
+            current: bytes | None
+            try:
+                current, version = self.read_versioned(virtual)
+            except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above
+                current, version = None, None
+            new = change(current)
+            if not isinstance(new, bytes):
+                raise TypeError(f"change must return bytes, not {type(new).__name__}")
+            if new == current:
+                return FileInfo(virtual, "file", len(new))
+            try:
+                if version is None:
+                    return self.write_bytes(virtual, new, create_only=True)
+                return self.write_bytes(virtual, new, if_version=version)
+            except (ConflictError, PathExistsError):
+                continue
+        raise ConflictError(
+            f"{virtual}: the file changed since it was read, {attempts} times in a row (other "
+            "writers keep changing it); nothing was written: read it again and retry",
+            path=virtual,
+        )
+
+    def _check_no_file_above(self, virtual: str) -> None:
+        # Object stores would happily create "a.txt/b" next to the object "a.txt", leaving one
+        # path that is both a file and a folder; refuse it the same way on every backend.
+        parent = virtual.rsplit("/", 1)[0] or "/"
+        while parent != "/":
+            try:
+                above = self._info(parent)
+            except (PathNotFoundError, NotADirectoryPathError):
+                parent = parent.rsplit("/", 1)[0] or "/"
+                continue
+            if not above.is_dir:
+                raise NotADirectoryPathError(
+                    f"{parent} is a file, so {virtual} cannot be created inside it; "
+                    "choose another path",
+                    path=virtual,
+                )
+            return
+
+    def edit(
+        self,
+        path: str,
+        old: str,
+        new: str,
+        *,
+        replace_all: bool = False,
+        attempts: int = UPDATE_ATTEMPTS,
+    ) -> EditResult:
+        """Replace exact text in a file, applied to exactly the content it read.
+
+        The file is written only if nobody changed it since the edit read it (see
+        :meth:`update`); if someone did, the edit is checked and applied again on the new
+        content, so two editors never lose each other's change.
+
+        Args:
+            path: The file.
+            old: Text to find, exactly (whitespace and indentation included).
+            new: Replacement text; must differ from ``old``.
+            replace_all: Replace every occurrence; otherwise ``old`` must occur exactly once.
+            attempts: Most tries while other writers keep changing the file.
+
+        Raises:
+            EditError: ``old`` is empty, equal to ``new``, absent, or ambiguous.
+            ConflictError: The file changed since it was read, at every attempt; nothing
+                was written.
+        """
+        virtual = self._writable(path)
+        if old == "":
+            raise EditError(
+                "old_string is empty; give the exact text to replace, or use write_file "
+                "to write a whole file",
+                path=virtual,
+            )
+        if old == new:
+            raise EditError("old_string and new_string are identical; nothing to do", path=virtual)
+        counted: list[int] = []
+
+        def replace(data: bytes | None) -> bytes:
+            if data is None:
+                raise PathNotFoundError(f"{virtual}: no such file or directory", path=virtual)
+            text = _decode(virtual, data)
+            count = text.count(old)
+            if count == 0:
+                raise EditError(
+                    f"old_string was not found in {virtual}; read the file again and copy the "
+                    "exact text, including whitespace and indentation",
+                    path=virtual,
+                )
+            if count > 1 and not replace_all:
+                raise EditError(
+                    f"old_string occurs {count} times in {virtual}; add surrounding lines to "
+                    "make it unique, or set replace_all to replace every occurrence",
+                    path=virtual,
+                )
+            counted.append(count if replace_all else 1)
+            updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+            return updated.encode("utf-8")
+
+        # Applied to the content it read, or not at all: another writer's change in between
+        # makes the write fail, and the edit is tried again on the new content.
+        self.update(virtual, replace, attempts=attempts)
+        return EditResult(virtual, counted[-1])
+
+    def rm(self, path: str, *, recursive: bool = False) -> None:
+        """Delete a file, or a directory with ``recursive=True``.
+
+        Raises:
+            PathNotFoundError: Nothing is there.
+            IsADirectoryPathError: A directory without ``recursive``.
+        """
+        virtual = self._writable(path)
+        info = self._info(virtual)
+        if info.is_dir and not recursive:
+            raise IsADirectoryPathError(
+                f"{virtual} is a directory; pass recursive=True to delete it and its content",
+                path=virtual,
+            )
+        if info.is_dir and any(is_within(p, case_key(virtual)) for p in self._read_only_keys):
+            raise ReadOnlyPathError(
+                f"{virtual} contains a read-only area; it cannot be deleted", path=virtual
+            )
+        self._store.remove(virtual, recursive=recursive)
+
+    # -- searching ----------------------------------------------------------------------
+
+    def glob(self, pattern: str, path: str = "/", *, limit: int | None = None) -> GlobResult:
+        """Files under ``path`` matching a glob pattern, sorted.
+
+        ``*``, ``?``, ``[...]``, ``{a,b}`` and ``**`` (any number of folders) are supported; a
+        pattern without ``/`` matches file names at any depth. Hidden files (a name starting
+        with ``.``) match only when the pattern names the dot. At most ``limit`` paths
+        (default ``limits.max_glob_results``) are returned; ``truncated`` says if more matched
+        and ``total`` how many did. Matching runs under ``limits.regex_timeout``.
+
+        Raises:
+            PatternError: The pattern is malformed.
+            SearchTimeoutError: Matching ran past the time limit.
+            PathNotFoundError: ``path`` does not exist.
+            BackendError: A folder could not be listed (no file silently goes missing).
+        """
+        matcher = compile_glob(pattern)
+        base = self.resolve(path)
+        cap = limit if limit is not None else self._limits.max_glob_results
+        files = self._files(base)
+        budget = TimeBudget(self._limits.regex_timeout)
+        found = [info.path for info in self._select(files, base, matcher, pattern, budget)]
+        return GlobResult(tuple(found[:cap]), len(found) > cap, len(found))
+
+    def _select(
+        self,
+        files: Iterable[FileInfo],
+        base: str,
+        matcher: GlobMatcher,
+        pattern: str,
+        budget: TimeBudget,
+    ) -> Iterator[FileInfo]:
+        """The files whose path relative to ``base`` matches, within the time budget."""
+        with budget.spend() as deadline:
+            for info in files:
+                try:
+                    matched = matcher.matches(relative_to(info.path, base) or info.name, deadline)
+                except TimeoutError:
+                    raise SearchTimeoutError(
+                        f"matching the glob {quote(pattern)} ran past its "
+                        f"{budget.seconds:g} s time limit; use a pattern with fewer '{{...}}' "
+                        "alternatives, or a narrower path",
+                        path=base,
+                    ) from None
+                if matched:
+                    yield info
+
+    def grep(
+        self,
+        pattern: str,
+        path: str = "/",
+        *,
+        glob: str | None = None,
+        fixed_strings: bool = False,
+        ignore_case: bool = False,
+        multiline: bool = False,
+        output_mode: OutputMode = "files_with_matches",
+        before: int = 0,
+        after: int = 0,
+    ) -> GrepResult:
+        """Search text files under ``path`` with a regular expression.
+
+        Args:
+            pattern: A ``regex``-module regular expression (or a literal with
+                ``fixed_strings``). The whole search (every file, and the ``glob`` filter)
+                runs under ``limits.regex_timeout``.
+            path: A folder to search recursively, or one file.
+            glob: Only files whose path (relative to ``path``) matches this glob.
+            fixed_strings: Search for ``pattern`` literally.
+            ignore_case: Case-insensitive, with Unicode case folding.
+            multiline: Let matches span lines (``.`` then matches newlines).
+            output_mode: ``files_with_matches``, ``content`` or ``count``.
+            before: Context lines before each match (content mode).
+            after: Context lines after each match (content mode).
+
+        Hidden files are skipped unless ``glob`` names them; binary files and files over
+        ``limits.max_grep_file_bytes`` are skipped and listed in the result.
+
+        Raises:
+            PatternError: The pattern or glob is invalid.
+            SearchTimeoutError: The search ran past the time limit.
+            PathNotFoundError: ``path`` does not exist.
+            BackendError: A folder could not be listed or a file could not be read.
+        """
+        options = GrepOptions(
+            pattern=pattern,
+            fixed_strings=fixed_strings,
+            ignore_case=ignore_case,
+            multiline=multiline,
+            output_mode=output_mode,
+            before=before,
+            after=after,
+            max_line_chars=self._limits.max_line_chars,
+            timeout=self._limits.regex_timeout,
+        )
+        compiled = compile_pattern(options)
+        matcher = compile_glob(glob) if glob else None
+        base = self.resolve(path)
+        files = self._files(base)
+        # One budget for the whole call: glob filtering and every file's search share it.
+        budget = TimeBudget(self._limits.regex_timeout)
+        if matcher is not None:
+            files = list(self._select(files, base, matcher, glob or "", budget))
+        else:
+            files = [f for f in files if f.path == base or not _hidden(relative_to(f.path, base))]
+        selected: list[FileInfo] = []
+        too_large: list[str] = []
+        for info in files:
+            if info.size is not None and info.size > self._limits.max_grep_file_bytes:
+                too_large.append(info.path)
+            else:
+                selected.append(info)
+        matched = []
+        binary: list[str] = []
+        for info, data in self._store.fetch(selected):
+            if budget.left <= 0:
+                raise timeout_error(info.path, options)
+            with budget.spend() as deadline:
+                result = search_file(info.path, data, compiled, options, deadline=deadline)
+            if result.binary:
+                binary.append(info.path)
+            elif result.matched:
+                matched.append(result)
+        return GrepResult(
+            output_mode=options.output_mode,
+            files=tuple(matched),
+            searched=len(selected),
+            skipped_binary=tuple(binary),
+            skipped_large=tuple(too_large),
+        )
+
+    def _files(self, base: str) -> list[FileInfo]:
+        """Every file under virtual ``base`` (a folder or a single file), sorted."""
+        info = self._info(base)
+        if not info.is_dir:
+            return [info]
+        return sorted(self._store.walk(base), key=lambda f: f.path)
