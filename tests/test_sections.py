@@ -44,3 +44,15 @@ def test_text_that_only_looks_like_html_is_left_alone() -> None:
 def test_an_unknown_section_name_is_refused() -> None:
     with pytest.raises(ValueError, match="not a ctxfs section"):
         section("mem", "x")
+
+
+@given(st.integers(min_value=0, max_value=5_000))
+def test_json_nested_past_the_bound_is_refused_without_recursion(depth: int) -> None:
+    from ctxfs._workspace._json import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
+
+    text = '["' + "[{" * 3 + '", ' + "[" * depth + "]" * depth + "]"
+    if depth + 1 > MAX_JSON_DEPTH:
+        with pytest.raises(JsonDepthError, match="levels deep"):
+            loads_bounded(text)
+    else:
+        assert loads_bounded(text)[0] == "[{[{[{"

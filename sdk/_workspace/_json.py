@@ -1,0 +1,71 @@
+"""JSON that ctxfs reads back (state files, memories, indexes, replies), with bounded nesting.
+
+Python's :func:`json.loads` recurses once per nesting level, so a file nested a few thousand
+levels deep raises :class:`RecursionError` from deep inside the parser. ctxfs reads JSON it
+did not necessarily write (an agent, a hand edit, a model's reply), so every such read goes
+through :func:`loads_bounded`: the depth is measured first, in one linear pass that never
+recurses, and a document deeper than :data:`MAX_JSON_DEPTH` is refused with a
+:class:`ValueError` that says how deep it is, which the caller turns into its own format
+error naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["MAX_JSON_DEPTH", "JsonDepthError", "json_depth", "loads_bounded"]
+
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of arrays and objects ctxfs reads back (its own files nest under 10)."""
+
+
+class JsonDepthError(ValueError):
+    """A JSON document nests deeper than the bound."""
+
+
+def json_depth(text: str | bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` in ``text``, outside strings; one pass.
+
+    >>> json_depth('{"a": [1, {"b": "]]]["}]}')
+    3
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogatepass")
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def loads_bounded(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """:func:`json.loads`, refusing documents nested deeper than ``max_depth``.
+
+    >>> try:
+    ...     loads_bounded("[" * 100 + "]" * 100)
+    ... except JsonDepthError as exc:
+    ...     print(exc)
+    JSON nested 100 levels deep (at most 64 are read)
+
+    Raises:
+        JsonDepthError: The document nests deeper than ``max_depth`` (a ``ValueError``).
+        ValueError: It is not JSON (:class:`json.JSONDecodeError`).
+    """
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise JsonDepthError(f"JSON nested {depth:,} levels deep (at most {max_depth} are read)")
+    return json.loads(text)
