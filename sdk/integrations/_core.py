@@ -259,11 +259,15 @@ class RequestShape:
         system: The system message, when it is not among the messages.
         tools: The tools the model is bound to.
         model: The chat model (its profile gives the window when the policy has none).
+        plan: The live todo list (the graph state's ``todos``, as LangChain's
+            ``TodoListMiddleware`` and Deep Agents' ``write_todos`` keep it): a summary puts
+            it back after itself (:attr:`~ctxfs.ContextPolicy.pinning`).
     """
 
     system: BaseMessage | str | None = None
     tools: Sequence[Tool] = ()
     model: BaseChatModel | None = None
+    plan: Sequence[Mapping[str, Any]] | str | None = None
 
 
 class ContextHooks:
@@ -560,7 +564,18 @@ def _compact_args(thread: str, request: RequestShape, force: bool) -> dict[str, 
         "tools": request.tools,
         "model": request.model,
         "force": force,
+        "plan": request.plan,
     }
+
+
+def plan_of(state: object, key: str = "todos") -> Sequence[Mapping[str, Any]] | str | None:
+    """The todo list in a graph state, or ``None`` when it has none (or not of that shape)."""
+    todos = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    if isinstance(todos, str):
+        return todos
+    if isinstance(todos, Sequence) and all(isinstance(t, Mapping) for t in todos):
+        return list(todos)
+    return None
 
 
 def _is_failure(event: ContextEvent) -> bool:

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxfs._messages import message_text
 from ctxfs._summary._message import is_summary
+from ctxfs._summary._pins import is_pinned
 
 __all__ = ["TurnBatch", "TurnQueue", "conversational"]
 
@@ -29,7 +30,7 @@ def conversational(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """The messages worth learning from: user messages and final answers with text."""
     kept: list[BaseMessage] = []
     for message in messages:
-        if is_summary(message) or not message_text(message).strip():
+        if is_summary(message) or is_pinned(message) or not message_text(message).strip():
             continue
         if isinstance(message, HumanMessage) or (
             isinstance(message, AIMessage) and not message.tool_calls

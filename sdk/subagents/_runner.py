@@ -16,6 +16,7 @@ from ctxfs._compaction._engine import ContextEngine
 from ctxfs._errors import UnknownSubAgentError, WorkspaceError
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._message import is_summary, summary_state
+from ctxfs._summary._pins import is_pinned
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._core import ContextHooks, EventHandler
 from ctxfs.subagents._loop import Run, adrive, drive
@@ -373,7 +374,7 @@ class SubAgents:
         archive = TranscriptArchive(self._workspace, run.thread_id, clock=self._clock)
         summary = next((m for m in run.messages if is_summary(m)), None)
         state = summary_state(summary) if summary is not None else None
-        tail = [m for m in run.messages if not is_summary(m)]
+        tail = [m for m in run.messages if not is_summary(m) and not is_pinned(m)]
         try:
             with engine.lock:
                 committed = archive.segments()
