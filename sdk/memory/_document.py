@@ -14,9 +14,17 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 from ctxfs._errors import MemoryFormatError
+from ctxfs._workspace._json import JsonDepthError, loads_bounded
 
 __all__ = [
     "DOCUMENT_FORMAT",
@@ -43,6 +51,9 @@ _SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 _SPACES = re.compile(r"\s+")
 
 Namespace = tuple[str, ...]
+
+ThreadId = Annotated[str, StringConstraints(strip_whitespace=False)]
+"""A thread id, kept exactly (spaces included: it names the thread's transcript folder)."""
 
 
 def check_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
@@ -96,7 +107,7 @@ class Fact(_Frozen):
     category: FactCategory
     confidence: Annotated[float, Field(ge=0.0, le=1.0)]
     created_at: datetime
-    source: str = ""
+    source: ThreadId = ""
     tags: tuple[str, ...] = ()
 
     @field_validator("created_at")
@@ -156,7 +167,7 @@ class MemoryDocument(_Frozen):
     user: UserContext = UserContext()
     history: History = History()
     facts: tuple[Fact, ...] = ()
-    threads: tuple[str, ...] = ()
+    threads: tuple[ThreadId, ...] = ()
     updated_at: datetime | None = None
 
     @field_validator("namespace")
@@ -193,13 +204,17 @@ def parse_document(data: bytes, path: str) -> MemoryDocument:
         path: Its virtual path, for the error message.
 
     Raises:
-        MemoryFormatError: Not UTF-8 JSON, not an object, or a field is missing or invalid
-            (the first invalid field is named, dotted: ``facts.3.confidence``).
+        MemoryFormatError: Not UTF-8 JSON, nested deeper than a memory document can be (see
+            :data:`~ctxfs._workspace._json.MAX_JSON_DEPTH`), not an object, or a field is
+            missing or invalid (the first invalid field is named, dotted:
+            ``facts.3.confidence``).
     """
     try:
-        raw = json.loads(data.decode("utf-8"))
+        raw = loads_bounded(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise MemoryFormatError(f"not UTF-8 text ({exc.reason})", path=path) from None
+    except JsonDepthError as exc:
+        raise MemoryFormatError(str(exc), path=path) from None
     except json.JSONDecodeError as exc:
         raise MemoryFormatError(
             f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path

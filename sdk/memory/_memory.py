@@ -17,10 +17,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ctxfs._errors import WorkspaceError
+from ctxfs._layout import safe_name
 from ctxfs._messages import message_text
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.memory._document import MemoryDocument, now_utc
+from ctxfs.memory._conversations import ConversationLog
+from ctxfs.memory._document import MemoryDocument, normalize_fact, now_utc
 from ctxfs.memory._extract import (
     EXTRACTION_PROMPT,
     AppliedUpdate,
@@ -103,6 +105,7 @@ class LongTermMemory:
         self._counter = as_token_counter(token_counter)
         self._retriever = retriever or KeywordRetriever(workspace)
         self._queue = TurnQueue(debounce_seconds=self._settings.debounce_seconds, clock=clock)
+        self._conversations = ConversationLog(workspace, self._file.namespace)
         self._now = now
         self._prompt = prompt
 
@@ -140,11 +143,16 @@ class LongTermMemory:
     def record(self, thread_id: str, messages: Sequence[BaseMessage]) -> int:
         """Queues a turn's user messages and final answers (see :class:`TurnQueue`).
 
-        A memory without a model learns nothing, so it queues nothing.
+        They are also appended to the thread's conversation log under the memory (unless
+        ``settings.keep_conversations`` is off), so the next session recalls them even if
+        this one never compacts (a failure to write it is logged, never raised). A memory
+        without a model learns nothing, so it queues nothing.
 
         Returns:
             How many new messages were queued.
         """
+        if self._settings.keep_conversations:
+            self._conversations.record(thread_id, messages)
         if self._model is None:
             return 0
         return self._queue.add(thread_id, messages)
@@ -251,12 +259,45 @@ class LongTermMemory:
         k = self._settings.recall_k if k is None else k
         return self._retriever.search(query, k=k, scope=scope)
 
-    def recall_prompt(self, query: str, *, scope: Scope | None = None) -> InjectedMemory:
-        """The ``<recalled>`` block for ``query``, within ``settings.max_recall_tokens``."""
+    def recall_prompt(
+        self,
+        query: str,
+        *,
+        scope: Scope | None = None,
+        document: MemoryDocument | None = None,
+        session: str | None = None,
+    ) -> InjectedMemory:
+        """The ``<recalled>`` block for ``query``, within ``settings.max_recall_tokens``.
+
+        What the ``<memory>`` block of ``document`` (the stored one by default) already holds
+        is not recalled again: a fact it injects, and a passage that says only what one of
+        its facts says, are dropped, and so is a hit saying what a better one said; the next
+        hits take their place. ``session`` is the thread being started: what it said is in
+        its context already, so its own passages are not recalled either.
+        """
         if not query.strip() or self._settings.recall_k == 0:
             return InjectedMemory("", 0)
-        hits = self.recall(query, scope=scope)
-        return recalled_block(hits, self._counter, self._settings.max_recall_tokens)
+        document = self.load() if document is None else document
+        injected = set(self.prompt(document).facts)
+        said = {normalize_fact(f.content) for f in document.facts if f.id in injected}
+        own = None if session is None else safe_name(session)
+        k = self._settings.recall_k
+        asked = k + len(injected)
+        while True:
+            hits = self.recall(query, k=asked, scope=scope)
+            fresh: dict[str, MemoryHit] = {}  # by what they say: a passage said twice once
+            for hit in hits:
+                said_here = normalize_fact(hit.text)
+                if said_here in said or (hit.kind == "fact" and hit.ref in injected):
+                    continue
+                if hit.kind == "transcript" and hit.thread == own:
+                    continue
+                fresh.setdefault(said_here, hit)
+            if len(fresh) >= k or len(hits) < asked:
+                break
+            asked *= 4
+        chosen = list(fresh.values())[:k]
+        return recalled_block(chosen, self._counter, self._settings.max_recall_tokens)
 
     def system_message(
         self, system: SystemMessage | str | None = None, *, recalled: str = ""

@@ -119,8 +119,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._memory.record(thread, _messages(state))
         self._learn(self._memory.process_due)
         update: dict[str, Any] = {}
+        document = None
         try:
-            update["memory_prompt"] = self._memory.prompt().text
+            document = self._memory.load()
+            update["memory_prompt"] = self._memory.prompt(document).text
         except (WorkspaceError, OSError) as exc:
             _log.warning("ctxfs memory [%s]: no memory injected: %s", thread, exc)
             update["memory_prompt"] = ""
@@ -128,7 +130,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             query = session_query(_messages(state))
             if query is not None:
                 try:
-                    update["memory_recalled"] = self._memory.recall_prompt(query).text
+                    # a memory that did not load injects nothing, so nothing is left out
+                    known = document if document is not None else self._memory.file.empty()
+                    recalled = self._memory.recall_prompt(query, document=known, session=thread)
+                    update["memory_recalled"] = recalled.text
                 except (WorkspaceError, OSError) as exc:
                     _log.warning("ctxfs memory [%s]: nothing recalled: %s", thread, exc)
         return update
