@@ -33,6 +33,7 @@ from langgraph.store.base import BaseStore, Item, SearchItem
 from ctxfs._layout import MEMORIES_DIR, safe_name
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.memory._conversations import conversation_files, namespace_of
+from ctxfs.memory._document import Fact
 from ctxfs.memory._retrieval import (
     Entry,
     KeywordIndex,
@@ -75,6 +76,7 @@ def _value(entry: Entry) -> dict[str, Any]:
         "namespace": list(entry.namespace),
         "thread": entry.thread,
         "tags": list(entry.tags),
+        "fact": None if entry.fact is None else entry.fact.model_dump(mode="json"),
     }
 
 
@@ -88,6 +90,7 @@ def _entry(item: Item) -> Entry:
         tuple(v.get("namespace", ())),
         v.get("thread", ""),
         tuple(v.get("tags", ())),
+        None if v.get("fact") is None else Fact.model_validate(v["fact"]),
     )
 
 
@@ -128,7 +131,7 @@ class StoreRetriever:
             How many items were put.
         """
         scope = scope or Scope()
-        entries = collect_entries(workspace, scope)
+        entries = collect_entries(workspace, scope, every_fact=True)
         wanted: set[tuple[tuple[str, ...], str]] = set()
         documents = list(memory_documents(workspace, scope.namespace))
         logs = list(conversation_files(workspace, scope.namespace))
@@ -212,7 +215,8 @@ class StoreRetriever:
 
         def keep(entry: Entry) -> bool:
             if entry.kind == "fact":
-                return not wanted or bool(wanted.intersection(entry.tags))
+                tagged = not wanted or bool(wanted.intersection(entry.tags))
+                return tagged and entry.visible(scope)
             return folders is None or not _logged(entry) or entry.thread in folders
 
         if not self._semantic():

@@ -28,8 +28,10 @@ from ctxfs._workspace._json import JsonDepthError, loads_bounded
 
 __all__ = [
     "DOCUMENT_FORMAT",
+    "Change",
     "Fact",
     "FactCategory",
+    "FactScope",
     "History",
     "MemoryDocument",
     "UserContext",
@@ -79,10 +81,26 @@ def normalize_fact(content: str) -> str:
     return _SPACES.sub(" ", text).strip().rstrip(".!").strip()
 
 
-def fact_id(content: str) -> str:
-    """A fact's id, derived from its normalized content (so two writers agree on it)."""
-    digest = hashlib.sha256(normalize_fact(content).encode("utf-8")).hexdigest()
+FactScope = Literal["user", "project", "task"]
+"""Whom a fact is about: the user (every session), a project (its sessions), or one task."""
+
+
+def fact_id(content: str, scope: FactScope = "user", scope_id: str = "") -> str:
+    """A fact's id, derived from its normalized content and its scope (so two writers agree
+    on it; a user fact's id depends on its content only)."""
+    key = normalize_fact(content)
+    if scope != "user":
+        key = f"{scope}\x00{scope_id}\x00{key}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
     return f"fact-{digest[:12]}"
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("a time needs a time zone, e.g. 2026-01-31T12:00:00Z")
+    return value.astimezone(UTC)
 
 
 class _Frozen(BaseModel):
@@ -100,6 +118,11 @@ class Fact(_Frozen):
         created_at: When it was first learned (UTC).
         source: Where it was learned: the thread id of the conversation.
         tags: Topics, to scope retrieval (``"billing"``, ``"infra"``...).
+        scope: Whom it is about (see :data:`FactScope`); only a ``"user"`` fact reaches
+            every session.
+        scope_id: The project or task id of a ``"project"`` or ``"task"`` fact.
+        expires_at: When it stops being true (UTC), ``None`` if it does not: from then on
+            it is neither injected nor retrieved.
     """
 
     id: Annotated[str, Field(min_length=1, max_length=128)]
@@ -109,13 +132,58 @@ class Fact(_Frozen):
     created_at: datetime
     source: ThreadId = ""
     tags: tuple[str, ...] = ()
+    scope: FactScope = "user"
+    scope_id: ThreadId = ""
+    expires_at: datetime | None = None
 
     @field_validator("created_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            raise ValueError("created_at needs a time zone, e.g. 2026-01-31T12:00:00Z")
-        return value.astimezone(UTC)
+        aware = _aware(value)
+        assert aware is not None
+        return aware
+
+    @field_validator("expires_at")
+    @classmethod
+    def _utc_or_none(cls, value: datetime | None) -> datetime | None:
+        return _aware(value)
+
+    def visible(self, *, task: str | None, project: str | None, now: datetime) -> bool:
+        """Whether this fact belongs in a session of ``task`` in ``project`` at ``now``:
+        not expired, and a user fact, or a fact of that project, or of that very task."""
+        if self.expires_at is not None and self.expires_at <= now:
+            return False
+        if self.scope == "project":
+            return self.scope_id == (project or "")
+        if self.scope == "task":
+            return task is not None and self.scope_id == task
+        return True
+
+
+class Change(_Frozen):
+    """What made a version of a memory document.
+
+    Attributes:
+        kind: What changed it: ``"learn"`` (an extraction), ``"apply"`` (an update from
+            code), ``"forget"``, ``"replace"``, ``"rollback"``, ``"consolidate"``, ``"edit"``.
+        by: Who or what: the extraction model, ``"ctxfs memory forget"``, a name given.
+        thread: The conversation it came from (``""`` if none).
+        at: When (UTC).
+        note: What it did, in a few words (``"added 2, merged 1"``).
+    """
+
+    kind: Annotated[str, Field(min_length=1, max_length=64)]
+    by: str = ""
+    thread: ThreadId = ""
+    at: datetime
+    note: str = ""
+
+    @field_validator("at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        aware = _aware(value)
+        assert aware is not None
+        return aware
 
 
 class UserContext(_Frozen):
@@ -159,6 +227,9 @@ class MemoryDocument(_Frozen):
         threads: The conversations (thread ids) whose turns were learned from, oldest first:
             retrieval scoped to this namespace searches their archived transcripts.
         updated_at: When the document was last written (UTC), ``None`` if never.
+        revision: The number of this version: 1 for the first write, one more for each
+            change (0 for a document never written, or written before versions).
+        change: What made this version (``None`` for revision 0).
     """
 
     format: Literal["ctxfs-memory"] = "ctxfs-memory"
@@ -169,6 +240,8 @@ class MemoryDocument(_Frozen):
     facts: tuple[Fact, ...] = ()
     threads: tuple[ThreadId, ...] = ()
     updated_at: datetime | None = None
+    revision: Annotated[int, Field(ge=0)] = 0
+    change: Change | None = None
 
     @field_validator("namespace")
     @classmethod
@@ -188,6 +261,11 @@ class MemoryDocument(_Frozen):
     def fact(self, id: str) -> Fact | None:
         """The fact with this id, or ``None``."""
         return next((f for f in self.facts if f.id == id), None)
+
+    def content(self) -> tuple[object, ...]:
+        """What the document remembers (not when or why it was written): two versions with
+        the same content are the same memory."""
+        return (self.user, self.history, self.facts, self.threads)
 
 
 def encode_document(document: MemoryDocument) -> bytes:
@@ -245,7 +323,8 @@ def render_markdown(document: MemoryDocument) -> str:
     """The document for people: user context, history, then facts by confidence."""
     lines = [f"# Memory: {' / '.join(document.namespace)}", ""]
     if document.updated_at is not None:
-        lines += [f"Updated {document.updated_at.isoformat()}.", ""]
+        version = f" (version {document.revision})" if document.revision else ""
+        lines += [f"Updated {document.updated_at.isoformat()}{version}.", ""]
     for title, part, labels in (
         ("User context", document.user, _USER_LABELS),
         ("History", document.history, _HISTORY_LABELS),
@@ -259,10 +338,12 @@ def render_markdown(document: MemoryDocument) -> str:
         lines += ["## Facts", ""]
         for fact in sorted(document.facts, key=lambda f: (-f.confidence, f.id)):
             tags = f" [{', '.join(fact.tags)}]" if fact.tags else ""
+            scope = "" if fact.scope == "user" else f", {fact.scope} {fact.scope_id or '-'}"
+            until = "" if fact.expires_at is None else f", until {fact.expires_at.isoformat()}"
             lines.append(
                 f"- {fact.content} ({fact.category}, confidence {fact.confidence:.2f}, "
-                f"{fact.created_at.date().isoformat()}, from {fact.source or '?'}){tags} "
-                f"`{fact.id}`"
+                f"{fact.created_at.date().isoformat()}, from {fact.source or '?'}"
+                f"{scope}{until}){tags} `{fact.id}`"
             )
         lines.append("")
     return "\n".join(lines)

@@ -74,13 +74,12 @@ def memory_node(
         memory.record(current_thread_id(), list(state.get(messages_key) or []))
         memory.process_due()
         document = memory.load()
-        update: dict[str, Any] = {"memory_prompt": memory.prompt(document).text}
+        thread = current_thread_id()
+        update: dict[str, Any] = {"memory_prompt": memory.prompt(document, thread_id=thread).text}
         if recall and not state.get("memory_recalled"):
             query = session_query(list(state.get(messages_key) or []))
             if query is not None:
-                recalled = memory.recall_prompt(
-                    query, document=document, session=current_thread_id()
-                )
+                recalled = memory.recall_prompt(query, document=document, session=thread)
                 update["memory_recalled"] = recalled.text
         return update
 

@@ -122,7 +122,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         document = None
         try:
             document = self._memory.load()
-            update["memory_prompt"] = self._memory.prompt(document).text
+            update["memory_prompt"] = self._memory.prompt(document, thread_id=thread).text
         except (WorkspaceError, OSError) as exc:
             _log.warning("ctxfs memory [%s]: no memory injected: %s", thread, exc)
             update["memory_prompt"] = ""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
@@ -30,7 +31,7 @@ from ctxfs._layout import MEMORIES_DIR, TRANSCRIPTS_DIR, safe_name
 from ctxfs._messages import message_text
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.memory._conversations import conversation_files, namespace_of, read_conversation
-from ctxfs.memory._document import MemoryDocument, parse_document
+from ctxfs.memory._document import Fact, MemoryDocument, now_utc, parse_document
 
 __all__ = [
     "CHUNK_CHARS",
@@ -90,6 +91,14 @@ class Entry:
     namespace: tuple[str, ...] = ()
     thread: str = ""
     tags: tuple[str, ...] = ()
+    fact: Fact | None = None  # a fact entry's fact (its scope and expiry)
+
+    def visible(self, scope: Scope) -> bool:
+        """Whether a search in ``scope`` may return this entry (a fact's scope and expiry)."""
+        if self.fact is None:
+            return True
+        now = now_utc() if scope.now is None else scope.now
+        return self.fact.visible(task=scope.task, project=scope.project, now=now)
 
     def hit(self, score: float) -> MemoryHit:
         """This entry as a hit with ``score``."""
@@ -110,12 +119,20 @@ class Scope:
         threads: Only transcripts of these threads (thread ids); ``None`` for the default
             above; ``()`` for no transcripts.
         kinds: Which kinds of entries to search.
+        task: The task being worked on: its ``"task"`` facts are found, no other task's
+            (``None``: no task fact at all).
+        project: The project: its ``"project"`` facts are found, no other project's
+            (``None``: those of no project).
+        now: Facts expired by then are not found (``None``: the current time).
     """
 
     namespace: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     threads: tuple[str, ...] | None = None
     kinds: tuple[HitKind, ...] = ("fact", "transcript")
+    task: str | None = None
+    project: str | None = None
+    now: datetime | None = None
 
 
 @runtime_checkable
@@ -229,8 +246,14 @@ def transcript_entries(workspace: Workspace, folder: str) -> Iterator[Entry]:
                     yield Entry("transcript", chunk, twin, ref, thread=thread)
 
 
-def collect_entries(workspace: Workspace, scope: Scope | None = None) -> list[Entry]:
-    """The corpus of ``scope``: facts first, then transcript chunks, in a fixed order."""
+def collect_entries(
+    workspace: Workspace, scope: Scope | None = None, *, every_fact: bool = False
+) -> list[Entry]:
+    """The corpus of ``scope``: facts first, then transcript chunks, in a fixed order.
+
+    ``every_fact`` keeps the facts of every task and project and the expired ones (what an
+    index of the whole memory holds; its searches filter them).
+    """
     scope = scope or Scope()
     entries: list[Entry] = []
     documents = list(memory_documents(workspace, scope.namespace))
@@ -240,17 +263,18 @@ def collect_entries(workspace: Workspace, scope: Scope | None = None) -> list[En
             for fact in document.facts:
                 if wanted and not wanted.intersection(fact.tags):
                     continue
-                entries.append(
-                    Entry(
-                        "fact",
-                        fact.content,
-                        path,
-                        fact.id,
-                        document.namespace,
-                        fact.source,
-                        fact.tags,
-                    )
+                entry = Entry(
+                    "fact",
+                    fact.content,
+                    path,
+                    fact.id,
+                    document.namespace,
+                    fact.source,
+                    fact.tags,
+                    fact,
                 )
+                if every_fact or entry.visible(scope):
+                    entries.append(entry)
     if "transcript" in scope.kinds:
         logs = list(conversation_files(workspace, scope.namespace))
         folders = None if scope.threads is None else {safe_name(t) for t in scope.threads}
