@@ -154,7 +154,7 @@ def consolidate_document(
         f.id for f in document.facts if f.expires_at is not None and f.expires_at <= now
     )
     facts = [f for f in document.facts if f.id not in expired]
-    origin = {f.id: (f.id,) for f in facts}
+    origin: dict[str, tuple[str, ...]] = {f.id: (f.id,) for f in facts}
     while True:  # until no two facts are alike: merging can make a fact like another
         groups = _groups(facts, similarity)
         if all(len(group) == 1 for group in groups):
