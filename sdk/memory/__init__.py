@@ -57,6 +57,7 @@ from ctxfs.memory._graph import (
     remember_node,
     system_with_memory,
 )
+from ctxfs.memory._hybrid import HybridRetriever, reciprocal_rank_fusion
 from ctxfs.memory._inject import InjectedMemory, memory_block, recalled_block, with_memory
 from ctxfs.memory._memory import Learned, LongTermMemory
 from ctxfs.memory._queue import TurnBatch, TurnQueue
@@ -89,6 +90,7 @@ __all__ = [
     "FactScope",
     "History",
     "HistoryUpdate",
+    "HybridRetriever",
     "InjectedMemory",
     "KeywordIndex",
     "KeywordRetriever",
@@ -120,6 +122,7 @@ __all__ = [
     "memory_path",
     "parse_document",
     "recalled_block",
+    "reciprocal_rank_fusion",
     "remember_node",
     "render_markdown",
     "system_with_memory",
