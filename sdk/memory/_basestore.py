@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from langgraph.store.base import BaseStore, Item, SearchItem
+from langgraph.store.base import BaseStore, Item, PutOp, SearchItem
 
 from ctxfs._layout import MEMORIES_DIR, safe_name
 from ctxfs._workspace._workspace import Workspace
@@ -144,10 +144,13 @@ class StoreRetriever:
             )
             namespace = (*self._prefix, "docs", *_labels(name))
             self._store.put(namespace, "threads", {"folders": list(folders)}, index=False)
+        puts = []
         for entry in entries:
             namespace = self._namespace_of(entry)
             wanted.add((namespace, entry.ref))
-            self._store.put(namespace, entry.ref, _value(entry), index=["text"])
+            puts.append(PutOp(namespace, entry.ref, _value(entry), index=["text"]))
+        for start in range(0, len(puts), _PAGE):  # in batches: the embeddings are too
+            self._store.batch(puts[start : start + _PAGE])
         for kind in ("facts", "transcripts", "conversations"):
             for item in self._items((*self._prefix, kind)):
                 if (tuple(item.namespace), item.key) not in wanted and self._in_scope(item, scope):

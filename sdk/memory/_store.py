@@ -246,6 +246,14 @@ class MemoryFile:
         Raises:
             LookupError: There is no such version (the message lists those there are).
         """
+        if revision >= 0:
+            try:
+                kept = self._parse(self._workspace.read_bytes(self.version_path(revision)))
+            except (MemoryFormatError, PathNotFoundError, NotADirectoryPathError):
+                pass  # not kept (yet), or broken: the history says what there is
+            else:
+                if kept.revision == revision:
+                    return kept
         history = self.history()
         found = next((d for d in history if d.revision == revision), None)
         if found is None:
