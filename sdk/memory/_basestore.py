@@ -144,13 +144,20 @@ class StoreRetriever:
             )
             namespace = (*self._prefix, "docs", *_labels(name))
             self._store.put(namespace, "threads", {"folders": list(folders)}, index=False)
-        puts = []
+        # in batches, so the embeddings are computed in batches too; a text twice in one
+        # batch ends it (InMemoryStore embeds each distinct text once and then miscounts)
+        batch: list[PutOp] = []
+        texts: set[str] = set()
         for entry in entries:
             namespace = self._namespace_of(entry)
             wanted.add((namespace, entry.ref))
-            puts.append(PutOp(namespace, entry.ref, _value(entry), index=["text"]))
-        for start in range(0, len(puts), _PAGE):  # in batches: the embeddings are too
-            self._store.batch(puts[start : start + _PAGE])
+            if len(batch) >= _PAGE or entry.text in texts:
+                self._store.batch(batch)
+                batch, texts = [], set()
+            batch.append(PutOp(namespace, entry.ref, _value(entry), index=["text"]))
+            texts.add(entry.text)
+        if batch:
+            self._store.batch(batch)
         for kind in ("facts", "transcripts", "conversations"):
             for item in self._items((*self._prefix, kind)):
                 if (tuple(item.namespace), item.key) not in wanted and self._in_scope(item, scope):

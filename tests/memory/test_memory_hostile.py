@@ -31,6 +31,7 @@ from ctxfs.memory import (
     Scope,
     StoreRetriever,
     TurnQueue,
+    collect_entries,
 )
 from ctxfs.memory import _queue as queue_module
 from ctxfs.testing import ScriptedChatModel
@@ -237,3 +238,17 @@ def test_the_middleware_recall_leaves_out_the_injected_facts() -> None:
     state = agent.invoke({"messages": [("user", "which port does the ledger use?")]})
     assert "port 7001" in state["memory_prompt"]
     assert state.get("memory_recalled", "") == ""
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["same words", "other words", "same words"]), max_size=12))
+def test_a_semantic_store_syncs_any_repetition_of_texts(texts: list[str]) -> None:
+    from ctxfs.testing import HashingEmbeddings
+
+    workspace = Workspace("memory://repeated-texts")
+    for index, text in enumerate(texts):
+        _archive(workspace, f"t{index % 3}", [HumanMessage(text)])
+    store = InMemoryStore(index={"dims": 64, "embed": HashingEmbeddings(64), "fields": ["text"]})
+    retriever = StoreRetriever(store)
+    assert retriever.sync(workspace) == len(collect_entries(workspace))
+    assert len(retriever.search("words", k=50)) == len(collect_entries(workspace))
