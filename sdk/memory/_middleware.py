@@ -65,9 +65,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     - **Before the run** (``before_agent``): learns from the threads whose debounce has
       elapsed, renders the ``<memory>`` block (user context, history, top facts, within
-      ``max_injection_tokens``) and, at the start of a session (no answer in the thread
-      yet), retrieves what is relevant to the user's request from earlier sessions (facts
-      and archived transcripts) into a ``<recalled>`` block. Both go into the state
+      ``max_injection_tokens``; the facts of the thread's task, or of the memory's
+      ``task``, and project, none expired) and, at the start of a session (no answer in
+      the thread yet), retrieves what is relevant to the user's request from earlier
+      sessions (facts, archived transcripts, conversation logs; nothing the ``<memory>``
+      block already says) into a ``<recalled>`` block. Both go into the state
       (``memory_prompt``, ``memory_recalled``), so every model call of the session sends the
       same system prompt (a provider's prompt cache stays valid).
     - **Each model call** (``wrap_model_call``): appends the blocks to the system message.
@@ -75,7 +77,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
       in ``middleware=[...]``: the outer one runs first, so the context engine counts the
       system message with the memory in it, as part of the request's budget.
     - **After the run** (``after_agent``): queues the turn's user messages and final answers
-      under the thread, to be learned from once the thread has been quiet for the debounce
+      under the thread (and logs them under the memory, for recall), to be learned from
+      once the thread has been quiet for the debounce
       (the user's messages are queued at the start of the run already, in case compaction
       archives them during it). The queue lives in the process: call
       ``memory.flush()`` before the process ends to learn from turns still waiting.
