@@ -89,7 +89,13 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 def test_the_cli_reports_a_deep_memory_as_one_line_naming_the_file(tmp_path: Path) -> None:
     workspace = Workspace(tmp_path)
     workspace.write_bytes("/memories/alice/memory.json", _nested(5_000, "field"))
-    for argv in (("show", "-n", "alice"), ("forget", "-n", "alice", "fact-000000000000")):
+    for argv in (
+        ("show", "-n", "alice"),
+        ("forget", "-n", "alice", "fact-000000000000"),
+        ("history", "-n", "alice"),
+        ("rollback", "-n", "alice", "--to", "1"),
+        ("consolidate", "-n", "alice"),
+    ):
         status, _, err = _cli("memory", argv[0], str(tmp_path), *argv[1:])
         assert status == 2, err
         assert "/memories/alice/memory.json" in err and "5,001 levels deep" in err
