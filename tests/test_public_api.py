@@ -89,6 +89,7 @@ PUBLIC = [
 
 PUBLIC_PACKAGES = {"backends", "sandbox", "tools"}
 ON_DEMAND = {"demo", "integrations", "memory", "subagents", "testing", "workflows"}
+ON_DEMAND |= {"lifecycle"}
 """Subpackages a user may import that ``import ctxfs`` does not load."""
 
 
