@@ -9,6 +9,7 @@ retention, without ever deleting what a thread that stays still points to.
 - :class:`GarbageCollector`: plans (:class:`GcPlan`: what goes, what stays and why) and, on
   request, applies a collection (:class:`GcReport`) by the :class:`Retention` settings
   (``older_than``, ``max_bytes``). Safe to stop at any point; the next run finishes it.
+  :func:`collect_garbage` does it in one call.
 - What keeps a thread is decided by rules (:data:`RetentionRule`): :func:`pointer_rule`
   (pointers in its transcripts), :func:`memory_rule` (long-term memory naming it),
   :func:`messages_rule` (the messages in an agent's state), or your own.
@@ -21,7 +22,7 @@ The command line has the same: ``ctxfs threads WORKSPACE`` and ``ctxfs gc WORKSP
 
 from __future__ import annotations
 
-from ctxfs.lifecycle._collect import GarbageCollector, GcReport
+from ctxfs.lifecycle._collect import GarbageCollector, GcReport, collect_garbage
 from ctxfs.lifecycle._files import FileLister, StampedFile, list_files
 from ctxfs.lifecycle._plan import Collection, GcPlan, Kept
 from ctxfs.lifecycle._retention import Retention, format_duration, parse_duration
@@ -50,6 +51,7 @@ __all__ = [
     "RuleContext",
     "StampedFile",
     "ThreadInfo",
+    "collect_garbage",
     "format_duration",
     "list_files",
     "list_threads",

@@ -1,6 +1,8 @@
 """Garbage collection of whole threads: plan, then delete in an order that is safe to stop.
 
-Applying a plan, family by family (a thread with its sub-agent threads):
+Applying a plan (:meth:`GarbageCollector.apply`) plans again, and removes only the families
+both plans remove with the same files; then, family by family (a thread with its sub-agent
+threads):
 
 1. **Journal.** The files to delete are written, in order, to
    ``/transcripts/<thread>/gc.json`` (create-only; a journal left by an earlier run is
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ctxfs._errors import ConflictError, PathExistsError, PathNotFoundError, WorkspaceError
@@ -43,7 +45,7 @@ from ctxfs.lifecycle._retention import Retention
 from ctxfs.lifecycle._rules import DEFAULT_RULES, RetentionRule
 from ctxfs.lifecycle._threads import JOURNAL_NAME, ThreadInfo, scan
 
-__all__ = ["GarbageCollector", "GcReport"]
+__all__ = ["GarbageCollector", "GcReport", "collect_garbage"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,34 +172,49 @@ class GarbageCollector:
         return make_plan(self._workspace, found, self._retention, self._rules, now)
 
     def run(self, *, apply: bool = False) -> GcReport:
-        """Plans a collection, and with ``apply=True`` carries it out.
-
-        Each family's failure is reported, not raised, and the others go on; a failed or
-        interrupted collection is finished by the next run.
+        """Plans a collection, and with ``apply=True`` carries it out (:meth:`apply`).
 
         Raises:
             WorkspaceError: Planning failed (nothing was deleted).
         """
+        plan = self.plan()
+        return self.apply(plan) if apply else GcReport(plan=plan, applied=False)
+
+    def apply(self, plan: GcPlan) -> GcReport:
+        """Carries out ``plan`` (from :meth:`plan`, shown to someone, say), family by family.
+
+        The workspace is planned again first, and a family is removed only if that plan
+        removes it too, with the same files: what changed since (a thread written to, a new
+        reference to it) is left alone, and a listing that missed something (a flaky store)
+        must miss it twice to matter. Each family's failure is reported, not raised, and the
+        others go on; a failed or interrupted collection is finished by the next run.
+
+        Raises:
+            WorkspaceError: Planning again failed (nothing was deleted).
+        """
         now = self._clock()
         found = scan(self._workspace, files=self._files)
-        plan = make_plan(self._workspace, found, self._retention, self._rules, now)
-        if not apply:
-            return GcReport(plan=plan, applied=False)
+        fresh = make_plan(self._workspace, found, plan.retention, self._rules, now)
+        agreed = {c.thread.key: c for c in fresh.collect}
         removed: list[str] = []
         skipped: list[tuple[str, str]] = []
         failed: list[tuple[str, str]] = []
         deleted = freed = 0
-        for kept in plan.kept:  # a collection that will not be finished: its journal goes
+        for kept in fresh.kept:  # a collection that will not be finished: its journal goes
             stale = found.journals.get(kept.thread.key)
             if stale is not None:
                 try:
                     _remove(self._workspace, stale.path)
                 except WorkspaceError as exc:
                     failed.append((kept.thread.name, str(exc)))
-        for collection in plan.collect:
-            name = collection.thread.name
+        for planned in plan.collect:
+            name = planned.thread.name
+            collection = agreed.get(planned.thread.key)
+            if collection is None or set(collection.files) != set(planned.files):
+                skipped.append((name, "changed since it was planned (it stays for now)"))
+                continue
             try:
-                outcome = self._collect(collection, now, found.journals.get(collection.thread.key))
+                outcome = self._collect(collection, now, found.journals.get(planned.thread.key))
             except WorkspaceError as exc:
                 failed.append((name, str(exc)))
                 continue
@@ -294,3 +311,43 @@ def _remove(workspace: Workspace, path: str) -> bool:
     except PathNotFoundError:
         return False
     return True
+
+
+def collect_garbage(
+    workspace: Workspace,
+    *,
+    older_than: timedelta | str | None = None,
+    max_bytes: int | None = None,
+    apply: bool = False,
+    keep: Iterable[str] = (),
+    rules: Iterable[RetentionRule] = DEFAULT_RULES,
+    clock: Callable[[], datetime] | None = None,
+) -> GcReport:
+    """Plans, and with ``apply=True`` carries out, one garbage collection of ``workspace``:
+    :class:`GarbageCollector` in one call, for a script or a scheduled job.
+
+    Example:
+        >>> from ctxfs import Workspace
+        >>> from ctxfs.lifecycle import collect_garbage
+        >>> ws = Workspace("memory://collect-doc")
+        >>> _ = ws.write_text("/tool_results/t1/call_1.txt", "x" * 100)
+        >>> report = collect_garbage(ws, older_than="7d")  # a dry run
+        >>> report.applied, [k.reason for k in report.plan.kept]
+        (False, ['active 0s ago'])
+
+    Args:
+        workspace: The workspace (writable when ``apply`` is true).
+        older_than: Remove threads idle longer than this (``"7d"``, a timedelta).
+        max_bytes: Then remove the oldest threads until the rest hold at most this many bytes.
+        apply: Delete (default: only plan, a dry run).
+        keep: Thread ids never removed.
+        rules: What keeps a thread (default :data:`DEFAULT_RULES`).
+        clock: Returns the current time (default: now, UTC).
+
+    Raises:
+        ValueError: Neither ``older_than`` nor ``max_bytes``, or an invalid value.
+        WorkspaceError: Planning failed (nothing was deleted).
+    """
+    retention = Retention(older_than=older_than, max_bytes=max_bytes, keep=frozenset(keep))
+    collector = GarbageCollector(workspace, retention, rules=rules, clock=clock)
+    return collector.run(apply=apply)

@@ -9,6 +9,8 @@ Planning only reads. It works on whole threads, each with its sub-agent threads 
    reaches stays, and is asked in turn, until nothing new is reached.
 3. ``max_bytes``: while the families that stay hold more, the oldest one idle at least
    ``min_idle`` that nothing staying points to goes too, and so on.
+4. Order: the families to remove, oldest first, except that a family pointing to another
+   one that goes is removed before it (so what is left never points to what is gone).
 
 A family whose activity is unknown (a store without modification times) always stays.
 """
@@ -60,8 +62,8 @@ class Kept:
     Attributes:
         thread: The thread.
         reason: Why it stays (recent activity, a reference to it, ``keep``...).
-        referenced: Whether something that stays points to it (otherwise it stays on its
-            own account).
+        referenced: Whether something that stays points to it (then it stays whatever its
+            age; the reason says who, and where).
     """
 
     thread: ThreadInfo
@@ -76,7 +78,8 @@ class GcPlan:
     Attributes:
         now: The time the plan was made at (the collector's clock).
         retention: The settings it applied.
-        collect: The threads to remove, oldest first.
+        collect: The threads to remove, in order: oldest first, but one pointing to another
+            before it.
         kept: The threads that stay, with their reasons.
         bytes_before: Bytes of every thread's files.
     """
@@ -179,21 +182,25 @@ def deletion_order(family: ThreadInfo) -> tuple[str, ...]:
     """The family's files in the order a collection deletes them.
 
     What points comes before what it points to, so that a collection cut short leaves no
-    reader a pointer to a missing file: first the transcripts (segment records, then the
-    index head, then its pages: the head gone, a reader finds no segment; a record left
-    alone would make it rebuild the index), then other control files, then the segment
-    files, sub-task records last of the transcripts; then the offloaded results and inputs.
+    reader a pointer to a missing file: first the transcripts, thread by thread, the thread
+    before its sub-agent threads (a task's result names their transcripts); in each folder
+    the segment records, then the index head, then its pages (the head gone, a reader finds
+    no segment; a record left alone would make it rebuild the index), then other control
+    files, then the segment files, the sub-task record last; then the offloaded results and
+    inputs the transcripts point to.
     """
-    transcripts: list[tuple[int, str]] = []
+    transcripts: list[str] = []
     rest: list[str] = []
     for thread in family.walk():
         folder = f"{TRANSCRIPTS_DIR}/{thread.key}/"
+        mine: list[tuple[int, str]] = []
         for stamped in thread.files:
             if stamped.path.startswith(folder):
-                transcripts.append((_rank(stamped.path[len(folder) :]), stamped.path))
+                mine.append((_rank(stamped.path[len(folder) :]), stamped.path))
             else:
                 rest.append(stamped.path)
-    return tuple([p for _, p in sorted(transcripts)] + sorted(rest))
+        transcripts.extend(path for _, path in sorted(mine))
+    return (*transcripts, *sorted(rest))
 
 
 def _rank(name: str) -> int:
@@ -311,7 +318,7 @@ def make_plan(
             break
         del own[victim]
         reasons[victim] = f"among the oldest while over {retention.max_bytes:,} bytes"
-    return _plan(found, retention, now, families, reasons, own, kept)
+    return _plan(found, retention, now, families, reasons, own, kept, references)
 
 
 def _closure(
@@ -361,21 +368,27 @@ def _plan(
     reasons: dict[str, str],
     own: dict[str, str],
     kept: dict[str, tuple[str, Reference] | None],
+    references: Callable[[str | None], list[tuple[str, Reference]]] | None = None,
 ) -> GcPlan:
     stays: list[Kept] = []
     for key in set(own) | set(kept):
-        reached = kept.get(key)
-        if key in own or reached is None:
+        reached = kept.get(key) or _pointed_by(key, kept, references)
+        if reached is None:
             stays.append(Kept(thread=families[key], reason=own.get(key, "")))
             continue
         holder, reference = reached
         who = f"thread {families[holder].name!r}" if holder else "the workspace"
         detail = reference.why or reference.path or reference.thread_id
         reason = f"{who} points to it ({detail})"
+        if key in own:
+            reason = f"{own[key]}; {reason}"
         stays.append(Kept(thread=families[key], reason=reason, referenced=True))
-    gone = sorted(
-        (k for k in reasons if k not in kept),
-        key=lambda k: (_when(families[k]), families[k].name),
+    gone = _referrers_first(
+        sorted(
+            (k for k in reasons if k not in kept),
+            key=lambda k: (_when(families[k]), families[k].name),
+        ),
+        references,
     )
     collect = tuple(
         Collection(
@@ -394,6 +407,54 @@ def _plan(
         kept=tuple(sorted(stays, key=lambda k: k.thread.name)),
         bytes_before=found.bytes,
     )
+
+
+def _pointed_by(
+    key: str,
+    kept: dict[str, tuple[str, Reference] | None],
+    references: Callable[[str | None], list[tuple[str, Reference]]] | None,
+) -> tuple[str, Reference] | None:
+    """The first thing that stays (the workspace first) pointing to family ``key``."""
+    if references is None:
+        return None
+    for holder in (None, *sorted(kept)):
+        if holder == key:
+            continue
+        for target, reference in references(holder):
+            if target == key:
+                return holder or "", reference
+    return None
+
+
+def _referrers_first(
+    oldest_first: list[str],
+    references: Callable[[str | None], list[tuple[str, Reference]]] | None,
+) -> list[str]:
+    """The families to remove, oldest first, except that one pointing to another comes
+    before it: cut short anywhere, what is left never points to what is gone (a cycle of
+    families pointing to each other is taken oldest first)."""
+    if references is None or len(oldest_first) < 2:
+        return oldest_first
+    going = set(oldest_first)
+    points_to = {key: {t for t, _ in references(key) if t in going} for key in oldest_first}
+    order: list[str] = []
+    placed: set[str] = set()
+    visiting: set[str] = set()
+
+    def place(key: str) -> None:
+        # everything pointing to ``key`` goes before it
+        visiting.add(key)
+        for other in oldest_first:
+            if key in points_to[other] and other not in placed and other not in visiting:
+                place(other)
+        visiting.discard(key)
+        if key not in placed:
+            placed.add(key)
+            order.append(key)
+
+    for key in oldest_first:
+        place(key)
+    return order
 
 
 def _when(family: ThreadInfo) -> datetime:

@@ -32,7 +32,7 @@ from langchain_core.messages import BaseMessage
 
 from ctxfs._archive._transcripts import decode_jsonl
 from ctxfs._errors import PathNotFoundError, WorkspaceError
-from ctxfs._layout import MEMORIES_DIR, TRANSCRIPTS_DIR
+from ctxfs._layout import MEMORIES_DIR, TRANSCRIPTS_DIR, safe_name
 from ctxfs._pointers._pointer import METADATA_KEY, input_pointers, result_pointer
 from ctxfs._summary._message import summary_state
 from ctxfs._workspace._json import loads_bounded
@@ -188,20 +188,19 @@ def memory_rule(context: RuleContext) -> Iterator[Reference]:
     """The threads long-term memory names (see the module docstring)."""
     if context.thread is not None:
         return
-    names: dict[str, str] = {}
-    for thread in context.threads:
-        names[thread.key] = thread.name
-        if thread.thread_id is not None:
-            names[thread.thread_id] = thread.thread_id
+    keys = {thread.key for thread in context.threads}
     for stamped in list_files(context.workspace, MEMORIES_DIR):
         data = _read(context.workspace, stamped.path)
         why = f"named in {stamped.path}"
         for text in _memory_strings(data):
-            if text in names:
-                yield Reference(thread_id=names[text], why=why)
             yield from (Reference(path=p, why=why) for p in _AREA_PATH.findall(text))
-            # prose ("learned in thread main"): an id among its words
-            yield from (Reference(thread_id=names[w], why=why) for w in _words(text, names))
+            # an id on its own, or in prose ("learned in thread main"): among its words.
+            # A thread is known by its folder name, which its id gives even when the
+            # workspace no longer says the id (only a hashed results folder is left).
+            for word in dict.fromkeys((text, *_words_of(text))):
+                for key in (word, safe_name(word)):
+                    if key in keys:
+                        yield Reference(thread_id=key, why=why)
 
 
 def _memory_strings(data: bytes) -> Iterator[str]:
@@ -221,10 +220,6 @@ def _memory_strings(data: bytes) -> Iterator[str]:
 
 def _words_of(line: str) -> Iterator[str]:
     yield from re.findall(r"[^\s\"'`<>()\[\],;]+", line)
-
-
-def _words(text: str, names: Mapping[str, str]) -> Iterator[str]:
-    return (word for word in _words_of(text) if word in names)
 
 
 def messages_rule(messages: Callable[[str], Sequence[BaseMessage] | None]) -> RetentionRule:
