@@ -262,9 +262,16 @@ class GarbageCollector:
         sizes = {f.path: f.size for t in family.walk() for f in t.files}
         deleted = freed = 0
         for target in files:
-            if _remove(workspace, target):
-                deleted += 1
-                freed += sizes.get(target, 0)
+            if not _remove(workspace, target):
+                # listed a moment ago: another collector, or a storage that answers wrong.
+                # Stop before what this file may point to goes; the next run finishes.
+                raise WorkspaceError(
+                    f"{target} was gone before it was deleted; the collection stops here "
+                    "and the next run finishes it",
+                    path=target,
+                )
+            deleted += 1
+            freed += sizes.get(target, 0)
         left = set(self._listing(family)) - set(files)
         _remove(workspace, path)
         for thread in family.walk():
