@@ -26,6 +26,7 @@ import time
 from collections.abc import Sequence
 
 from langchain.agents import create_agent
+from langchain_core.messages import BaseMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -43,7 +44,7 @@ def export_log(day: str) -> str:
     return "\n".join(f"{day} {n:04d} export step ok, rows copied" for n in range(2_000))
 
 
-def run_agent(workspace: Workspace, thread: str) -> list[object]:
+def run_agent(workspace: Workspace, thread: str) -> list[BaseMessage]:
     """One conversation: the agent reads a long log (ctxfs offloads it) and answers."""
     model = ScriptedChatModel(
         responses=[tool_call("export_log", {"day": thread.split("-")[0]}), "All steps ran."]
@@ -98,9 +99,9 @@ def main(argv: Sequence[str] | None = None) -> GcReport:
 
     # the recent thread's pointer still resolves to the full result
     today = kept_messages[THREADS[2]]
-    pointer = next(p for p in map(pointer_of, today) if p is not None)  # type: ignore[arg-type]
-    restored = resolve_pointers(today, workspace)  # type: ignore[arg-type]
-    lines = sum(str(m.content).count("export step ok") for m in restored)  # type: ignore[attr-defined]
+    pointer = next(p for p in map(pointer_of, today) if p is not None)
+    restored = resolve_pointers(today, workspace)
+    lines = sum(m.text.count("export step ok") for m in restored)
     print(f"{pointer.path} still resolves: {lines:,} lines")
     idle = plan.now - max(c.thread.family_activity or plan.now for c in plan.collect)
     print(f"(the removed threads were idle for {format_duration(idle)})")

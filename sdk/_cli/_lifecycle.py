@@ -11,10 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ctxfs._cli._common import CliError, add_storage_arguments, open_workspace
+
+if TYPE_CHECKING:
+    from ctxfs.lifecycle import ThreadInfo
 
 __all__ = ["add_lifecycle_parsers", "format_bytes", "parse_bytes"]
 
@@ -160,13 +164,13 @@ def _threads(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return 0
 
 
-def _walk(thread: Any, depth: int = 0) -> Any:
+def _walk(thread: ThreadInfo, depth: int = 0) -> Iterator[tuple[int, ThreadInfo]]:
     yield depth, thread
     for child in thread.children:
         yield from _walk(child, depth + 1)
 
 
-def _ago(thread: Any, now: datetime) -> str:
+def _ago(thread: ThreadInfo, now: datetime) -> str:
     from ctxfs.lifecycle import format_duration
 
     when = thread.last_activity
@@ -175,7 +179,7 @@ def _ago(thread: Any, now: datetime) -> str:
     return f"{when:%Y-%m-%d %H:%M} UTC ({format_duration(now - when)} ago)"
 
 
-def _thread_json(thread: Any) -> dict[str, Any]:
+def _thread_json(thread: ThreadInfo) -> dict[str, Any]:
     when = thread.last_activity
     return {
         "thread": thread.name,
@@ -192,7 +196,7 @@ def _thread_json(thread: Any) -> dict[str, Any]:
     }
 
 
-def _table(rows: list[tuple[str, ...]], out: IO[str], *, left: int = 1) -> None:
+def _table(rows: Sequence[tuple[str, ...]], out: IO[str], *, left: int = 1) -> None:
     """Prints ``rows`` aligned: the first ``left`` columns and the last one to the left,
     the numbers between to the right."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -256,7 +260,7 @@ def _gc(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return 0 if report.ok else 1
 
 
-def _family(thread: Any) -> str:
+def _family(thread: ThreadInfo) -> str:
     below = sum(1 for _ in thread.walk()) - 1
     return (
         thread.name

@@ -355,6 +355,8 @@ def collect_garbage(
         ValueError: Neither ``older_than`` nor ``max_bytes``, or an invalid value.
         WorkspaceError: Planning failed (nothing was deleted).
     """
-    retention = Retention(older_than=older_than, max_bytes=max_bytes, keep=frozenset(keep))
+    retention = Retention.model_validate(
+        {"older_than": older_than, "max_bytes": max_bytes, "keep": frozenset(keep)}
+    )
     collector = GarbageCollector(workspace, retention, rules=rules, clock=clock)
     return collector.run(apply=apply)

@@ -243,8 +243,8 @@ def _tree(found: dict[str, _Found]) -> tuple[ThreadInfo, ...]:
         if at in seen:
             del parent_of[key]
     children: dict[str, list[str]] = {}
-    for child, parent in parent_of.items():
-        children.setdefault(parent, []).append(child)
+    for child, above in parent_of.items():
+        children.setdefault(above, []).append(child)
 
     def build(key: str) -> ThreadInfo:
         entry = found[key]
