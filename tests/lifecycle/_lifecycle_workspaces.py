@@ -127,13 +127,17 @@ def models(draw: st.DrawFn, *, max_roots: int = 4) -> Model:
             if draw(st.booleans()):
                 threads.append(_thread(draw, child_thread_id(child, "call_9"), child))
     model = Model(threads=threads, refs=[])
-    _plan_files(model)
+    plan_files(model)
     targets = sorted(model.files)
     holders = [t for t in threads if t.archived]
     for holder in holders:
         for _ in range(draw(st.integers(0, 3))):
             kind = draw(st.sampled_from(KINDS if holder.parent is not None else KINDS[:3]))
-            target = draw(st.sampled_from(targets))
+            own = [p for p, owner in model.files.items() if owner == holder.thread_id]
+            own = [p for p in own if not p.startswith("/transcripts/")]
+            # most pointers are to the thread's own results; some to any file
+            pool = own if own and draw(st.booleans()) else targets
+            target = draw(st.sampled_from(sorted(pool)))
             if _bad_pair(model, holder.thread_id, target):
                 continue
             model.refs.append(Ref(holder.thread_id, kind, target))
@@ -170,7 +174,8 @@ def _thread(draw: st.DrawFn, thread_id: str, parent: str | None) -> Thread:
     )
 
 
-def _plan_files(model: Model) -> None:
+def plan_files(model: Model) -> None:
+    """Lists the files the model's threads hold (before :func:`build` writes them)."""
     for thread in model.threads:
         for i in range(thread.results):
             model.files[result_path(thread.thread_id, f"c{i}", "x")] = thread.thread_id

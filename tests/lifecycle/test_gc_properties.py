@@ -13,13 +13,24 @@ import contextlib
 from collections.abc import Iterable
 from datetime import timedelta
 
-from _lifecycle_workspaces import NOW, OUTSIDE, Model, build, models, snapshot, stamped_lister
+from _lifecycle_workspaces import (
+    NOW,
+    OUTSIDE,
+    Model,
+    Ref,
+    Thread,
+    build,
+    models,
+    plan_files,
+    snapshot,
+    stamped_lister,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxfs import Workspace, WorkspaceError
 from ctxfs._layout import safe_name
-from ctxfs.lifecycle import GarbageCollector, GcPlan
+from ctxfs.lifecycle import GarbageCollector, GcPlan, list_threads
 from ctxfs.testing import Fault, FaultyStore
 
 _SETTINGS = settings(
@@ -204,3 +215,49 @@ def test_faults_during_apply_lose_nothing_retained(
     assert final.ok and not final.plan.collect
     left = {p for p in snapshot(healthy) if not p.startswith("/memories/") and p != OUTSIDE}
     assert left == {p for root in kept for p in model.family_files(root)}
+
+
+@_SETTINGS
+@given(model=models(), cut=st.integers(1, 40))
+def test_a_collection_cut_short_anywhere_leaves_nothing_dangling(
+    make_workspace: object, model: Model, cut: int
+) -> None:
+    # every deletion from the cut-th on fails, as if the process died there
+    healthy = make_workspace()  # type: ignore[operator]
+    build(healthy, model)
+    before = snapshot(healthy)
+    retention = {"older_than": timedelta(days=7)}
+    plan = _collector(healthy, model, **retention).plan()
+    kept = {_root(model, key) for key in _kept(plan)}
+    store = FaultyStore(healthy.store)
+    store.add(Fault(method="remove", nth=cut, times=None))
+    report = _collector(Workspace(store), model, **retention).apply(plan)
+    assert report.ok == (store.fired == [])
+    after = snapshot(healthy)
+    _check_retained(model, before, after, kept)
+    _check_nothing_dangles(model, after)
+    final = _collector(healthy, model, **retention).run(apply=True)  # the next run finishes
+    assert final.ok
+    left = {p for p in snapshot(healthy) if not p.startswith("/memories/") and p != OUTSIDE}
+    assert left == {p for root in kept for p in model.family_files(root)}
+
+
+def test_a_thread_pointing_to_an_older_one_goes_first(make_workspace: object) -> None:
+    # "b" (15 days idle) points to a result of "a" (40 days): both go, b first, so that a
+    # collection cut short after any deletion leaves nothing pointing to what is gone
+    for cut in range(1, 14):
+        model = Model(
+            threads=[Thread("a", None, 40.0, 1, 0, True), Thread("b", None, 15.0, 1, 0, True)],
+            refs=[Ref("b", "pointer", "/tool_results/a/c0.txt")],
+        )
+        plan_files(model)
+        healthy = make_workspace()  # type: ignore[operator]
+        build(healthy, model)
+        gc = _collector(healthy, model, older_than=timedelta(days=7))
+        plan = gc.plan()
+        assert [c.thread.name for c in plan.collect] == ["b", "a"]
+        store = FaultyStore(healthy.store)
+        store.add(Fault(method="remove", nth=cut, times=None))
+        _collector(Workspace(store), model, older_than=timedelta(days=7)).apply(plan)
+        _check_nothing_dangles(model, snapshot(healthy))
+        assert gc.run(apply=True).ok and not list_threads(healthy)
