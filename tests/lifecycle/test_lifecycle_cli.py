@@ -191,3 +191,43 @@ def test_the_example_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "still resolves: 2,000 lines" in out and "keep   today-report" in out
     assert [t.name for t in list_threads(Workspace(tmp_path / "ws"))] == ["today-report"]
+
+
+def _two_threads() -> tuple[Workspace, datetime]:
+    ws = Workspace(f"memory://rules-{time.monotonic_ns()}")
+    ws.write_text("/tool_results/old/call_1.txt", "o")
+    ws.write_text("/tool_results/new/call_1.txt", "n")
+    return ws, datetime.now(UTC) + timedelta(days=8)
+
+
+def test_keep_and_the_messages_in_an_agents_state_keep_a_thread() -> None:
+    from langchain_core.messages import ToolMessage
+
+    from ctxfs._pointers._pointer import Pointer, point_result, render_result
+    from ctxfs.lifecycle import DEFAULT_RULES, Reference, RuleContext, messages_rule
+
+    ws, later = _two_threads()
+    recent = {"older_than": "7d", "keep": frozenset({"new"})}
+    assert [
+        c.thread.name for c in GarbageCollector(ws, recent, clock=lambda: later).plan().collect
+    ] == ["old"]
+
+    # "new" stays (keep); its live messages hold a pointer to a result of "old"
+    pointer = Pointer(
+        kind="result", path="/tool_results/old/call_1.txt", lines=1, chars=1, tokens=1
+    )
+    text = render_result(pointer, "o", preview_lines=1, preview_line_chars=10)
+    live = [point_result(ToolMessage("o", tool_call_id="c"), pointer, text)]
+    rules = (*DEFAULT_RULES, messages_rule(lambda t: live if t == "new" else None))
+    plan = GarbageCollector(ws, recent, rules=rules, clock=lambda: later).plan()
+    assert not plan.collect
+    (old,) = [k for k in plan.kept if k.thread.name == "old"]
+    assert old.referenced and "kept messages of 'new'" in old.reason
+
+    # a rule of your own: a registry that pins a thread
+    def registry(context: RuleContext) -> list[Reference]:
+        return [Reference(thread_id="old", why="pinned")] if context.thread is None else []
+
+    plan = GarbageCollector(ws, {"older_than": "7d"}, rules=(registry,), clock=lambda: later).plan()
+    assert [c.thread.name for c in plan.collect] == ["new"]
+    assert "the workspace points to it (pinned)" in next(k.reason for k in plan.kept)
