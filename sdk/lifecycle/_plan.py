@@ -186,8 +186,9 @@ def deletion_order(family: ThreadInfo) -> tuple[str, ...]:
     before its sub-agent threads (a task's result names their transcripts); in each folder
     the segment records, then the index head, then its pages (the head gone, a reader finds
     no segment; a record left alone would make it rebuild the index), then other control
-    files, then the segment files, the sub-task record last; then the offloaded results and
-    inputs the transcripts point to.
+    files, then the sub-task record (its result names the segments; until it goes, it still
+    says whose sub-agent thread this is), then the segment files; then the offloaded results
+    and inputs the transcripts point to.
     """
     transcripts: list[str] = []
     rest: list[str] = []
@@ -211,10 +212,10 @@ def _rank(name: str) -> int:
     if name.startswith("index-") and name.endswith(".json"):
         return 2
     if name == "task.json":
-        return 5
+        return 4  # its result names the thread's segments: it goes before them
     if name.endswith(".json"):
         return 3
-    return 4
+    return 5
 
 
 class _Targets:
@@ -464,7 +465,7 @@ def _when(family: ThreadInfo) -> datetime:
 def _own_reason(family: ThreadInfo, now: datetime) -> str:
     activity = family.family_activity
     if activity is None:
-        return "its activity is unknown (the store keeps no modification times)"
+        return "its activity is unknown (the store does not say when all its files were written)"
     return f"active {format_duration(now - activity)} ago"
 
 

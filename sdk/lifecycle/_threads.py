@@ -77,8 +77,12 @@ class ThreadInfo:
 
     @property
     def last_activity(self) -> datetime | None:
-        """When one of its own files was last written (``None``: unknown or no files)."""
-        return max((f.modified for f in self.files if f.modified is not None), default=None)
+        """When one of its own files was last written (``None``: no files, or the time of
+        one of them is unknown, which may be the latest)."""
+        stamps = [f.modified for f in self.files]
+        if not stamps or any(stamp is None for stamp in stamps):
+            return None
+        return max(stamp for stamp in stamps if stamp is not None)
 
     @property
     def total_bytes(self) -> int:
@@ -92,9 +96,13 @@ class ThreadInfo:
 
     @property
     def family_activity(self) -> datetime | None:
-        """The latest activity of it and its sub-agent threads (``None``: unknown)."""
-        stamps = [t.last_activity for t in self.walk() if t.last_activity is not None]
-        return max(stamps, default=None)
+        """The latest activity of it and its sub-agent threads (``None``: no files, or the
+        time of one of them is unknown)."""
+        holding = [t for t in self.walk() if t.files]
+        stamps = [t.last_activity for t in holding]
+        if not stamps or any(stamp is None for stamp in stamps):
+            return None
+        return max(stamp for stamp in stamps if stamp is not None)
 
     def walk(self) -> Iterator[ThreadInfo]:
         """It, then its sub-agent threads, depth first."""
