@@ -35,6 +35,7 @@ def test_every_example_is_tested() -> None:
     tested |= {"deepagents_s3"}
     tested |= {"mcp_client"}
     tested |= {"memory_audit"}  # tests/memory/test_memory_example.py
+    tested |= {"lifecycle_gc"}  # tested in tests/lifecycle/test_lifecycle_cli.py
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
