@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from ctxfs._events import ContextEvent
+from ctxfs._sections import one_line, section
 
 __all__ = ["TaskProgress", "TaskResult", "TaskStatus", "merge_artifacts"]
 
@@ -68,28 +69,40 @@ class TaskResult:
         return self.status != "failed"
 
     def to_text(self) -> str:
-        """What the parent's model reads as the ``task`` tool's result."""
+        """What the parent's model reads as the ``task`` tool's result.
+
+        The answer is quoted in a ``<subagent_answer>`` section (:mod:`ctxfs._sections`): it
+        cannot close the section, forge a heading or pass for the footer, which ctxfs writes
+        on one line after it (the sub-agent, its turns, the files it wrote, its transcript).
+        A failed sub-task is one ``Error:`` line.
+        """
         where = (
             f"transcript: {self.transcript} (thread {self.thread_id!r})"
             if self.transcript
             else f"thread {self.thread_id!r} (its transcript could not be written)"
         )
         wrote = ", ".join(self.artifacts) if self.artifacts else "none"
-        footer = (
-            f"[sub-agent {self.subagent!r}: {self.turns} turn(s); files written: {wrote}; {where}]"
+        name = repr(self.subagent)
+        footer = one_line(
+            f"[sub-agent {name}: {self.turns} turn(s); files written: {wrote}; {where}]"
         )
         if self.status == "completed":
-            return f"{self.answer}\n\n{footer}"
+            return f"{self._quoted(self.answer)}\n{footer}"
         if self.status == "partial":
             said = self.answer or "(it had not written an answer yet)"
-            return (
-                f"[sub-agent {self.subagent!r} stopped before finishing: {self.reason}. "
-                f"Partial result follows; its files and transcript hold the rest.]\n\n"
-                f"{said}\n\n{footer}"
+            head = one_line(
+                f"[sub-agent {name} stopped before finishing: {self.reason}. "
+                "Partial result follows; its files and transcript hold the rest.]"
             )
-        return (
-            f"Error: sub-agent {self.subagent!r} failed: {self.reason}. What it did is in its "
+            return f"{head}\n\n{self._quoted(said)}\n{footer}"
+        return one_line(
+            f"Error: sub-agent {name} failed: {self.reason}. What it did is in its "
             f"{where}; files written: {wrote}. Try the task again, split it, or do it yourself."
+        )
+
+    def _quoted(self, answer: str) -> str:
+        return section(
+            "subagent_answer", answer, {"subagent": self.subagent, "status": self.status}
         )
 
     def to_json(self) -> dict[str, Any]:

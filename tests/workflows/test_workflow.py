@@ -84,13 +84,28 @@ def test_a_stage_gets_only_its_prompt_the_task_earlier_outputs_and_memory() -> N
         "",
     )
     assert first.memory == second.memory == ("remembered for the task",)
-    assert (
-        first.memory_text == "Long-term memory retrieved for this task:\n- remembered for the task"
+    assert first.memory_text == (
+        "<memory>\nLong-term memory retrieved for this task:\n- remembered for the task\n</memory>"
     )
     (prior,) = second.previous
     assert (prior.stage, prior.form, prior.confidence) == ("first", "full", "low")
     assert prior.path == "/sessions/w/stages/01-first.json"
-    assert "confidence: LOW, check it before relying on it" in second.previous_text
+    assert second.previous_text == (  # exactly what the next stage reads
+        "<previous_stages>\n"
+        "Earlier stages (each stage's full output is in /sessions/w/stages/):\n\n"
+        "## first (confidence: LOW, check it before relying on it)\n"
+        "Full output: /sessions/w/stages/01-first.json\n"
+        '<stage_output stage="first" form="full">\n'
+        "{\n"
+        '  "summary": "first done",\n'
+        '  "key_findings": [],\n'
+        '  "confidence": "low",\n'
+        '  "next_stage_recommendations": [],\n'
+        '  "raw_data_refs": []\n'
+        "}\n"
+        "</stage_output>\n"
+        "</previous_stages>"
+    )
     assert second.render() == "\n\n".join(
         ["Task:\nthe task", second.previous_text, second.memory_text]
     )
