@@ -18,6 +18,7 @@ from typing import Any
 from ctxfs._archive._transcripts import thread_transcript_dir
 from ctxfs._errors import PathNotFoundError
 from ctxfs._layout import TRANSCRIPTS_DIR
+from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.subagents._result import TaskResult
 
@@ -133,8 +134,8 @@ def read_record(workspace: Workspace, thread_id: str) -> TaskRecord | None:
     except PathNotFoundError:
         return None
     try:
-        return TaskRecord.from_json(json.loads(data))
-    except (ValueError, RecursionError):
+        return TaskRecord.from_json(loads_bounded(data))
+    except ValueError:  # not JSON, nested too deep, or not a record
         return None
 
 
@@ -165,8 +166,8 @@ def task_records(workspace: Workspace) -> tuple[TaskRecord, ...]:
         except PathNotFoundError:
             continue
         try:
-            found.append(TaskRecord.from_json(json.loads(data)))
-        except (ValueError, RecursionError):
+            found.append(TaskRecord.from_json(loads_bounded(data)))
+        except ValueError:  # not JSON, nested too deep, or not a record
             continue
     return tuple(sorted(found, key=lambda r: (r.parent_thread_id, r.thread_id)))
 

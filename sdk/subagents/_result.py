@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from ctxfs._events import ContextEvent
 from ctxfs._sections import one_line, section
+from ctxfs.sandbox import normalize_path
 
 __all__ = ["TaskProgress", "TaskResult", "TaskStatus", "merge_artifacts"]
 
@@ -48,6 +49,9 @@ class TaskResult:
         turns: Model calls it made.
         tokens: Tokens it spent: every request as its model received it, plus every answer.
         reason: Why it stopped early or failed (empty when completed).
+        refused_artifacts: Paths a nested sub-agent's result claimed as artifacts that are
+            not workspace paths (``../../etc/passwd``, ``s3://other/x``), each with why it was
+            refused; they are never among :attr:`artifacts`.
     """
 
     subagent: str
@@ -62,6 +66,7 @@ class TaskResult:
     turns: int = 0
     tokens: int = 0
     reason: str = ""
+    refused_artifacts: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -82,6 +87,8 @@ class TaskResult:
             else f"thread {self.thread_id!r} (its transcript could not be written)"
         )
         wrote = ", ".join(self.artifacts) if self.artifacts else "none"
+        if self.refused_artifacts:
+            wrote += f" (refused as not workspace paths: {'; '.join(self.refused_artifacts)})"
         name = repr(self.subagent)
         footer = one_line(
             f"[sub-agent {name}: {self.turns} turn(s); files written: {wrote}; {where}]"
@@ -110,6 +117,7 @@ class TaskResult:
         data = asdict(self)
         data["artifacts"] = list(self.artifacts)
         data["transcripts"] = list(self.transcripts)
+        data["refused_artifacts"] = list(self.refused_artifacts)
         return data
 
     @classmethod
@@ -130,15 +138,23 @@ class TaskResult:
                 tool_call_id=str(data["tool_call_id"]),
                 status=status,
                 answer=str(data["answer"]),
-                artifacts=tuple(str(p) for p in data["artifacts"]),
+                artifacts=tuple(_workspace_path(p) for p in data["artifacts"]),
                 transcript=None if data["transcript"] is None else str(data["transcript"]),
                 transcripts=tuple(str(p) for p in data["transcripts"]),
                 turns=int(data["turns"]),
                 tokens=int(data["tokens"]),
                 reason=str(data["reason"]),
+                refused_artifacts=tuple(str(p) for p in data.get("refused_artifacts", ())),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a task result: {type(exc).__name__}: {exc}") from None
+
+
+def _workspace_path(path: object) -> str:
+    """A recorded artifact, which must be a normalised workspace path (else ``ValueError``)."""
+    if not isinstance(path, str) or normalize_path(path) != path:
+        raise ValueError(f"artifact {path!r} is not a normalised workspace path")
+    return path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

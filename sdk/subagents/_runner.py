@@ -258,7 +258,7 @@ class SubAgents:
         )
         policy = spec.policy or self._policy
         engine = ContextEngine(self._workspace, policy, clock=self._clock)
-        tools = self._tools_for(spec, engine, thread, depth)
+        tools, nested = self._tools_for(spec, engine, thread, depth)
         model = spec.model or self._model
         bound = model.bind_tools(tools) if tools else model
         return Run(
@@ -274,6 +274,7 @@ class SubAgents:
             max_turns=spec.max_turns,
             max_tokens=spec.max_tokens,
             messages=[HumanMessage(content=prompt, id=f"{thread}:task")],
+            task_tool=nested,
         )
 
     def _thread_for(self, name: str, prompt: str, parent: str, call_id: str) -> str:
@@ -299,7 +300,8 @@ class SubAgents:
 
     def _tools_for(
         self, spec: SubAgent, engine: ContextEngine, thread: str, depth: int
-    ) -> list[BaseTool]:
+    ) -> tuple[list[BaseTool], BaseTool | None]:
+        """The sub-agent's tools, and the nested ``task`` tool among them (if it has one)."""
         tools: list[BaseTool] = []
         if spec.workspace_tools:
             from ctxfs.tools import workspace_tools
@@ -314,8 +316,10 @@ class SubAgents:
         tools += spec.tools if spec.tools is not None else self._tools
         if spec.subagents and depth < self._max_depth:
             nested = self.task_tool(parent_thread_id=thread, artifacts_key=None, depth=depth + 1)
+            tools = [tool for tool in tools if tool.name != nested.name]
             tools.append(nested)
-        return tools
+            return tools, nested
+        return tools, None
 
     def _failed(self, run: Run, exc: Exception) -> TaskResult:
         _log.warning(
@@ -342,6 +346,9 @@ class SubAgents:
             status=run.status,
             answer=run.answer(),
             artifacts=tuple(run.artifacts),
+            refused_artifacts=tuple(
+                f"{path}: {why}" for path, why in run.refused_artifacts.items()
+            ),
             transcript=transcripts[-1] if transcripts else None,
             transcripts=transcripts,
             turns=run.turns,
