@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from ctxfs._cli._common import CliError, add_storage_arguments, open_workspace
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.workflows import Workflow, list_workflows, read_state, state_path
+from ctxfs.workflows import Workflow, list_workflows, read_state, runner_status, state_path
 from ctxfs.workflows._state import WorkflowState
 
 __all__ = ["EXIT_HALTED", "add_session_parser", "describe"]
@@ -91,7 +91,7 @@ def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             done = len(state.completed_stages)
             where = f", at {state.current_stage}" if state.current_stage else ""
             out.write(
-                f"{workflow_id}  {state.status}{where}  {done}/{len(state.stages)} stages  "
+                f"{workflow_id}  {runner_status(state)}{where}  {done}/{len(state.stages)} stages  "
                 f"updated {state.updated_at.isoformat()}\n"
             )
         return 0
@@ -107,7 +107,7 @@ def describe(state: WorkflowState) -> str:
     """A workflow's state as a person reads it."""
     done = {record.stage: record for record in state.completed_stages}
     lines = [
-        f"workflow {state.workflow_id}: {state.status} (version {state.version}, "
+        f"workflow {state.workflow_id}: {runner_status(state)} (version {state.version}, "
         f"updated {state.updated_at.isoformat()})",
         f"task: {state.task}",
         f"state file: {state_path(state.workflow_id)}",
@@ -145,7 +145,11 @@ def describe(state: WorkflowState) -> str:
     if state.memory_snapshots:
         lines.append("memory snapshots:")
         lines += [f"  {s.stage}: {s.summary}" for s in state.memory_snapshots]
-    return "\n".join(lines) + "\n"
+    if state.set_aside:
+        lines.append("stage files set aside (not written by the runner, never trusted):")
+        lines += [f"  {s.stage}: {s.path} -> {s.kept_as}" for s in state.set_aside]
+    text = "\n".join(lines) + "\n"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate, escaped
 
 
 def _resume(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
