@@ -217,7 +217,7 @@ def _cut(text: str, limit: int = 20_000) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def error_text(error: ValidationError | TypeError) -> str:
+def error_text(error: ValueError | TypeError) -> str:
     """A validation error as a person reads it: one line per problem, with its field."""
     if not isinstance(error, ValidationError):
         return str(error)
