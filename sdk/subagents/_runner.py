@@ -19,7 +19,13 @@ from ctxfs._summary._message import is_summary, summary_state
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._core import ContextHooks, EventHandler
 from ctxfs.subagents._loop import Run, adrive, drive
-from ctxfs.subagents._record import TaskRecord, child_thread_id, read_record, write_record
+from ctxfs.subagents._record import (
+    TaskRecord,
+    child_thread_id,
+    joined_pairs,
+    read_record,
+    write_record,
+)
 from ctxfs.subagents._result import TaskResult
 from ctxfs.subagents._spec import SubAgent
 from ctxfs.subagents._spec import general_purpose as _general_purpose
@@ -241,6 +247,8 @@ class SubAgents:
         spec = self.get(name)
         if not 1 <= depth <= self._max_depth:
             raise ValueError(f"depth {depth} is outside 1..max_depth ({self._max_depth})")
+        if isinstance(prompt, str):  # as its record reads back, so a re-run finds it
+            prompt = joined_pairs(prompt)
         thread = self._thread_for(name, prompt, parent, call_id)
         recorded = read_record(self._workspace, thread)
         if recorded is not None and recorded.result is not None:
