@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from ctxfs._cli._common import CliError, add_storage_arguments, open_workspace
+from ctxfs._errors import WorkflowStateError
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.workflows import Workflow, list_workflows, read_state, runner_status, state_path
 from ctxfs.workflows._state import WorkflowState
@@ -87,7 +88,13 @@ def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         if not ids:
             out.write(f"no workflows in {workspace.url}\n")
         for workflow_id in ids:
-            state = read_state(workspace, workflow_id)
+            try:
+                state = read_state(workspace, workflow_id)
+            except WorkflowStateError as exc:  # one broken file does not hide the others
+                first, _, rest = str(exc).partition("\n")
+                more = f" (and {rest.count(chr(10)) + 1} more)" if rest else ""
+                out.write(f"{workflow_id}  unreadable: {first}{more}\n")
+                continue
             done = len(state.completed_stages)
             where = f", at {state.current_stage}" if state.current_stage else ""
             out.write(

@@ -130,7 +130,9 @@ class SetAside(_Record):
 
     The runner records an output in the state file before it writes the stage's file, so a
     file for a stage the state does not record as completed was written by someone else
-    (an agent's own tool, a person, an older ctxfs). It is never taken as the stage's output.
+    (an agent's own tool, a person, an older ctxfs): it is never taken as the stage's output.
+    A completed stage's file that no longer holds the recorded output is moved aside too,
+    and written again from the state.
 
     Attributes:
         stage: The stage whose output file it was.

@@ -33,7 +33,10 @@ def runner_status(state: WorkflowState, *, now: datetime | None = None) -> str:
         return state.status
     if state.pid is not None and state.host == socket.gethostname() and not _alive(state.pid):
         return f"interrupted (its runner, process {state.pid} on this machine, is gone; resume it)"
-    ago = ((now or datetime.now(UTC)) - state.updated_at).total_seconds()
+    updated = state.updated_at
+    if updated.tzinfo is None:  # a hand edit without a timezone: read as UTC
+        updated = updated.replace(tzinfo=UTC)
+    ago = ((now or datetime.now(UTC)) - updated).total_seconds()
     where = f", process {state.pid} on {state.host}" if state.pid is not None else ""
     return f"running (runner {state.runner}{where}, last wrote {_duration(ago)} ago)"
 

@@ -277,6 +277,8 @@ class Workflow:
         progress = _Progress(state, self._now())
         halt = state.halt  # read_state checked that it is the first incomplete stage's
         self._save(progress, status="running", halt=None, **_runner())
+        for record in state.completed_stages:
+            self._restore_file(progress, record)
         if halt is not None and not retry:
             index = len(state.completed_stages)
             stage = self._stages[index]
@@ -295,8 +297,6 @@ class Workflow:
     # -- running ---------------------------------------------------------------------------
 
     def _drive(self, progress: _Progress) -> WorkflowRun:
-        for record in progress.state.completed_stages:
-            self._restore_file(record)
         for index in range(len(progress.state.completed_stages), len(self._stages)):
             stage = self._stages[index]
             self._set_aside_foreign(progress, index, stage)
@@ -336,12 +336,22 @@ class Workflow:
                 exc_info=True,
             )
 
-    def _restore_file(self, record: CompletedStage) -> None:
+    def _restore_file(self, progress: _Progress, record: CompletedStage) -> None:
         """Writes a completed stage's file again when it is missing or differs from the state
-        (the process died between the state write and the file's, or the file was changed)."""
+        (the process died between the state write and the file's, or the file was changed:
+        then the changed copy is moved aside and recorded first, not thrown away)."""
         data = read_stage_file(self._workspace, record.output_path)
-        if data is not None and stage_file_output(data) == record.output:
-            return
+        if data is not None:
+            if stage_file_output(data) == record.output:
+                return
+            self._record_aside(
+                progress,
+                record.stage,
+                record.output_path,
+                data,
+                "it no longer held the output the state file records for this completed "
+                "stage; the runner wrote that output again",
+            )
         write_stage_file(
             self._workspace,
             record.output_path,  # read_state checked it is the stage's path
@@ -350,6 +360,13 @@ class Workflow:
             record.started_at,
             record.completed_at,
         )
+
+    def _record_aside(
+        self, progress: _Progress, stage: str, path: str, data: bytes, reason: str
+    ) -> None:
+        kept_as = set_aside(self._workspace, path, data)
+        record = SetAside(stage=stage, path=path, kept_as=kept_as, reason=reason, at=self._now())
+        self._save(progress, set_aside=[*progress.state.set_aside, record])
 
     def _set_aside_foreign(self, progress: _Progress, index: int, stage: Stage) -> None:
         """Moves aside a file for this stage that the runner did not write (and records it).
@@ -361,19 +378,17 @@ class Workflow:
         data = read_stage_file(self._workspace, path)
         if data is None:
             return
-        kept_as = set_aside(self._workspace, path, data)
         output = stage_file_output(data)
         why = "not a stage file" if output is None else "an output the runner did not record"
-        record = SetAside(
-            stage=stage.name,
-            path=path,
-            kept_as=kept_as,
-            reason=f"{why}: the state file does not record stage {stage.name!r} as completed, "
-            "so the runner did not write it; the stage runs (to take this output, put it in "
+        self._record_aside(
+            progress,
+            stage.name,
+            path,
+            data,
+            f"{why}: the state file does not record stage {stage.name!r} as completed, so the "
+            "runner did not write it; the stage runs (to take this output, put it in "
             "halt.raw_output and resume)",
-            at=self._now(),
         )
-        self._save(progress, set_aside=[*progress.state.set_aside, record])
 
     def _input(self, progress: _Progress, index: int, stage: Stage) -> StageInput:
         state = progress.state

@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -222,3 +223,45 @@ def test_a_missing_workflow_and_foreign_stages_still_say_so() -> None:
     workspace, _ = _completed_state()
     with pytest.raises(WorkflowError, match="no workflow 'nope'"):
         _flow(workspace).resume("nope")
+
+
+def test_session_show_names_each_inconsistency_and_lists_the_others(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ctxfs._cli._main import main
+
+    workspace = Workspace(str(tmp_path))
+    _flow(workspace).run("t", workflow_id="good")
+    _flow(workspace).run("t", workflow_id="w")
+    state = json.loads(workspace.read_text(STATE))
+    state.update(status="halted", halt=_halt("third"))
+    _write(workspace, state)
+    assert main(["session", "show", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("good  completed  3/3 stages")
+    assert out[1] == (
+        "w  unreadable: /sessions/w.json: status is 'halted', but all 3 stages are in "
+        "completed_stages; set status to 'completed' (and 1 more)"
+    )
+    assert main(["session", "show", str(tmp_path), "w"]) == 2
+    err = capsys.readouterr().err
+    assert "status is 'halted', but all 3 stages are in completed_stages" in err
+    assert "halt.stage is 'third', but the first incomplete stage is null" in err
+
+
+def test_runner_status_reads_a_hand_written_time_without_a_timezone_as_utc() -> None:
+    _, state = _completed_state()
+    workspace = Workspace(f"memory://checks-{next(_counter)}")
+    state.update(
+        status="running",
+        completed_stages=[],
+        memory_snapshots=[],
+        current_stage="first",
+        host="another-machine",
+        updated_at="2026-01-01T00:00:00",
+    )
+    _write(workspace, state)
+    shown = runner_status(
+        read_state(workspace, "w"), now=datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
+    )
+    assert shown.endswith("on another-machine, last wrote 90 s ago)")

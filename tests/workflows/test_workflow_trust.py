@@ -137,10 +137,19 @@ def test_a_missing_or_changed_stage_file_of_a_completed_stage_is_written_again()
     run = flow.run("t", workflow_id="w")
     assert run.status == "halted"
     workspace.rm("/sessions/w/stages/01-first.json")
+    resumed = _flow(workspace, calls, replies={"second": {"summary": "still none"}}).resume("w")
+    assert resumed.status == "halted" and resumed.state.set_aside == []
+    on_disk = json.loads(workspace.read_text("/sessions/w/stages/01-first.json"))
+    assert on_disk["output"] == resumed.state.completed_stages[0].output
+    changed = b'{"stage": "first", "output": {"summary": "rewritten", "confidence": "low"}}'
+    workspace.write_bytes("/sessions/w/stages/01-first.json", changed)
     resumed = _flow(workspace, calls).resume("w", retry=True)
     assert resumed.status == "completed"
     on_disk = json.loads(workspace.read_text("/sessions/w/stages/01-first.json"))
     assert on_disk["output"] == resumed.state.completed_stages[0].output
+    (aside,) = resumed.state.set_aside  # the changed copy is kept, not thrown away
+    assert aside.stage == "first" and workspace.read_bytes(aside.kept_as) == changed
+    assert "no longer held the output the state file records" in aside.reason
 
 
 # -- 24.7: nesting ----------------------------------------------------------------------------
@@ -262,3 +271,27 @@ def test_a_sub_agent_stage_cannot_write_the_next_stage_s_output() -> None:
     assert run.state.set_aside == []  # the write never landed
     (tool_answer,) = [m for m in model.requests[1] if m.type == "tool"]
     assert str(tool_answer.content).startswith("Error:") and "read-only" in str(tool_answer.content)
+
+
+def test_regression_a_lone_surrogate_in_a_model_reply_completes_and_resumes() -> None:
+    workspace = _fresh("trust-surrogate-example")
+    reply = '{"summary": "caf\ud800 closed", "confidence": "high"}'  # as a model wrote it
+    run = _flow(workspace, [], replies={"first": reply}).run("t", workflow_id="w")
+    assert run.status == "completed" and run.output("first").summary == "caf\ud800 closed"
+    assert b'"caf\\ud800 closed"' in workspace.read_bytes("/sessions/w.json")
+    assert _flow(workspace, []).resume("w").output("first").summary == "caf\ud800 closed"
+
+
+def test_regression_a_leftover_stage_file_failing_its_schema_is_kept_and_recorded() -> None:
+    workspace = _fresh("trust-leftover")
+    calls: list[str] = []
+    _flow(workspace, calls, replies={"second": {"summary": "no confidence"}}).run(
+        "t", workflow_id="w"
+    )
+    leftover = b'{"stage": "second", "output": {"summary": "x", "confidence": "sure"}}'
+    workspace.write_bytes("/sessions/w/stages/02-second.json", leftover)
+    run = _flow(workspace, calls).resume("w", retry=True)
+    assert run.status == "completed" and calls == ["first", "second", "second", "third"]
+    (aside,) = run.state.set_aside
+    assert workspace.read_bytes(aside.kept_as) == leftover
+    assert aside.reason.startswith("an output the runner did not record: ")
