@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from ctxfs._errors import UnsafePathError
 from ctxfs._workspace._json import MAX_JSON_DEPTH, json_depth, loads_bounded
+from ctxfs.sandbox import normalize_path
 
 __all__ = [
     "MAX_REPLY_DEPTH",
@@ -49,6 +51,17 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```\s*\Z", re.S)
 
 
+def _workspace_path(path: str) -> str:
+    try:
+        return normalize_path(path)
+    except UnsafePathError as exc:
+        raise ValueError(f"not a workspace path: {exc}") from None
+
+
+WorkspacePath = Annotated[str, AfterValidator(_workspace_path)]
+"""A workspace path, normalised; one that climbs out, is a URL or a drive path is refused."""
+
+
 class Finding(BaseModel):
     """One fact a stage found, and where it comes from.
 
@@ -73,7 +86,8 @@ class StageOutput(BaseModel):
         confidence: ``high``, ``medium`` or ``low``; later stages see it.
         next_stage_recommendations: What the following stages should do or check.
         raw_data_refs: Workspace paths of the raw material the stage stored, so later stages
-            can read the source text.
+            can read the source text; normalised like any path an agent gives (``notes/a.md``
+            becomes ``/notes/a.md``), and one that climbs out or is a URL is refused.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -82,7 +96,7 @@ class StageOutput(BaseModel):
     key_findings: list[Finding] = Field(default_factory=list)
     confidence: Confidence
     next_stage_recommendations: list[str] = Field(default_factory=list)
-    raw_data_refs: list[str] = Field(default_factory=list)
+    raw_data_refs: list[WorkspacePath] = Field(default_factory=list)
 
 
 def _text(reply: BaseMessage) -> str:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from ctxfs import ContextPolicy, Workspace
 from ctxfs._errors import WorkflowStateError
+from ctxfs.sandbox import normalize_path
 from ctxfs.subagents import SubAgents
 from ctxfs.testing import ScriptedChatModel, tool_call
 from ctxfs.tools import tool_functions
@@ -295,3 +296,33 @@ def test_regression_a_leftover_stage_file_failing_its_schema_is_kept_and_recorde
     (aside,) = run.state.set_aside
     assert workspace.read_bytes(aside.kept_as) == leftover
     assert aside.reason.startswith("an output the runner did not record: ")
+
+
+_REFS = st.lists(
+    st.one_of(
+        st.sampled_from(["../../etc/passwd", "s3://other/x", "~/x", "C:/x", "/a/../../b"]),
+        st.lists(st.sampled_from(["research", "a.md", ".", "", "ü x"]), max_size=4).map("/".join),
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(refs=_REFS)
+def test_raw_data_refs_are_confined_workspace_paths(refs: list[str]) -> None:
+    reply = {"summary": "s", "confidence": "high", "raw_data_refs": refs}
+    run = _flow(_fresh("trust-refs"), [], replies={"first": reply}).run("t", workflow_id="w")
+    bad = []
+    for number, ref in enumerate(refs):
+        try:
+            normalize_path(ref)
+        except ValueError:
+            bad.append(number)
+    if not bad:
+        assert run.status == "completed"
+        stored = run.output("first").raw_data_refs
+        assert stored == [normalize_path(ref) for ref in refs]
+        return
+    assert run.status == "halted" and run.halt is not None
+    named = [line.split(":")[0] for line in run.halt.error.splitlines()]
+    assert named == [f"raw_data_refs.{number}" for number in bad]
