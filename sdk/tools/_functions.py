@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ctxfs._layout import INPUTS_DIR, MEMORIES_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
+from ctxfs._layout import (
+    INPUTS_DIR,
+    MEMORIES_DIR,
+    RESULTS_DIR,
+    SDK_AREAS,
+    SESSIONS_DIR,
+    TRANSCRIPTS_DIR,
+)
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._grep import OutputMode
 from ctxfs._workspace._workspace import Workspace
@@ -34,6 +41,7 @@ _AREA_CONTENTS = {
     INPUTS_DIR: "the full arguments of earlier tool calls that were shortened",
     TRANSCRIPTS_DIR: "archived earlier parts of this conversation (JSONL and Markdown)",
     MEMORIES_DIR: "long-term memory: what was learned in earlier sessions (JSON and Markdown)",
+    SESSIONS_DIR: "staged workflows: their state files and each stage's validated output",
 }
 
 

@@ -263,6 +263,7 @@ def test_descriptions_are_written_for_the_model() -> None:
             "edit or delete there):\n"
             "- /memories/: long-term memory: what was learned in earlier sessions (JSON and "
             "Markdown)\n"
+            "- /sessions/: staged workflows: their state files and each stage's validated output\n"
             "- /tool_inputs/: the full arguments of earlier tool calls that were shortened\n"
             "- /tool_results/: the full text of long tool results that were shortened in the "
             "conversation\n"
