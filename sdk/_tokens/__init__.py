@@ -9,12 +9,16 @@ A message counts as::
     MESSAGE_OVERHEAD_TOKENS                                  (4: role and framing)
     + sum(count_text(t) for each text block t of the content)
     + sum(count_text(call.name) + count_text(json(call.args)) for each tool call)
+    + media_tokens(content)                                  (images, audio, files)
 
 where a text block is the string content itself, or each ``str`` / ``{"type": "text"}`` block
-of a list content (images and other non-text blocks count 0), and ``json(args)`` is
+of a list content, and ``json(args)`` is
 ``json.dumps(args, ensure_ascii=False, separators=(",", ":"), sort_keys=True)``. An invalid tool
-call counts its name and its raw argument string. The overhead is a fixed approximation of the
-provider's chat framing; everything else is exact.
+call counts its name and its raw argument string. Media blocks are counted as providers bill
+them, never their base64 payload as text (:mod:`ctxfs._tokens._media`): an image by its
+pixels (read from its header), 1,600 tokens when its size cannot be read; other media by
+their payload. The overhead is a fixed approximation of the provider's chat framing; the text
+is exact.
 
 Any other tokenizer plugs in through :func:`as_token_counter`: an object with the
 :class:`TokenCounter` methods, or a plain ``Callable[[str], int]``.
@@ -34,6 +38,7 @@ import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxfs._messages import text_blocks
+from ctxfs._tokens._media import media_tokens
 
 __all__ = [
     "ENCODING_NAME",
@@ -289,9 +294,8 @@ class _CachedMessageCounting:
             fingerprint = _fingerprint(message)
         tokens = self._cache.get(message, fingerprint)
         if tokens is None:
-            tokens = MESSAGE_OVERHEAD_TOKENS + sum(
-                self.count_text(part) for part in message_text_parts(message) if part
-            )
+            tokens = MESSAGE_OVERHEAD_TOKENS + media_tokens(message.content)
+            tokens += sum(self.count_text(part) for part in message_text_parts(message) if part)
             self._cache.put(message, fingerprint, tokens)
         snapshot = _snapshot(message, tokens)
         if key is not None:
