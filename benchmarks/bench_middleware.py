@@ -14,7 +14,8 @@ Not a test: prints what one run measured. Usage::
    seconds long and the overhead a far smaller share. The two agents' turns are interleaved.
    ``--clock cpu`` (the default) times the process's CPU time, every thread of it, so a
    machine busy with other work slows both agents alike instead of adding its waits to one;
-   ``--clock wall`` times the wall clock.
+   ``--clock wall`` times the wall clock. Each turn starts after a full garbage collection
+   (``--no-settle``: not), so that neither agent pays for a collection of what the other left.
 2. Checkpoint size: ``--long-turns`` tool calls, each returning ``--result-chars`` characters,
    with a SQLite checkpointer: the latest checkpoint's size and the database file's size,
    with and without ctxfs.
@@ -23,6 +24,7 @@ Not a test: prints what one run measured. Usage::
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import tempfile
 import time
@@ -57,9 +59,14 @@ def _overhead_agent(with_ctxfs: bool, replies: int, messages: int = 0) -> Any:
 
 
 def measure_overhead(
-    messages: int, turns: int, clock: Callable[[], float] = time.process_time
+    messages: int, turns: int, clock: Callable[[], float] = time.process_time, settle: bool = True
 ) -> tuple[float, float]:
-    """Median seconds per turn without and with ctxfs, turns interleaved."""
+    """Median seconds per turn without and with ctxfs, turns interleaved.
+
+    With ``settle``, a full garbage collection (not timed) precedes each turn: the two agents
+    share one process, and a full collection scans both, so without it each turn would pay
+    for whatever the turns before it left, whichever agent made it.
+    """
     config: Any = {"configurable": {"thread_id": "bench"}}
     agents = {flag: _overhead_agent(flag, turns + 2, messages) for flag in (False, True)}
     for agent in agents.values():
@@ -68,6 +75,8 @@ def measure_overhead(
     times: dict[bool, list[float]] = {False: [], True: []}
     for n in range(turns):
         for flag in (False, True) if n % 2 else (True, False):
+            if settle:
+                gc.collect()
             started = clock()
             agents[flag].invoke({"messages": [("user", f"question {n}")]}, config)
             times[flag].append(clock() - started)
@@ -124,13 +133,18 @@ def main() -> None:
     parser.add_argument("--long-turns", type=int, default=200)
     parser.add_argument("--result-chars", type=int, default=20_000)
     parser.add_argument("--skip-checkpoints", action="store_true")
+    parser.add_argument(
+        "--no-settle", action="store_true", help="no full garbage collection before each turn"
+    )
     args = parser.parse_args()
 
     print(f"Time per turn ({args.clock} time, median of {args.turns} turns each):")
     print("| thread | without ctxfs | with ctxfs | overhead |")
     print("|---|---|---|---|")
     for size in args.sizes:
-        without, with_ = measure_overhead(size, args.turns, _CLOCKS[args.clock])
+        without, with_ = measure_overhead(
+            size, args.turns, _CLOCKS[args.clock], settle=not args.no_settle
+        )
         print(
             f"| {size:,} messages | {without * 1000:.1f} ms | {with_ * 1000:.1f} ms "
             f"| {(with_ / without - 1) * 100:+.1f} % ({(with_ - without) * 1000:+.1f} ms) |",
