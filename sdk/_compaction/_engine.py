@@ -386,9 +386,10 @@ class ContextEngine:
         extra = fixed.system + fixed.tools
         original = list(messages)
         # One compaction at the high-water mark; below it only explicit step triggers act.
-        compacting = self._counter.count_messages(original) + extra >= policy.high_water_tokens
+        counted = self._counter.count_messages(original)
+        compacting = counted + extra >= policy.high_water_tokens
         lossless = self._batch if compacting else self._lossless
-        inputs, cleared = lossless(original, thread_id, policy, extra)
+        inputs, cleared = lossless(original, thread_id, policy, extra, counted)
         current, events = cleared.messages, [*inputs.events, *cleared.events]
         before, tokens = inputs.tokens_before, cleared.tokens_after
         # Summarize only when the lossless steps could not reach the low-water mark, and left
@@ -754,16 +755,22 @@ class ContextEngine:
             return self._offload_inputs(messages, thread_id, self.window_from(None), 0)
 
     def _batch(
-        self, messages: list[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+        self,
+        messages: list[BaseMessage],
+        thread_id: str,
+        policy: ContextPolicy,
+        extra: int,
+        counted: int | None = None,
     ) -> tuple[OffloadResult, OffloadResult]:
         """A compaction's lossless steps: old inputs and old results, oldest first, down to
         the low-water mark, applied at once so the prefix changes once.
 
         Every candidate is priced first (what its pointer frees); the batch then takes every
         candidate before the first message at which the running total reaches the low-water
-        mark, or all of them when it never does.
+        mark, or all of them when it never does. ``counted`` is the messages' tokens if the
+        caller has just counted them.
         """
-        before = self._counter.count_messages(messages)
+        before = self._counter.count_messages(messages) if counted is None else counted
         unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
         need = before + extra - policy.low_water_tokens
         if need <= 0:
@@ -799,19 +806,25 @@ class ContextEngine:
         return inputs, cleared
 
     def _lossless(
-        self, messages: list[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+        self,
+        messages: list[BaseMessage],
+        thread_id: str,
+        policy: ContextPolicy,
+        extra: int,
+        counted: int | None = None,
     ) -> tuple[OffloadResult, OffloadResult]:
         """Below the high-water mark: the steps whose explicit trigger is reached, as one
         batch, so the prefix changes once.
 
         With clearing on, the batch goes when what it frees together is worth the cache
         break (see :func:`ctxfs._compaction._clearing.batch_goes`): inputs never move on
-        their own, a call after the results.
+        their own, a call after the results. ``counted`` is the messages' tokens if the caller
+        has just counted them.
         """
         if not policy.clearing.enabled:
             inputs = self._offload_inputs(messages, thread_id, policy, extra)
             return inputs, self._clear_results(inputs.messages, thread_id, policy, extra)
-        before = self._counter.count_messages(messages)
+        before = self._counter.count_messages(messages) if counted is None else counted
         unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
         if before + extra < policy.clearing_trigger_tokens:
             return unchanged, unchanged

@@ -28,6 +28,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Any, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -199,7 +200,7 @@ def state_update(
         before: The messages in the state.
         after: What they should become.
     """
-    if len(before) == len(after) and all(a is b for a, b in zip(after, before, strict=True)):
+    if len(before) == len(after) and all(map(is_, after, before)):  # in C: every model call
         return None
     changes = _in_place(before, after)
     if changes is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from operator import is_
 from typing import Any, Literal, cast, get_args, overload
 
 from langgraph.types import Command
@@ -102,7 +103,7 @@ def _conflict_message(names: Sequence[str]) -> str:
 
 
 def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(map(is_, a, b))  # in C: it runs on every model call
 
 
 def _persisted(
