@@ -54,7 +54,7 @@ def test_replay_prints_calls_events_and_totals(
 ) -> None:
     status, out, err = run(
         capsys, "replay", "t.jsonl", "--max-input-tokens", "4000", "--policy", "policy.json",
-        "--workspace", "ws",
+        "--workspace", "ws", "--create",
     )  # fmt: skip
     assert (status, err) == (0, "")
     assert out == (
@@ -141,6 +141,7 @@ def test_replay_summarizes_a_long_trace_and_names_the_transcript(
     records.append({"role": "assistant", "content": "All reviewed."})
     path = write_trace(tmp_path, records, "long.jsonl")
     argv = ["replay", str(path), "--max-input-tokens", "4000", "--workspace", str(tmp_path / "w")]
+    argv.append("--create")
     status, out, _ = run(capsys, *argv, "--json")
     document = json.loads(out)
     kinds = {e["kind"] for e in document["events"]}
