@@ -6,6 +6,8 @@ when its reader goes away. The subcommands are read from the parser, so a new on
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -14,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxfs import Workspace
 from ctxfs._cli._extras import extra_of, missing_dependency
@@ -261,3 +265,79 @@ def test_the_workspace_commands_load_only_the_workspace_and_its_tools(tmp_path: 
             if m.partition(".")[0] in _HEAVY_PACKAGES or m.startswith(_HEAVY_OURS)
         }
         assert heavy == set(), argv
+
+
+# -- what reaches a terminal ----------------------------------------------------------------
+
+_ACTED_ON = {
+    *(chr(c) for c in range(0x20) if c not in (0x09, 0x0A)),
+    *(chr(c) for c in range(0x7F, 0xA0)),
+    "\u061c", "\u200e", "\u200f", *(chr(c) for c in range(0x202A, 0x202F)),
+    *(chr(c) for c in range(0x2066, 0x206A)),
+}  # fmt: skip
+
+
+@given(st.text(alphabet=st.sampled_from(sorted(_ACTED_ON)) | st.characters(), max_size=60))
+def test_nothing_a_terminal_acts_on_gets_through(text: str) -> None:
+    from ctxfs._cli._common import TerminalText, terminal_safe
+
+    safe = terminal_safe(text)
+    assert not set(safe) & _ACTED_ON
+    assert safe.count("\n") == text.count("\n") and safe.count("\t") == text.count("\t")
+    if not set(text) & _ACTED_ON:
+        assert safe == text  # ordinary text, any script, is left alone
+    buffer = io.StringIO()
+    TerminalText(buffer).write(text)
+    assert buffer.getvalue() == safe
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@given(
+    st.text(alphabet=st.sampled_from(sorted(_ACTED_ON)) | st.characters(codec="utf-8"),
+            min_size=1, max_size=30)
+)  # fmt: skip
+@settings(max_examples=25, deadline=None)
+def test_listings_contents_and_errors_cannot_drive_the_terminal(text: str) -> None:
+    import tempfile
+
+    from ctxfs._cli._common import TerminalText
+
+    with tempfile.TemporaryDirectory() as folder:
+        ws = Workspace(folder)
+        name = "".join(c for c in text if c not in "/\\\x00") or "x"
+        try:
+            ws.write_text(f"/d/{name}.txt", f"hit {text}\n")
+        except (ValueError, OSError):  # a name the workspace refuses is not listed at all
+            name = "x"
+            ws.write_text("/d/x.txt", f"hit {text}\n")
+        for argv in (
+            ["ls", folder, "/d"],
+            ["glob", folder, "**"],
+            ["grep", folder, "hit"],
+            ["cat", folder, f"/d/{name}.txt"],
+            ["cat", folder, f"/d/{name}.txt", "-n"],
+            ["cat", folder, f"/missing{text}"],
+        ):
+            out, err = _Terminal(), _Terminal()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                main(argv)
+            printed = out.getvalue() + err.getvalue()
+            assert printed and not set(printed) & _ACTED_ON, argv
+        assert isinstance(TerminalText(io.StringIO()), TerminalText)
+
+
+def test_cat_is_byte_exact_off_a_terminal(tmp_path: Path) -> None:
+    data = b"colour \x1b[31mred\x1b[0m\r\n"
+    (tmp_path / "a.txt").write_bytes(data)
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxfs", "cat", str(tmp_path), "/a.txt"], capture_output=True
+    )
+    assert (done.returncode, done.stdout) == (0, data)
+    listing = subprocess.run(
+        [sys.executable, "-m", "ctxfs", "grep", str(tmp_path), "red"], capture_output=True
+    )
+    assert b"\x1b" not in listing.stdout and b"\\x1b[31m" in listing.stdout
