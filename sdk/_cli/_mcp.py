@@ -8,6 +8,7 @@ every command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import IO, Any
 
 from ctxfs._cli._common import CREATE_HELP, CliError, add_storage_arguments, open_workspace
@@ -73,7 +74,22 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     anyio.run(serve_stdio, server)
+    _end_abandoned_calls()
     return 0
+
+
+def _end_abandoned_calls() -> None:
+    """Ends the process now when calls of a client that left are still running in worker
+    threads: they have no one to answer, and the interpreter would wait for them at exit."""
+    import os
+    import sys
+    import threading
+
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()[1:]):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(0)
 
 
 _SERVE = """Serve the workspace at WORKSPACE_URL to an MCP client over stdin/stdout (the client
