@@ -341,3 +341,85 @@ def test_cat_is_byte_exact_off_a_terminal(tmp_path: Path) -> None:
         [sys.executable, "-m", "ctxfs", "grep", str(tmp_path), "red"], capture_output=True
     )
     assert b"\x1b" not in listing.stdout and b"\\x1b[31m" in listing.stdout
+
+
+# -- messages name the flags ------------------------------------------------------------------
+
+
+def _tool_texts() -> list[str]:
+    """Every paging note and error text the workspace tools give that the CLI prints,
+    produced by the library itself (so a new wording is checked as it is written)."""
+    from ctxfs._workspace._grep import GrepOptions, timeout_error
+
+    texts = [str(timeout_error("/logs/app.log", GrepOptions(pattern="(a+)+b")))]
+    ws = Workspace("memory://wording")
+    ws.write_text("/long.txt", "y" * 50_000 + "\n")
+    for n in range(40):
+        ws.write_text(f"/d/f{n}.log", f"line {n} error\n" * 3)
+    from ctxfs.tools import tool_functions
+
+    tools = {f.name: f for f in tool_functions(ws, max_output_tokens=200)}
+    calls: list[tuple[str, dict[str, object]]] = [
+        ("ls", {"path": "/d"}),
+        ("ls", {"path": "/d", "offset": 99}),
+        ("glob", {"pattern": "**"}),
+        ("glob", {"pattern": "**", "offset": 99}),
+        ("grep", {"pattern": "line", "output_mode": "content"}),
+        ("grep", {"pattern": "line", "output_mode": "content", "head_limit": 3}),
+        ("grep", {"pattern": "(a"}),
+        ("read_file", {"file_path": "/long.txt"}),
+        ("read_file", {"file_path": "/d/f1.log", "limit": 1}),
+        ("read_file", {"file_path": "/d/f1.log", "offset": 9}),
+    ]
+    for name, arguments in calls:
+        tool = tools[name]
+        try:
+            texts.append(tool.function(**dict(tool.args_schema.model_validate(arguments))))
+        except Exception as exc:  # the errors are texts too
+            texts.append(str(exc))
+    return texts
+
+
+def test_every_tool_note_is_reworded_to_the_flags() -> None:
+    from ctxfs._cli._wording import TOOL_WORDS, for_the_shell
+
+    texts = _tool_texts()
+    assert sum(bool(TOOL_WORDS.search(text)) for text in texts) >= 8  # they did name them
+    for text in texts:
+        assert not TOOL_WORDS.search(for_the_shell(text)), text
+
+
+@given(
+    st.from_regex(
+        r"/[a-z_]{0,6}(offset|fixed_strings|head_limit|limit)[a-z_.]{0,6}", fullmatch=True
+    )
+)
+def test_file_names_are_left_as_they_are(path: str) -> None:
+    from ctxfs._cli._wording import for_the_shell
+
+    message = f"{path}: no such file or directory"
+    assert for_the_shell(message) == message
+
+
+def test_the_commands_print_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ctxfs._cli._wording import TOOL_WORDS
+
+    ws = Workspace(tmp_path)
+    for n in range(30):
+        ws.write_text(f"/f{n}.log", f"line {n} error\n")
+    ws.write_text("/long.txt", "y" * 300_000 + "\n")
+    root = str(tmp_path)
+    for argv in (
+        ["grep", root, "line", "--head-limit", "3"],
+        ["grep", root, "(a"],
+        ["grep", root, "line", "--head-limit", "-1"],
+        ["ls", root, "--offset", "99"],
+        ["ls", root, "--offset", "-1"],
+        ["glob", root, "*", "--offset", "99"],
+        ["cat", root, "/f1.log", "--offset", "9"],
+        ["cat", root, "/long.txt", "-n"],
+    ):
+        main(argv)
+        captured = capsys.readouterr()
+        printed = captured.out + captured.err
+        assert printed and not TOOL_WORDS.search(printed), (argv, printed[-300:])

@@ -199,7 +199,9 @@ def _classify(exc: Exception) -> tuple[int, str]:
     from ctxfs._errors import WorkspaceError
 
     if isinstance(exc, CliError | WorkspaceError | OSError):
-        return EXIT_ERROR, _one_line(str(exc))
+        from ctxfs._cli._wording import for_the_shell
+
+        return EXIT_ERROR, for_the_shell(_one_line(str(exc)))
     missing = missing_dependency(exc)
     if missing is not None:
         return EXIT_ERROR, missing

@@ -21,6 +21,7 @@ from ctxfs._cli._common import (
     open_workspace,
     write_file_bytes,
 )
+from ctxfs._cli._wording import OPERANDS, for_the_shell
 from ctxfs._errors import ArchiveError, PathNotFoundError, ReadOnlyPathError, WorkspaceError
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace._workspace import Workspace
@@ -199,14 +200,14 @@ def _run_tool(tool: ToolFunction, out: IO[str], **arguments: object) -> int:
         text = tool.function(**dict(validated))
     except (WorkspaceError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    out.write(text + "\n")
+    out.write(for_the_shell(text) + "\n")
     return 0
 
 
 def _invalid(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"])
+        where = ".".join(OPERANDS.get(str(part), str(part)) for part in error["loc"])
         problems.append(f"{where}: {error['msg']} (got {error['input']!r})")
     return "; ".join(problems)
 
@@ -267,9 +268,9 @@ def _grep(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except (WorkspaceError, ValueError) as exc:
         raise CliError(str(exc)) from None
     if not result.files:
-        err.write(text + "\n")
+        err.write(for_the_shell(text) + "\n")
         return EXIT_NO_MATCH
-    out.write(text + "\n")
+    out.write(for_the_shell(text) + "\n")
     return 0
 
 
