@@ -38,7 +38,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from ctxfs import __version__
 from ctxfs._cli._common import (
@@ -177,7 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.command = "grep"
     else:
         args = parser.parse_args(words)
-    out, err = TerminalText(sys.stdout), TerminalText(sys.stderr)
+    # the commands take text streams; these write everything through terminal_safe
+    out = cast(IO[str], TerminalText(sys.stdout))
+    err = cast(IO[str], TerminalText(sys.stderr))
     try:
         status = int(args.handler(args, out, err))
         out.flush()  # a closed pipe shows here, not at exit
