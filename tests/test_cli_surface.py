@@ -167,6 +167,38 @@ def test_every_extra_package_maps_to_its_extra() -> None:
     assert extra_of("no-such-package") is None
 
 
+def _extra_packages() -> list[tuple[str, str]]:
+    """Every package an extra of ctxfs brings, as an import name, with that extra."""
+    import re
+    from importlib import metadata
+
+    found: dict[str, str] = {}
+    for requirement in metadata.requires("ctxfs") or []:
+        name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", requirement)
+        if name and extra:
+            found.setdefault(name.group().replace("-", "_").lower(), extra.group(1))
+    return sorted(found.items())
+
+
+@pytest.mark.parametrize(("package", "listed_in"), _extra_packages())
+def test_any_missing_extra_package_is_named_with_an_extra_that_brings_it(
+    package: str, listed_in: str
+) -> None:
+    from importlib import metadata
+
+    error = ModuleNotFoundError(f"No module named {package!r}", name=package)
+    line = missing_dependency(RuntimeError("while running"))  # not an import error at all
+    assert line is None
+    wrapped = RuntimeError("while running")
+    wrapped.__context__ = error
+    line = missing_dependency(wrapped)
+    assert line is not None and line.startswith(f"this command needs the package {package!r}")
+    extra = line.rpartition("ctxfs[")[2].rstrip("]'")
+    brings = [r for r in metadata.requires("ctxfs") or [] if f'extra == "{extra}"' in r]
+    assert any(r.replace("-", "_").lower().startswith(package) for r in brings), (line, brings)
+
+
 def test_an_import_error_inside_ctxfs_is_still_a_defect() -> None:
     error = ModuleNotFoundError("No module named 'ctxfs._gone'", name="ctxfs._gone")
     assert missing_dependency(error) is None
