@@ -54,7 +54,7 @@ def test_replay_prints_calls_events_and_totals(
 ) -> None:
     status, out, err = run(
         capsys, "replay", "t.jsonl", "--max-input-tokens", "4000", "--policy", "policy.json",
-        "--workspace", "ws",
+        "--workspace", "ws", "--create",
     )  # fmt: skip
     assert (status, err) == (0, "")
     assert out == (
@@ -152,6 +152,7 @@ def test_replay_summarizes_a_long_trace_and_names_the_transcript(
     records.append({"role": "assistant", "content": "All reviewed."})
     path = write_trace(tmp_path, records, "long.jsonl")
     argv = ["replay", str(path), "--max-input-tokens", "4000", "--workspace", str(tmp_path / "w")]
+    argv.append("--create")
     status, out, _ = run(capsys, *argv, "--json")
     document = json.loads(out)
     kinds = {e["kind"] for e in document["events"]}
@@ -205,8 +206,11 @@ def test_plot_shows_the_prompt_cache_per_call() -> None:
     engine = ContextEngine(Workspace("memory://plot-cache"), ContextPolicy(max_input_tokens=4_000))
     result = replay(history, engine, thread_id="t")
     assert result.prefix_breaks >= 1
-    context, cache = replay_figure(result).axes
+    context, cache, view = replay_figure(result).axes
     assert context.get_ylabel() == "context tokens"
+    task, users = view.get_lines()
+    assert list(task.get_ydata()) == [float(c.task_in_view) for c in result.calls]
+    assert view.get_title().startswith(f"goal retention: the task in {result.task_retention:.1%}")
     bars = cache.containers
     assert [b.get_label() for b in bars] == ["cached", "uncached"]
     assert [r.get_height() for r in bars[0]] == [c.cached_tokens for c in result.calls]

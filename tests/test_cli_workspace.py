@@ -43,7 +43,7 @@ def test_cat_is_byte_exact_and_pages_like_read_file(
     assert run(capsys, "cat", ws, "/logs/app.log", "--offset", "1", "--limit", "2") == (
         0,
         "     2\t-v flag seen\n     3\tERROR disk full\n"
-        "... 1 more line; call read_file with offset=3 to read on\n",
+        "... 1 more line; run it again with --offset 3 to read on\n",
         "",
     )
 
@@ -91,7 +91,7 @@ def test_grep_double_dash_ends_the_options(ws: str, capsys: pytest.CaptureFixtur
     [
         (["cat", "{ws}", "/nope.txt"], "ctxfs cat: /nope.txt: no such file or directory\n"),
         (["cat", "{ws}", "/nope.txt", "-n"], "ctxfs cat: /nope.txt: no such file or directory\n"),
-        (["cat", "{ws}", "/logs", "--offset", "-1"], "ctxfs cat: offset: Input should be"),
+        (["cat", "{ws}", "/logs", "--offset", "-1"], "ctxfs cat: --offset: Input should be"),
         (["ls", "{ws}", "/../.."], "ctxfs ls: path '/../..' climbs above the workspace root"),
         (["grep", "{ws}", "("], "ctxfs grep: invalid regular expression"),
         (["ls", "{ws}/missing"], "ctxfs ls: no workspace at {ws}/missing: no such folder"),

@@ -44,7 +44,7 @@ def test_demo_shows_every_step_and_recovers_an_early_detail(tmp_path: Path) -> N
 
 
 def test_cli_demo_runs_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--no-live", "--workspace", str(tmp_path / "ws")]) == 0
+    assert main(["demo", "--no-live", "--workspace", str(tmp_path / "ws"), "--create"]) == 0
     printed = capsys.readouterr().out
     assert "turn  1" in printed and "Finished in" in printed
 

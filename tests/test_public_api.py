@@ -141,7 +141,10 @@ def test_all_is_pinned_and_sorted() -> None:
 def test_nothing_else_is_public_at_the_top_level() -> None:
     # Implementation modules are private (_name.py): importing the package leaves no
     # public module name behind, only what __all__ lists and the public subpackages.
+    for name in ctxfs.__all__:  # the names are imported on first use (PEP 562)
+        getattr(ctxfs, name)
     public = {name for name in vars(ctxfs) if not name.startswith("_")}
+    assert public <= {name for name in dir(ctxfs) if not name.startswith("_")}
     # the on-demand subpackages are attributes once something imported them
     assert set(PUBLIC) | PUBLIC_PACKAGES <= public <= set(PUBLIC) | PUBLIC_PACKAGES | ON_DEMAND
 
@@ -174,3 +177,37 @@ def test_error_tree_inherits_builtins() -> None:
     assert issubclass(errors.ArchiveError, errors.WorkspaceError)
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.WorkspaceError)
+
+
+def test_the_lazy_names_are_the_ones_type_checkers_see() -> None:
+    # Every public name is imported on first use from the module the TYPE_CHECKING block
+    # names, so a type checker and a running program agree on what each name is.
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(ctxfs))
+    block = next(node for node in tree.body if isinstance(node, ast.If))
+    seen = {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert seen == ctxfs._LAZY
+    assert set(seen) == set(ctxfs.__all__)
+    assert set(ctxfs.__all__) <= set(dir(ctxfs))
+
+
+def test_import_ctxfs_loads_none_of_the_library() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ctxfs; print(ctxfs.__version__); "
+        "print(sorted(m for m in sys.modules if m.startswith(('ctxfs.', 'langchain', "
+        "'langgraph', 'pydantic'))))"
+    )
+    lines = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert lines == [ctxfs.__version__, "[]"]

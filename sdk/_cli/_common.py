@@ -1,4 +1,9 @@
-"""What every ``ctxfs`` subcommand shares: the error it reports, and opening a workspace."""
+"""What every ``ctxfs`` subcommand shares: the error it reports, opening a workspace, and
+printing to a terminal.
+
+This module is imported by every command, ``--version`` and ``--help`` included, so it imports
+nothing of the library at module level: each command loads what it uses when it runs.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,33 @@ import argparse
 import contextlib
 import json
 import os
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ctxfs._workspace._workspace import Workspace
-from ctxfs.backends import local_folder_of, protocol_of
+if TYPE_CHECKING:
+    from ctxfs._workspace._workspace import Workspace
 
 __all__ = [
+    "CREATE_HELP",
     "ENDPOINT_ENV",
+    "EXIT_ERROR",
     "CliError",
+    "TerminalText",
     "add_storage_arguments",
+    "check_folder",
     "open_workspace",
+    "raw_stream",
     "storage_options",
+    "terminal_safe",
+    "write_file_bytes",
 ]
+
+EXIT_ERROR = 2
+"""Exit status of an error in what was asked (arguments, files, the workspace)."""
+
+CREATE_HELP = (
+    "make the workspace folder if it does not exist (without it, a missing one is refused)"
+)
+"""The help of a command's ``--create`` flag."""
 
 ENDPOINT_ENV = "CTXFS_S3_ENDPOINT_URL"
 """Environment variable read for ``--endpoint-url`` when the flag is not given."""
@@ -79,6 +99,8 @@ def storage_options(args: argparse.Namespace, url: str) -> dict[str, Any] | None
                 f"{', '.join(f'{last}.{name}' for name in target[last])}"
             )
         target[last] = value
+    from ctxfs.backends import protocol_of
+
     s3 = protocol_of(url) == "s3"
     profile, region = getattr(args, "profile", None), getattr(args, "region", None)
     if (profile or region) and not s3:
@@ -108,33 +130,129 @@ def open_workspace(
     url: str,
     storage: argparse.Namespace | str | None,
     *,
-    must_exist: bool = False,
+    must_exist: bool = True,
     read_only: bool = False,
 ) -> Workspace:
     """Opens the workspace at ``url``; an S3 endpoint comes from the flag or the environment.
 
     Opening checks the storage (a missing bucket, missing credentials, an unreachable
-    endpoint are reported here, in one line, before anything else is done).
+    endpoint are reported here, in one line, before anything else is done). A local folder
+    that does not exist is refused unless the command was asked to make it (``--create``):
+    a mistyped path must not give an empty workspace.
 
     Args:
         url: A folder, ``memory://name``, ``s3://bucket/prefix`` or another fsspec URL.
         storage: The parsed arguments of :func:`add_storage_arguments`, or just an
-            S3-compatible endpoint (``None``: ``$CTXFS_S3_ENDPOINT_URL``).
-        must_exist: Refuse a local folder that does not exist (instead of creating it): for
-            the commands that only look.
+            S3-compatible endpoint (``None``: ``$CTXFS_S3_ENDPOINT_URL``). A ``create``
+            attribute set to true (the ``--create`` flag) makes a missing folder.
+        must_exist: Refuse a missing local folder even when ``--create`` is given (the
+            commands that only look).
         read_only: Open it read-only (the commands that only look): nothing can be
             written, and opening checks only that it can be read.
 
     Raises:
-        CliError: The folder is missing, or the URL cannot be opened.
+        CliError: The folder is missing (or is a file), or the URL cannot be opened.
     """
+    from ctxfs._workspace._workspace import Workspace
+
     if not isinstance(storage, argparse.Namespace):
         storage = argparse.Namespace(endpoint_url=storage)
     options = storage_options(storage, url)
-    folder = local_folder_of(url)
-    if must_exist and folder is not None and not os.path.isdir(os.path.expanduser(folder)):
-        raise CliError(f"no workspace at {url}: no such folder")
+    check_folder(url, storage, must_exist=must_exist)
     try:
         return Workspace(url, storage_options=options, read_only=["/"] if read_only else [])
-    except (ValueError, ImportError, OSError) as exc:
+    except (ValueError, OSError) as exc:
         raise CliError(f"cannot open the workspace {url}: {exc}") from None
+
+
+def check_folder(url: str, storage: argparse.Namespace, *, must_exist: bool = True) -> None:
+    """Refuses a local ``url`` that is not a folder, unless it is missing and ``--create``
+    was given (and ``must_exist`` is false); other URLs pass.
+
+    Raises:
+        CliError: The folder is missing (without ``--create``) or is a file.
+    """
+    from ctxfs.backends import local_folder_of
+
+    local = local_folder_of(url)
+    if local is None:
+        return
+    folder = os.path.expanduser(local)
+    if os.path.isdir(folder):
+        return
+    if os.path.lexists(folder):
+        raise CliError(f"no workspace at {url}: no such folder (it is a file)")
+    offered = hasattr(storage, "create")  # the command has a --create flag
+    if must_exist or not getattr(storage, "create", False):
+        hint = " (to make a new workspace there, add --create)" if offered else ""
+        raise CliError(f"no workspace at {url}: no such folder{hint}")
+
+
+# -- printing -------------------------------------------------------------------------------
+
+# What a terminal would act on rather than show: C0 controls (ESC starts colour, cursor and
+# title sequences; CR overwrites a line; BS erases), DEL, C1 controls (CSI, OSC as single
+# bytes) and the bidirectional overrides that reorder what a line seems to say. Tab and
+# newline are kept.
+_UNSAFE = [
+    *(c for c in range(0x20) if c not in (0x09, 0x0A)),
+    *range(0x7F, 0xA0),
+    0x061C,
+    0x200E,
+    0x200F,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+]
+_SAFE_TABLE = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _UNSAFE}
+
+
+def terminal_safe(text: str) -> str:
+    r"""``text`` with every character a terminal would act on written as a visible escape.
+
+    Example:
+        >>> terminal_safe("name\x1b]0;owned\x07.txt")
+        'name\\x1b]0;owned\\x07.txt'
+    """
+    return text.translate(_SAFE_TABLE)
+
+
+class TerminalText:
+    """A text stream that writes through :func:`terminal_safe`: every command prints through
+    one, so a file name, a grep line or a fact cannot drive the terminal.
+
+    ``raw`` is the stream underneath, for :func:`write_file_bytes`.
+    """
+
+    def __init__(self, raw: IO[str]) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(terminal_safe(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def isatty(self) -> bool:
+        return self.raw.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def raw_stream(out: IO[str]) -> IO[str]:
+    """The stream under a :class:`TerminalText` (for rich, which writes its own escapes: what
+    it is given to show must be :func:`terminal_safe` already)."""
+    return out.raw if isinstance(out, TerminalText) else out
+
+
+def write_file_bytes(data: bytes, out: IO[str]) -> None:
+    """Prints a file: byte-exact to a pipe or a file, made :func:`terminal_safe` on a terminal
+    (the bytes of a file reach a person only through this)."""
+    buffer = getattr(raw_stream(out), "buffer", None)
+    if buffer is None or out.isatty():
+        out.write(data.decode("utf-8", errors="replace"))
+        return
+    out.flush()
+    buffer.write(data)
+    buffer.flush()

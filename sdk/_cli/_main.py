@@ -10,60 +10,135 @@ Subcommands:
     memory       Show, search or forget long-term memory (show | search | forget).
     mcp serve    Serve a workspace to MCP clients (Claude Code, editors) over stdio.
     session      Show the staged workflows of a workspace, or resume one.
-    threads, gc  List the threads of a workspace (size, last activity), or remove whole
-                 threads past retention (a dry run unless --apply).
 
 Every failure is one line on stderr (``ctxfs <command>: <what went wrong>``) and a non-zero
 exit status, never a traceback:
 
-- ``0``: done; ``1``: ``grep`` found nothing, ``session resume`` halted on an invalid
-  stage output, or ``gc --apply`` left a collection unfinished.
+- ``0``: done; ``1``: ``grep`` found nothing, or ``session resume`` halted on an invalid
+  stage output.
 - ``2``: an error in what was asked (arguments, a trace or policy file, the workspace or its
   storage), or a usage error reported by the argument parser.
 - ``70``: an internal error, a defect of ctxfs (the line names the exception; please report
   it).
-- ``130``: interrupted.
+- ``130``: interrupted; ``141``: stdout was closed early (``ctxfs ... | head``), quietly.
+
+A missing optional dependency is an error in the installation, not a defect: the line names
+the extra that brings it (``pip install 'ctxfs[mcp]'``). What a command prints is made
+terminal-safe (:func:`~ctxfs._cli._common.terminal_safe`).
+
+Only the chosen command's module is imported: ``--version`` and ``--help`` load none of the
+library, and ``ls`` loads the workspace and its tools, not the compaction or LangChain.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import os
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, Any, cast
 
 from ctxfs import __version__
-from ctxfs._cli._common import CliError, add_storage_arguments, storage_options
-from ctxfs._cli._lifecycle import add_lifecycle_parsers
-from ctxfs._cli._mcp import add_mcp_parser
-from ctxfs._cli._memory import add_memory_parser
-from ctxfs._cli._replay import add_replay_parser
-from ctxfs._cli._session import add_session_parser
-from ctxfs._cli._workspace import EXIT_ERROR, add_workspace_parsers, parse_grep
-from ctxfs._errors import WorkspaceError
+from ctxfs._cli._common import (
+    CREATE_HELP,
+    EXIT_ERROR,
+    CliError,
+    TerminalText,
+    add_storage_arguments,
+    check_folder,
+    storage_options,
+)
 
-__all__ = ["EXIT_INTERNAL", "build_parser", "main"]
+__all__ = ["COMMANDS", "EXIT_BROKEN_PIPE", "EXIT_INTERNAL", "build_parser", "main"]
 
 EXIT_INTERNAL = 70
 """Exit status of an internal error (``EX_SOFTWARE``): a defect of ctxfs, not of the input."""
 
+EXIT_BROKEN_PIPE = 141
+"""Exit status when stdout closed early (128 + SIGPIPE, as a shell reports ``cat | head``)."""
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": (
+        "ctxfs._cli._main:add_demo_parser",
+        "run the offline demo (scripted agent, small context budget, live view)",
+    ),
+    "replay": (
+        "ctxfs._cli._replay:add_replay_parser",
+        "replay a recorded agent trace (JSONL) through ctxfs and show what it did",
+    ),
+    "ls": ("ctxfs._cli._workspace:add_workspace_parsers", "list a folder of a workspace"),
+    "cat": ("ctxfs._cli._workspace:add_workspace_parsers", "print a file of a workspace"),
+    "glob": ("ctxfs._cli._workspace:add_workspace_parsers", "find files by name pattern"),
+    "grep": (
+        "ctxfs._cli._workspace:add_workspace_parsers",
+        "search file contents with a regular expression, like rg",
+    ),
+    "transcripts": (
+        "ctxfs._cli._workspace:add_workspace_parsers",
+        "list the archived conversation segments, or show one",
+    ),
+    "memory": ("ctxfs._cli._memory:add_memory_parser", "show, search or forget long-term memory"),
+    "mcp": (
+        "ctxfs._cli._mcp:add_mcp_parser",
+        "serve a workspace to MCP clients (Claude Code, editors)",
+    ),
+    "session": ("ctxfs._cli._session:add_session_parser", "show or resume staged workflows"),
+    "threads": (
+        "ctxfs._cli._lifecycle:add_lifecycle_parsers",
+        "list the threads of a workspace with their size and last activity",
+    ),
+    "gc": (
+        "ctxfs._cli._lifecycle:add_lifecycle_parsers",
+        "remove whole threads past retention (a dry run unless --apply)",
+    ),
+}
+"""Each subcommand: the function (``module:name``) that adds its parser, and its one-line help.
+
+Only the chosen command's function runs (its module is imported then); the others are
+listed by their help, so ``ctxfs --help`` imports none of them.
+"""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, one subparser per subcommand."""
-    return _parsers()[0]
+    """The argument parser, with every subcommand's parser built."""
+    return _parsers(set(COMMANDS))[0]
 
 
-def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The top parser, and the ``grep`` parser (whose operands need their own pass)."""
+def _parsers(
+    chosen: set[str],
+) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser | None]:
+    """The top parser with the ``chosen`` commands' parsers built (the others only listed),
+    and the ``grep`` parser when it was built (its operands need their own pass)."""
     parser = argparse.ArgumentParser(
         prog="ctxfs",
         description="Keep long-running LLM agents inside their context window, losing nothing.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    wanted = {COMMANDS[name][0] for name in chosen if name in COMMANDS}  # with their groups
+    built: dict[str, Any] = {}
+    for name, (target, help) in COMMANDS.items():
+        if name in commands.choices:
+            continue  # added with its group
+        if target not in wanted:
+            commands.add_parser(name, help=help, add_help=False)
+            continue
+        if target not in built:
+            module, _, function = target.partition(":")
+            built[target] = getattr(importlib.import_module(module), function)(commands)
+    grep = next(
+        (value for value in built.values() if isinstance(value, argparse.ArgumentParser)), None
+    )
+    return parser, grep
+
+
+def add_demo_parser(commands: Any) -> None:
+    """Adds ``demo`` to ``commands``."""
     demo = commands.add_parser(
         "demo",
-        help="run the offline demo (scripted agent, small context budget, live view)",
+        help=COMMANDS["demo"][1],
         description=(
             "A scripted agent investigates a failing job in a generated workspace on a small "
             "context budget, so every ctxfs step shows: result offload, input offload, "
@@ -76,6 +151,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         help="where the agent works: a folder, memory://name or s3://bucket/prefix "
         "(default: a new temporary folder)",
     )
+    demo.add_argument("--create", action="store_true", help=CREATE_HELP)
     add_storage_arguments(demo)
     demo.add_argument(
         "--model",
@@ -96,41 +172,68 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         help="the context budget (default: 12000)",
     )
     demo.set_defaults(handler=_demo)
-    add_replay_parser(commands)
-    grep = add_workspace_parsers(commands)
-    add_memory_parser(commands)
-    add_mcp_parser(commands)
-    add_session_parser(commands)
-    add_lifecycle_parsers(commands)
-    return parser, grep
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     words = list(sys.argv[1:] if argv is None else argv)
-    parser, grep = _parsers()
-    if words[:1] == ["grep"]:
+    parser, grep = _parsers(set(words[:1]))
+    if words[:1] == ["grep"] and grep is not None:
+        from ctxfs._cli._workspace import parse_grep
+
         args = parse_grep(grep, words[1:])
         args.command = "grep"
     else:
         args = parser.parse_args(words)
-    out, err = sys.stdout, sys.stderr
+    # the commands take text streams; these write everything through terminal_safe
+    out = cast(IO[str], TerminalText(sys.stdout))
+    err = cast(IO[str], TerminalText(sys.stderr))
     try:
-        return int(args.handler(args, out, err))
-    except (CliError, WorkspaceError, OSError) as exc:
-        _fail(args.command, _one_line(str(exc)), err)
-        return EXIT_ERROR
+        status = int(args.handler(args, out, err))
+        out.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except KeyboardInterrupt:
         _fail(args.command, "interrupted", err)
         return 130
-    except Exception as exc:  # a defect: still one line, never a traceback
-        reason = _one_line(f"{type(exc).__name__}: {exc}")
-        _fail(args.command, f"internal error ({reason}); please report it", err)
-        return EXIT_INTERNAL
+    except Exception as exc:
+        status, message = _classify(exc)
+        _fail(args.command, message, err)
+        return status
+
+
+def _classify(exc: Exception) -> tuple[int, str]:
+    """The exit status and the line for an exception a command raised."""
+    from ctxfs._cli._extras import missing_dependency
+    from ctxfs._errors import WorkspaceError
+
+    if isinstance(exc, CliError | WorkspaceError | OSError):
+        from ctxfs._cli._wording import for_the_shell
+
+        return EXIT_ERROR, for_the_shell(_one_line(str(exc)))
+    missing = missing_dependency(exc)
+    if missing is not None:
+        return EXIT_ERROR, missing
+    # a defect: still one line, never a traceback
+    reason = _one_line(f"{type(exc).__name__}: {exc}")
+    return EXIT_INTERNAL, f"internal error ({reason}); please report it"
+
+
+def _quiet_broken_pipe() -> int:
+    """Stdout was closed by its reader: stop quietly. Python flushes stdout again at exit,
+    which would fail again and print a warning; point it at /dev/null first."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout without a descriptor (tests): nothing to do
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def _fail(command: str, message: str, err: IO[str]) -> None:
-    err.write(f"ctxfs {command}: {message}\n")
+    with contextlib.suppress(BrokenPipeError):  # stderr closed too: nobody to tell
+        err.write(f"ctxfs {command}: {message}\n")
 
 
 def _one_line(text: str, limit: int = 1_000) -> str:
@@ -140,11 +243,10 @@ def _one_line(text: str, limit: int = 1_000) -> str:
 
 
 def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    try:
-        from ctxfs.demo import DemoOptions, run_demo
-    except ImportError as exc:
-        err.write(f"ctxfs demo: {exc} (pip install 'ctxfs[demo]')\n")
-        return 2
+    from ctxfs.demo import DemoOptions, run_demo
+
+    if args.workspace:
+        check_folder(args.workspace, args, must_exist=False)
     live = not args.no_live and out.isatty()
     options = DemoOptions(
         workspace=args.workspace,
@@ -155,11 +257,7 @@ def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         max_input_tokens=args.max_input_tokens,
         pace=0.35 if live else 0.0,  # about 8 s for a person to follow; none in CI
     )
-    try:
-        report = run_demo(options)
-    except ImportError as exc:
-        err.write(f"ctxfs demo: {exc} (pip install 'ctxfs[demo]')\n")
-        return 2
+    report = run_demo(options)
     out.write(f"Finished in {report.seconds:.1f} s, {len(report.turns)} model calls.\n")
     return 0
 

@@ -8,10 +8,10 @@ every command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import IO, Any
 
-from ctxfs._cli._common import CliError, add_storage_arguments, open_workspace
-from ctxfs.sandbox import normalize_path
+from ctxfs._cli._common import CREATE_HELP, CliError, add_storage_arguments, open_workspace
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS
 
 __all__ = ["add_mcp_parser"]
@@ -31,6 +31,7 @@ def add_mcp_parser(commands: Any) -> None:
         metavar="WORKSPACE_URL",
         help="a folder, memory://name, s3://bucket/prefix or another fsspec URL",
     )
+    serve.add_argument("--create", action="store_true", help=CREATE_HELP)
     add_storage_arguments(serve)
     serve.add_argument(
         "--read-only",
@@ -56,14 +57,13 @@ def add_mcp_parser(commands: Any) -> None:
 
 
 def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    try:
-        import anyio
+    import anyio  # a missing extra is named by the command line's error handler
 
-        from ctxfs.integrations.mcp import create_server, serve_stdio
-    except ImportError as exc:
-        raise CliError(f"{exc} (pip install 'ctxfs[mcp]')") from None
+    from ctxfs.integrations.mcp import create_server, serve_stdio
+    from ctxfs.sandbox import normalize_path
+
     areas = [normalize_path(area) for area in args.read_only]
-    workspace = open_workspace(args.url, args, read_only="/" in areas)
+    workspace = open_workspace(args.url, args, must_exist=False, read_only="/" in areas)
     try:
         server = create_server(
             workspace,
@@ -74,7 +74,22 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     anyio.run(serve_stdio, server)
+    _end_abandoned_calls()
     return 0
+
+
+def _end_abandoned_calls() -> None:
+    """Ends the process now when calls of a client that left are still running in worker
+    threads: they have no one to answer, and the interpreter would wait for them at exit."""
+    import os
+    import sys
+    import threading
+
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()[1:]):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(0)
 
 
 _SERVE = """Serve the workspace at WORKSPACE_URL to an MCP client over stdin/stdout (the client

@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage
 from pydantic import ValidationError
 
 from ctxfs._archive._transcripts import thread_transcript_dir
-from ctxfs._cli._common import CliError, open_workspace
+from ctxfs._cli._common import CREATE_HELP, CliError, open_workspace, raw_stream, terminal_safe
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._events import ContextEvent, Summarized, describe_event
 from ctxfs._policy._settings import ContextPolicy
@@ -84,6 +84,7 @@ def add_replay_parser(commands: Any) -> None:
         help="where offloads and transcripts go: a folder, memory://name or s3://bucket/prefix "
         "(default: a new temporary folder)",
     )
+    parser.add_argument("--create", action="store_true", help=CREATE_HELP)
     parser.add_argument(
         "--endpoint-url", metavar="URL", help="S3-compatible endpoint for an s3:// workspace"
     )
@@ -123,7 +124,7 @@ def run_replay(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         )
     policy = load_policy(args.policy, args.max_input_tokens)
     url = args.workspace or tempfile.mkdtemp(prefix="ctxfs-replay-")
-    workspace = open_workspace(url, args.endpoint_url)
+    workspace = open_workspace(url, args, must_exist=False)  # a missing one needs --create
     thread_id = args.thread_id or Path(args.trace).stem
     engine = ContextEngine(workspace, policy)
     with _progress(err, len(history)) as on_message:
@@ -370,9 +371,10 @@ def render_rich(
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=out, width=width, highlight=False)
+    # rich writes its own escape sequences, so it gets the raw stream and safe text
+    console = Console(file=raw_stream(out), width=width, highlight=False)
     for text in _heading(result, trace, workspace):
-        console.print(text, markup=False)
+        console.print(terminal_safe(text), markup=False)
     table = Table(show_edge=False, pad_edge=False)
     for header in _HEADERS:
         table.add_column(header, justify="left" if header == "events" else "right")
@@ -388,13 +390,13 @@ def render_rich(
         table.add_row("", "", "", "", "after", _escape(text))
     console.print(table)
     for text in _totals(result, recovery):
-        console.print(text, markup=False)
+        console.print(terminal_safe(text), markup=False)
 
 
 def _escape(text: str) -> str:
     from rich.markup import escape
 
-    return escape(text)
+    return escape(terminal_safe(text))
 
 
 def _has_rich() -> bool:
@@ -414,7 +416,7 @@ def _progress(err: IO[str], total: int) -> Iterator[Callable[[int, int], None] |
     from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(file=err), transient=True) as progress:
+    with Progress(console=Console(file=raw_stream(err)), transient=True) as progress:
         task = progress.add_task("replaying", total=total)
 
         def advance(done: int, _total: int) -> None:

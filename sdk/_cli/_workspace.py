@@ -10,23 +10,30 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ctxfs._archive._transcripts import INDEX_NAME, ArchiveSegment, TranscriptArchive
-from ctxfs._cli._common import CliError, add_storage_arguments, open_workspace
+from ctxfs._cli._common import (
+    EXIT_ERROR,
+    CliError,
+    add_storage_arguments,
+    open_workspace,
+    write_file_bytes,
+)
+from ctxfs._cli._wording import OPERANDS, for_the_shell
 from ctxfs._errors import ArchiveError, PathNotFoundError, ReadOnlyPathError, WorkspaceError
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.subagents._record import describe_relations
 from ctxfs.tools import ToolFunction, tool_functions
 from ctxfs.tools._format import format_grep
+
+if TYPE_CHECKING:
+    from ctxfs._archive._transcripts import ArchiveSegment
 
 __all__ = ["EXIT_ERROR", "EXIT_NO_MATCH", "add_workspace_parsers", "parse_grep"]
 
 EXIT_NO_MATCH = 1
-EXIT_ERROR = 2
 
 
 def add_workspace_parsers(commands: Any) -> argparse.ArgumentParser:
@@ -193,14 +200,14 @@ def _run_tool(tool: ToolFunction, out: IO[str], **arguments: object) -> int:
         text = tool.function(**dict(validated))
     except (WorkspaceError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    out.write(text + "\n")
+    out.write(for_the_shell(text) + "\n")
     return 0
 
 
 def _invalid(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"])
+        where = ".".join(OPERANDS.get(str(part), str(part)) for part in error["loc"])
         problems.append(f"{where}: {error['msg']} (got {error['input']!r})")
     return "; ".join(problems)
 
@@ -227,19 +234,8 @@ def _cat(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         data = workspace.read_bytes(args.path)
     except WorkspaceError as exc:
         raise CliError(str(exc)) from None
-    _write_bytes(data, out)
+    write_file_bytes(data, out)
     return 0
-
-
-def _write_bytes(data: bytes, out: IO[str]) -> None:
-    """Writes the file byte-exact when the stream has a byte buffer, else as UTF-8 text."""
-    buffer = getattr(out, "buffer", None)
-    if buffer is None:
-        out.write(data.decode("utf-8", errors="replace"))
-        return
-    out.flush()
-    buffer.write(data)
-    buffer.flush()
 
 
 def _grep(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -272,13 +268,15 @@ def _grep(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     except (WorkspaceError, ValueError) as exc:
         raise CliError(str(exc)) from None
     if not result.files:
-        err.write(text + "\n")
+        err.write(for_the_shell(text) + "\n")
         return EXIT_NO_MATCH
-    out.write(text + "\n")
+    out.write(for_the_shell(text) + "\n")
     return 0
 
 
 def _transcripts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    from ctxfs.subagents._record import describe_relations
+
     workspace = _open(args)
     relations = describe_relations(workspace)  # sub-agent threads and their parents
     threads = sorted({*_threads(workspace), *relations})
@@ -303,7 +301,7 @@ def _transcripts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         numbers = ", ".join(str(s.number) for s in segments)
         raise CliError(f"thread {threads[0]!r} has no segment {args.show} (segments: {numbers})")
     try:
-        _write_bytes(workspace.read_bytes(segment.markdown_path), out)
+        write_file_bytes(workspace.read_bytes(segment.markdown_path), out)
     except WorkspaceError as exc:
         raise CliError(f"could not read {segment.markdown_path}: {exc}") from None
     return 0
@@ -311,6 +309,8 @@ def _transcripts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 def _threads(workspace: Workspace) -> list[str]:
     """The thread ids that have a transcript index, sorted."""
+    from ctxfs._archive._transcripts import INDEX_NAME
+
     try:
         folders = [e for e in workspace.ls(TRANSCRIPTS_DIR) if e.is_dir]
     except PathNotFoundError:
@@ -338,6 +338,8 @@ def _reason(exc: BaseException) -> str:
 
 def _segments(workspace: Workspace, thread: str) -> tuple[ArchiveSegment, ...]:
     """The thread's segments, as the archive reads them from its index."""
+    from ctxfs._archive._transcripts import TranscriptArchive
+
     try:
         return TranscriptArchive(workspace, thread).segments()
     except (WorkspaceError, ValueError, TypeError, KeyError, RecursionError) as exc:
@@ -362,6 +364,8 @@ def _caused_by_read_only(exc: BaseException | None) -> bool:
 
 
 def _listing(workspace: Workspace, thread: str) -> str:
+    from ctxfs._archive._transcripts import TranscriptArchive
+
     archive = TranscriptArchive(workspace, thread)
     segments = _segments(workspace, thread)
     lines = [f"Thread {thread!r}: {len(segments)} segment(s) in {archive.directory}/"]

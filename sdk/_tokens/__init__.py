@@ -32,13 +32,14 @@ import weakref
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 from operator import itemgetter, ne
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import tiktoken
-from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxfs._messages import text_blocks
 from ctxfs._tokens._media import media_tokens
+
+if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage, BaseMessage
 
 __all__ = [
     "ENCODING_NAME",
@@ -75,6 +76,19 @@ class TokenCounter(Protocol):
         ...
 
 
+_AI: type[AIMessage] | None = None
+"""LangChain's AIMessage once :func:`_ai_message` loaded it (a counter that never sees a
+message, as the command line's, never imports LangChain)."""
+
+
+def _ai_message() -> type[AIMessage]:
+    global _AI
+    from langchain_core.messages import AIMessage
+
+    _AI = AIMessage
+    return AIMessage
+
+
 def message_text_parts(message: BaseMessage) -> list[str]:
     """Returns the texts a message is counted on, in order.
 
@@ -85,8 +99,10 @@ def message_text_parts(message: BaseMessage) -> list[str]:
         The text blocks of the content, then ``name`` and compact JSON arguments of every tool
         call (and name and raw arguments of every invalid tool call).
     """
+    from ctxfs._messages import text_blocks
+
     parts = text_blocks(message.content)
-    if isinstance(message, AIMessage):
+    if isinstance(message, _AI or _ai_message()):
         for call in message.tool_calls:
             parts.append(call["name"])
             parts.append(_compact_json(call["args"]))
@@ -114,7 +130,9 @@ def _fingerprint(message: BaseMessage) -> object:
     content = message.content
     snapshot: object = content if type(content) is str else tuple(content)
     # isinstance, not getattr: a missing attribute on a pydantic model is slow to report.
-    if not isinstance(message, AIMessage) or not (message.tool_calls or message.invalid_tool_calls):
+    if not isinstance(message, _AI or _ai_message()) or not (
+        message.tool_calls or message.invalid_tool_calls
+    ):
         return snapshot  # the common case: no tuple to build
     calls, invalid = message.tool_calls, message.invalid_tool_calls
     return (
@@ -136,7 +154,7 @@ def _snapshot(message: BaseMessage, tokens: int) -> _Snapshot:
         content = copy.deepcopy(content)
     calls: object = None
     invalid: object = None
-    if isinstance(message, AIMessage):
+    if isinstance(message, _AI or _ai_message()):
         calls = copy.deepcopy(message.tool_calls)
         invalid = copy.deepcopy(message.invalid_tool_calls)
     return (type(message), content, calls, invalid, tokens)
@@ -147,7 +165,7 @@ def _snapshot_matches(message: BaseMessage, snapshot: _Snapshot) -> bool:
     if type(message) is not kind or message.content != content:
         return False
     if calls is not None:
-        assert isinstance(message, AIMessage)  # the snapshot's type is the message's
+        assert isinstance(message, _AI or _ai_message())  # the snapshot's type is the message's
         return message.tool_calls == calls and message.invalid_tool_calls == invalid
     return True
 
@@ -361,7 +379,9 @@ class TiktokenCounter(_CachedMessageCounting):
 
     def __init__(self) -> None:
         super().__init__()
-        self._encoding = tiktoken.get_encoding(ENCODING_NAME)
+        # loaded on the first count (most of a second): a counter that only ever needs the
+        # byte bound, as for a short listing, never loads it
+        self._encoding: tiktoken.Encoding | None = None
 
     def count_text(self, text: str) -> int:
         """Returns the exact number of cl100k_base tokens in ``text``.
@@ -370,7 +390,12 @@ class TiktokenCounter(_CachedMessageCounting):
         """
         if not text:
             return 0
-        return len(self._encoding.encode(text, disallowed_special=()))
+        encoding = self._encoding or self._load()
+        return len(encoding.encode(text, disallowed_special=()))
+
+    def _load(self) -> tiktoken.Encoding:
+        self._encoding = tiktoken.get_encoding(ENCODING_NAME)
+        return self._encoding
 
     def upper_bound(self, text: str) -> int:
         """Returns a cheap upper bound on :meth:`count_text`: the UTF-8 byte length.

@@ -17,7 +17,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import sys
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -59,6 +58,7 @@ from ctxfs.integrations._mcp_args import (
     SearchFilesArgs,
     WriteFileArgs,
 )
+from ctxfs.integrations._mcp_run import SerializedCounter
 from ctxfs.sandbox import TimeBudget, relative_to
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS, ToolFunction
 from ctxfs.tools._args import GrepArgs
@@ -184,7 +184,7 @@ class McpToolbox:
     ) -> None:
         self._workspace = workspace
         self._view = workspace.view(read_only=(*SDK_AREAS, *read_only_areas))
-        self._counter = as_token_counter(token_counter)
+        self._counter = SerializedCounter(as_token_counter(token_counter))
         self._budget = OutputBudget(
             DEFAULT_MAX_OUTPUT_TOKENS if max_output_tokens is None else max_output_tokens,
             self._counter,
@@ -192,7 +192,6 @@ class McpToolbox:
         self._thread_id = thread_id
         self._set = ToolSet(self._view, self._budget, MCP_NAMES)
         self._tools = {tool.name: tool for tool in self._build()}
-        self._lock = threading.Lock()
 
     @property
     def workspace(self) -> Workspace:
@@ -215,12 +214,8 @@ class McpToolbox:
         Returns:
             The answer: failures (an unknown tool, bad arguments, a workspace error) are
             answers with ``is_error`` set and a text that says what to do next. Calls from
-            several threads run one at a time.
+            several threads run side by side (the token counter guards itself).
         """
-        with self._lock:  # the token counter's caches are not thread-safe
-            return self._call(name, arguments)
-
-    def _call(self, name: str, arguments: Mapping[str, object] | None) -> McpAnswer:
         budget = self._budget.fixed()
         tool = self._tools.get(name)
         if tool is None:

@@ -71,11 +71,16 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "ctxfs.integrations.deepagents needs Deep Agents: pip install 'ctxfs[deepagents]'"
     ) from exc
 
-__all__ = ["WorkspaceBackend"]
+__all__ = ["DEFAULT_MAX_MEDIA_BYTES", "WorkspaceBackend"]
 
 # The extensions Deep Agents reads as whole binary payloads (images, audio, video, documents)
 # rather than as lines of text; its read_file tool turns them into multimodal content.
 _BINARY_KINDS = frozenset({"image", "audio", "video", "file"})
+
+DEFAULT_MAX_MEDIA_BYTES = 5 * 1024 * 1024
+"""Largest media file ``read_file`` returns (5 MiB, the smallest per-image limit of the
+major providers' APIs): it goes to the model base64-encoded, a third larger, and stays in the
+agent's state."""
 
 
 def _file_kind(path: str) -> str:
@@ -108,6 +113,10 @@ def _include_glob(pattern: str) -> Callable[[str], bool]:
     return by_path.matches
 
 
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
 def _with_crlf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
@@ -138,9 +147,21 @@ class WorkspaceBackend(BackendProtocol):
         workspace: Where the files live. The backend works on a view of it in which ctxfs's
             areas are read-only; ``workspace`` itself is not changed.
         read_only: More virtual folders the agent's tools may read but not change.
+        max_media_bytes: Largest image, audio, video or document ``read_file`` returns
+            (default :data:`DEFAULT_MAX_MEDIA_BYTES`); a larger one is an error that gives its
+            size and the limit, and is never read into memory.
     """
 
-    def __init__(self, workspace: Workspace, *, read_only: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        read_only: tuple[str, ...] = (),
+        max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES,
+    ) -> None:
+        if max_media_bytes < 0:
+            raise ValueError(f"max_media_bytes must be 0 or more, got {max_media_bytes}")
+        self._max_media_bytes = max_media_bytes
         if not isinstance(workspace, Workspace):
             raise TypeError(
                 "WorkspaceBackend needs a ctxfs Workspace, e.g. "
@@ -186,13 +207,16 @@ class WorkspaceBackend(BackendProtocol):
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
         """A window of lines of a text file, raw (Deep Agents' middleware numbers them).
 
-        Images, audio, video and documents (by extension) come back whole, base64-encoded.
-        ``offset`` is 0-based; a negative one reads from the start, a non-positive ``limit``
-        reads nothing; an offset past the end is an error that gives the file's length.
+        Images, audio, video and documents (by extension) come back whole, base64-encoded,
+        up to ``max_media_bytes``; a larger one is an error naming its size. ``offset`` is
+        0-based; a negative one reads from the start, a non-positive ``limit`` reads nothing;
+        an offset past the end is an error that gives the file's length.
         """
         try:
             if _file_kind(file_path) in _BINARY_KINDS:
-                data = self._workspace.read_bytes(file_path)
+                data = self._read_media(file_path)
+                if isinstance(data, str):
+                    return ReadResult(error=data)
                 encoded = base64.standard_b64encode(data).decode("ascii")
                 return ReadResult(file_data=FileData(content=encoded, encoding="base64"))
             text = self._workspace.read_text(file_path)
@@ -201,6 +225,20 @@ class WorkspaceBackend(BackendProtocol):
         except WorkspaceError as exc:
             return ReadResult(error=str(exc))
         return slice_read_response(FileData(content=text, encoding="utf-8"), offset, limit)
+
+    def _read_media(self, path: str) -> bytes | str:
+        """The bytes of a media file, or the error when it is over the cap (its size is read
+        first, and checked again on the bytes: the file may grow in between)."""
+        size = self._workspace.info(path).size or 0
+        data = b"" if size > self._max_media_bytes else self._workspace.read_bytes(path)
+        size = max(size, len(data))
+        if size <= self._max_media_bytes:
+            return data
+        return (
+            f"{path} is {_megabytes(size)}, over the {_megabytes(self._max_media_bytes)} "
+            "limit of a media file read_file returns to the model; use a smaller file "
+            "(e.g. a frame or an excerpt)"
+        )
 
     def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         """The bytes of each file, in order; a failure is reported per file."""

@@ -40,6 +40,11 @@ from ctxfs.integrations._mcp_resources import (
     list_resources,
     read_resource,
 )
+from ctxfs.integrations._mcp_run import (
+    DEFAULT_MAX_CONCURRENT_CALLS,
+    in_worker,
+    run_until_client_leaves,
+)
 from ctxfs.integrations._mcp_tools import (
     MCP_NAMES,
     URI_PREFIX,
@@ -55,6 +60,7 @@ if TYPE_CHECKING:
     from mcp.server import Server
 
 __all__ = [
+    "DEFAULT_MAX_CONCURRENT_CALLS",
     "DEFAULT_MAX_RESOURCE_BYTES",
     "McpToolbox",
     "create_server",
@@ -78,6 +84,7 @@ def create_server(
     thread_id: str = "mcp",
     max_resource_bytes: int = DEFAULT_MAX_RESOURCE_BYTES,
     resource_page_size: int = DEFAULT_PAGE_SIZE,
+    max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
     name: str = "ctxfs",
 ) -> Server[Any]:
     """An MCP server (the SDK's low-level ``mcp.server.Server``) for one workspace.
@@ -99,12 +106,16 @@ def create_server(
         max_resource_bytes: The largest file served as one resource read; a larger one is
             refused with a message saying to page through it with ``read_text_file``.
         resource_page_size: Resources per page of a ``resources/list`` answer.
+        max_concurrent_calls: Tool calls and resource reads run at the same time (each in a
+            worker thread); more wait for a free slot. A call whose client left or
+            cancelled it is abandoned, not waited for.
         name: The server name the client shows.
 
     Raises:
         ImportError: The ``mcp`` extra is not installed.
         ValueError: ``max_output_tokens`` is under :data:`~ctxfs.tools.MIN_OUTPUT_TOKENS`,
-            or ``max_resource_bytes`` or ``resource_page_size`` is under 1.
+            or ``max_resource_bytes``, ``resource_page_size`` or ``max_concurrent_calls`` is
+            under 1.
     """
     try:
         import anyio
@@ -115,8 +126,11 @@ def create_server(
         raise ImportError(
             "ctxfs.integrations.mcp needs the MCP SDK: pip install 'ctxfs[mcp]'"
         ) from exc
-    if max_resource_bytes < 1 or resource_page_size < 1:
-        raise ValueError("max_resource_bytes and resource_page_size must be at least 1")
+    if min(max_resource_bytes, resource_page_size, max_concurrent_calls) < 1:
+        raise ValueError(
+            "max_resource_bytes, resource_page_size and max_concurrent_calls must be at least 1"
+        )
+    limiter = anyio.CapacityLimiter(max_concurrent_calls)
     toolbox = McpToolbox(
         workspace,
         read_only_areas=read_only_areas,
@@ -135,9 +149,9 @@ def create_server(
     async def on_call_tool(
         ctx: object, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        # The workspace is synchronous (and may wait on S3): a worker thread keeps the
-        # server answering meanwhile.
-        answer = await anyio.to_thread.run_sync(toolbox.call, params.name, params.arguments)
+        # The workspace is synchronous (and may wait on S3): worker threads keep the server
+        # answering meanwhile, several calls at a time.
+        answer = await in_worker(lambda: toolbox.call(params.name, params.arguments), limiter)
         return _result(answer)
 
     async def on_list_resources(
@@ -145,8 +159,8 @@ def create_server(
     ) -> types.ListResourcesResult:
         cursor = params.cursor if params is not None else None
         try:
-            entries, next_cursor = await anyio.to_thread.run_sync(
-                lambda: list_resources(view, cursor, page_size=resource_page_size)
+            entries, next_cursor = await in_worker(
+                lambda: list_resources(view, cursor, page_size=resource_page_size), limiter
             )
         except WorkspaceError as exc:
             raise MCPError(_INTERNAL_ERROR, exc.message) from None
@@ -179,8 +193,8 @@ def create_server(
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
-            content = await anyio.to_thread.run_sync(
-                lambda: read_resource(view, uri, max_bytes=max_resource_bytes)
+            content = await in_worker(
+                lambda: read_resource(view, uri, max_bytes=max_resource_bytes), limiter
             )
         except PathNotFoundError as exc:
             raise MCPError(_RESOURCE_NOT_FOUND, error_text(exc, names=MCP_NAMES)) from None
@@ -200,15 +214,21 @@ def create_server(
     )
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serves ``server`` over this process's stdin and stdout until the client disconnects.
+async def serve_stdio(server: Server[Any], *, stop_when_orphaned: bool = True) -> None:
+    """Serves ``server`` over this process's stdin and stdout until the client leaves.
 
+    The client leaves when it closes stdin, when stdout breaks (it died mid-call: that ends
+    the session quietly, it is not an error), or, with ``stop_when_orphaned``, when the process
+    that started this one is gone (checked every second: then this process ends, as a server
+    started by its client should). Calls still running are abandoned.
     Nothing else may write to stdout meanwhile: it carries the protocol.
     """
+    import os
+
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    parent = os.getppid() if stop_when_orphaned else None
+    await run_until_client_leaves(server, stdio_server, parent=parent)
 
 
 def _tool(tool: McpTool) -> mcp_types.Tool:

@@ -53,10 +53,12 @@ class ScriptedChatModel(GenericFakeChatModel):
     Each reply gets the id ``"<script_id>-<n>"`` (unless it carries its own id), and each tool
     call without an id gets ``"<script_id>-<n>-call<k>"``. Before replying, the model looks
     for the most recent of its own replies in the messages it was sent and plays the one after
-    it; with none there it starts at the first. It therefore needs no memory of its own: the
-    same script resumes a conversation restored from a checkpoint, and continues after the
-    middle of the conversation was summarized away. (If its earlier replies were all
-    compacted away, it falls back to counting its own calls.)
+    it. A conversation with no reply, tool result or summary in it starts at the first.
+    Otherwise, with none of its replies there, it counts its own calls: after its replies were
+    all summarized away it plays the reply after the last one it played, not the first again
+    (a call sent exactly the messages of the previous one is a retry and gets the same reply
+    again). So the same script resumes a conversation restored from a checkpoint (a new model
+    finds its place by the ids), and a long run goes on through any number of summaries.
 
     A reply may be a function of the messages: use it to act on what a tool returned (e.g.
     read the file that a ``grep`` found).
@@ -105,8 +107,10 @@ class ScriptedChatModel(GenericFakeChatModel):
         for message in reversed(messages):
             if isinstance(message, AIMessage) and message.id in ids:
                 return ids[message.id] + 1
-        if not any(isinstance(message, AIMessage) for message in messages):
-            return 0
+        if not any(_goes_on(message) for message in messages):
+            return 0  # a new conversation
+        if self.requests[-1:] == [list(messages)]:  # the same call again: a retry
+            return self._cursor - 1
         return self._cursor
 
     def _generate(
@@ -116,9 +120,9 @@ class ScriptedChatModel(GenericFakeChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        index = self.next_index(messages)
         self.requests.append(list(messages))
         self.request_tools.append(list(self._bound))
-        index = self.next_index(messages)
         if index >= len(self.responses):
             raise ScriptExhaustedError(
                 f"the script has {len(self.responses)} replies and all were played; "
@@ -130,6 +134,16 @@ class ScriptedChatModel(GenericFakeChatModel):
             reply = reply(messages)
         message = _as_message(reply, self.reply_id(index))
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _goes_on(message: BaseMessage) -> bool:
+    """Whether ``message`` shows a conversation under way: a model's reply, a tool's result,
+    or a summary of earlier turns (ctxfs's, or LangChain's summarization middleware's)."""
+    from ctxfs._summary._message import is_summary
+
+    if isinstance(message, AIMessage | ToolMessage):
+        return True
+    return message.additional_kwargs.get("lc_source") == "summarization" or is_summary(message)
 
 
 def _as_message(reply: AIMessage | str, reply_id: str) -> AIMessage:

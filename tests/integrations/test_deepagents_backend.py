@@ -150,6 +150,48 @@ def test_media_is_read_whole_as_base64(backend: WorkspaceBackend) -> None:
     assert base64.standard_b64decode(result.file_data["content"]) == data
 
 
+@given(
+    size=st.integers(0, 300),
+    cap=st.integers(0, 200),
+    name=st.sampled_from(["clip.mp4", "photo.png", "voice.mp3", "report.pdf"]),
+)
+@settings(max_examples=40, deadline=None)
+def test_media_over_the_cap_is_refused_without_being_read(size: int, cap: int, name: str) -> None:
+    workspace = Workspace("memory://media-cap")
+    workspace.write_bytes(f"/m/{name}", b"\x00" * size)
+    backend = WorkspaceBackend(workspace, max_media_bytes=cap)
+    reads: list[str] = []
+    original = backend.workspace.read_bytes
+
+    def spy(path: str) -> bytes:
+        reads.append(path)
+        return original(path)
+
+    backend.workspace.read_bytes = spy  # type: ignore[method-assign]
+    result = backend.read(f"/m/{name}")
+    if size <= cap:
+        assert result.error is None and result.file_data is not None
+        assert base64.standard_b64decode(result.file_data["content"]) == b"\x00" * size
+    else:
+        assert result.file_data is None and reads == []  # never loaded into memory
+        assert result.error is not None
+        assert result.error.startswith(f"/m/{name} is ") and "limit of a media file" in result.error
+
+
+def test_the_default_media_cap_refuses_a_large_video() -> None:
+    from ctxfs.integrations.deepagents import DEFAULT_MAX_MEDIA_BYTES
+
+    workspace = Workspace("memory://big-video")
+    workspace.write_bytes("/v/run.mp4", b"\x00" * (DEFAULT_MAX_MEDIA_BYTES + 1))
+    error = WorkspaceBackend(workspace).read("/v/run.mp4").error
+    assert error == (
+        "/v/run.mp4 is 5.0 MiB, over the 5.0 MiB limit of a media file read_file returns to "
+        "the model; use a smaller file (e.g. a frame or an excerpt)"
+    )
+    with pytest.raises(ValueError, match="max_media_bytes"):
+        WorkspaceBackend(workspace, max_media_bytes=-1)
+
+
 def test_files_are_stored_byte_exact(backend: WorkspaceBackend) -> None:
     backend.write("/crlf.txt", "a\r\nb\rc\n")
     (download,) = backend.download_files(["/crlf.txt"])

@@ -455,7 +455,7 @@ def test_serve_reports_what_stops_it_in_one_line(
     from ctxfs._cli._main import main
 
     folder = str(tmp_path / "ws")
-    assert main(["mcp", "serve", folder, "--max-output-tokens", "5"]) == 2
+    assert main(["mcp", "serve", folder, "--create", "--max-output-tokens", "5"]) == 2
     assert capsys.readouterr().err == (
         "ctxfs mcp: max_output_tokens must be at least 100 (room for a paging note and some "
         "content), got 5\n"

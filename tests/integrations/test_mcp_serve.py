@@ -1,0 +1,171 @@
+"""``ctxfs mcp serve`` as a real process: calls side by side, and a clean end when the client
+leaves, however it leaves (closes the pipes, dies mid-call, or dies leaving them open).
+
+A slow call is a ``grep`` whose pattern backtracks over long lines: it runs to the grep time
+limit (5 s) and answers with a timeout error. No assertion here is about how long anything
+takes; the order of the answers and the end of the process are what is checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+
+from ctxfs import Workspace
+
+SLOW_GREP = {"pattern": "(x+x+)+y", "output_mode": "content"}
+SERVE = [sys.executable, "-m", "ctxfs", "mcp", "serve"]
+HANG_GUARD = 60  # seconds: only so that a broken server fails the test instead of hanging it
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    workspace = Workspace(tmp_path / "ws")
+    workspace.write_text("/big.txt", ("x" * 3000 + "\n") * 300)
+    workspace.write_text("/notes/plan.md", "# Plan\n")
+    return tmp_path / "ws"
+
+
+def _text(result: types.CallToolResult) -> str:
+    first = result.content[0]
+    assert isinstance(first, types.TextContent)
+    return first.text
+
+
+def test_a_listing_is_answered_while_two_slow_greps_run(folder: Path) -> None:
+    params = StdioServerParameters(
+        command=SERVE[0], args=[*SERVE[1:], str(folder)], env={"PATH": os.environ["PATH"]}
+    )
+    order: list[str] = []
+
+    async def main() -> None:
+        async with Client(params) as client:
+
+            async def call(label: str, name: str, arguments: dict[str, Any]) -> None:
+                result = await client.call_tool(name, arguments)
+                order.append(label)
+                if label == "ls":
+                    assert _text(result) == "/big.txt\n/notes/"
+                else:
+                    assert result.is_error and "time limit" in _text(result)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "grep 1", "grep", SLOW_GREP)
+                tg.start_soon(call, "grep 2", "grep", SLOW_GREP)
+                await anyio.sleep(0.5)  # both greps are in flight
+                tg.start_soon(call, "ls", "list_directory", {"path": "/"})
+
+    anyio.run(main)
+    assert order[0] == "ls" and sorted(order[1:]) == ["grep 1", "grep 2"]
+
+
+# -- the client leaves ------------------------------------------------------------------------
+
+
+def _message(method: str, params: dict[str, Any], number: int | None = None) -> bytes:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+    if number is not None:
+        body["id"] = number
+    return (json.dumps(body) + "\n").encode()
+
+
+_CLIENT = {"name": "t", "version": "1"}
+_HELLO = _message(
+    "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": _CLIENT}, 1
+)
+_READY = _message("notifications/initialized", {})
+_SLOW_CALL = _message("tools/call", {"name": "grep", "arguments": SLOW_GREP}, 2)
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie no one reaped has ended too)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return "\nState:\tZ" in status
+
+
+def _wait_gone(pid: int) -> bool:
+    deadline = time.monotonic() + HANG_GUARD
+    while time.monotonic() < deadline:
+        if _gone(pid):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("how", ["closes its pipes", "is killed mid-call"])
+def test_the_server_ends_cleanly_when_the_client_leaves_mid_call(folder: Path, how: str) -> None:
+    server = subprocess.Popen(
+        [*SERVE, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(_HELLO)
+    server.stdin.flush()
+    assert json.loads(server.stdout.readline())["id"] == 1
+    server.stdin.write(_READY + _SLOW_CALL)
+    server.stdin.flush()
+    time.sleep(0.5)  # the grep is running
+    if how == "is killed mid-call":
+        server.stdout.close()  # the answers have nowhere to go: the first write breaks
+        listings = (
+            _message("tools/call", {"name": "list_directory", "arguments": {}}, n)
+            for n in range(3, 200)
+        )
+        with contextlib.suppress(BrokenPipeError):
+            server.stdin.write(b"".join(listings))
+            server.stdin.flush()
+    with contextlib.suppress(BrokenPipeError):
+        server.stdin.close()  # no more requests come
+    status = server.wait(timeout=HANG_GUARD)
+    assert server.stderr is not None
+    server.stdout.close()
+    with server.stderr:
+        assert (status, server.stderr.read().decode()) == (0, "")
+
+
+def test_an_orphaned_server_stops_its_work(folder: Path, tmp_path: Path) -> None:
+    # A client starts the server and dies without closing the server's stdin (another process
+    # still holds it): the server is re-parented, notices, and ends, slow call and all.
+    into_server, from_test = os.pipe()
+    into_test, from_server = os.pipe()
+    client = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys\n"
+            f"p = subprocess.Popen({[*SERVE, str(folder)]!r}, stdin={into_server}, "
+            f"stdout={from_server}, pass_fds=({into_server}, {from_server}))\n"
+            "print(p.pid, flush=True)\n"
+            "sys.stdin.read()\n",  # lives until told to die
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        pass_fds=(into_server, from_server),
+    )
+    os.close(into_server)
+    os.close(from_server)
+    assert client.stdout is not None and client.stdin is not None
+    pid = int(client.stdout.readline())
+    with os.fdopen(from_test, "wb", buffering=0) as requests, os.fdopen(into_test, "rb") as answers:
+        requests.write(_HELLO)
+        assert json.loads(answers.readline())["id"] == 1
+        requests.write(_READY + _SLOW_CALL)
+        time.sleep(0.5)  # the grep is running
+        client.kill()  # the client dies; the test still holds the server's stdin open
+        client.wait()
+        client.stdin.close()
+        client.stdout.close()
+        assert _wait_gone(pid), "the orphaned server is still running"
