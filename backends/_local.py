@@ -22,7 +22,6 @@ dangling links are not listed (reading a FIFO would block the agent).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -35,9 +34,10 @@ from ctxfs._errors import (
     PathNotFoundError,
     UnsafePathError,
 )
-from ctxfs._workspace._results import FileInfo
 from ctxfs.backends._errors import conflict_error, translate_error, translate_errors
+from ctxfs.backends._info import FileInfo
 from ctxfs.backends._temp import is_temporary_name, temporary_name
+from ctxfs.backends._version import content_version
 from ctxfs.sandbox._local import host_path, real_virtual_path
 
 __all__ = ["LocalStore"]
@@ -266,11 +266,6 @@ class LocalStore:
                 raise IsADirectoryPathError(f"{path}: is a directory", path=path)
             else:
                 _remove_tree(host)
-
-
-def content_version(data: bytes) -> str:
-    """The version token of content ``data``: its SHA-256, hex."""
-    return hashlib.sha256(data).hexdigest()
 
 
 @contextmanager

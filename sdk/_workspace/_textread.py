@@ -16,9 +16,40 @@ from typing import BinaryIO
 from ctxfs._errors import NotTextError
 from ctxfs._workspace._results import ReadResult
 
-__all__ = ["CHUNK_BYTES", "read_page"]
+__all__ = ["CHUNK_BYTES", "check_page_request", "decode_text", "read_page"]
 
 CHUNK_BYTES = 1 << 16
+
+
+def check_page_request(offset: int, limit: int | None, column: int, max_chars: int | None) -> None:
+    """Refuse a page request that names no page (see :meth:`ctxfs.Workspace.read_lines`).
+
+    Raises:
+        ValueError: A negative offset or column, or a limit or character cap below 1.
+    """
+    if offset < 0:
+        raise ValueError("offset must be >= 0 (it is the 0-based first line)")
+    if limit is not None and limit < 1:
+        raise ValueError("limit must be >= 1")
+    if column < 0:
+        raise ValueError("column must be >= 0 (it is the 0-based first character)")
+    if max_chars is not None and max_chars < 1:
+        raise ValueError("max_chars must be >= 1")
+
+
+def decode_text(virtual: str, data: bytes) -> str:
+    """The text of a whole file's bytes, or :class:`~ctxfs._errors.NotTextError`."""
+    if b"\x00" in data:
+        raise NotTextError(
+            f"{virtual} is a binary file (it contains NUL bytes); it cannot be read as text",
+            path=virtual,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotTextError(
+            f"{virtual} is not valid UTF-8 text ({exc.reason})", path=virtual
+        ) from None
 
 
 @dataclass(slots=True)
