@@ -1,4 +1,9 @@
-"""Glob and grep over a store: which files to look at, and one time budget for the call.
+"""Glob and grep over a store: which files to look at, and the time bounds of the call.
+
+Two bounds hold for every call: ``limits.regex_timeout`` seconds of matching (a
+:class:`~ctxfs.sandbox.TimeBudget` the matchers spend), and ``limits.search_timeout`` seconds
+of wall time in all, checked while the store lists, between the files it reads, and handed to
+the matchers as a deadline too.
 
 The matchers are pure (:mod:`ctxfs._workspace._glob`, :mod:`ctxfs._workspace._grep`); this
 module drives them over what a :class:`~ctxfs.backends.Store` lists and fetches. It takes
@@ -8,6 +13,7 @@ workspace, which resolves and confines the paths before it calls here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator
 
 from ctxfs._errors import SearchTimeoutError
@@ -28,12 +34,14 @@ def glob_store(
 
     Raises:
         PatternError: The pattern is malformed.
-        SearchTimeoutError: Matching ran past ``limits.regex_timeout``.
+        SearchTimeoutError: Matching ran past ``limits.regex_timeout``, or the call past
+            ``limits.search_timeout``.
     """
+    wall = _Wall("glob", pattern, limits)
     matcher = compile_glob(pattern)
-    files = _files(store, base)
+    files = _files(store, base, wall)
     budget = TimeBudget(limits.regex_timeout)
-    found = [info.path for info in _select(files, base.path, matcher, pattern, budget)]
+    found = [info.path for info in _select(files, base.path, matcher, pattern, budget, wall)]
     return GlobResult(tuple(found[:cap]), len(found) > cap, len(found))
 
 
@@ -44,15 +52,17 @@ def grep_store(
 
     Raises:
         PatternError: The pattern or glob is invalid.
-        SearchTimeoutError: The search ran past ``options.timeout``.
+        SearchTimeoutError: The search ran past ``options.timeout``, or the call past
+            ``limits.search_timeout``.
     """
+    wall = _Wall("grep", options.pattern, limits)
     compiled = compile_pattern(options)
     matcher = compile_glob(glob) if glob else None
-    files = _files(store, base)
+    files = _files(store, base, wall)
     # One budget for the whole call: glob filtering and every file's search share it.
     budget = TimeBudget(options.timeout)
     if matcher is not None:
-        files = list(_select(files, base.path, matcher, glob or "", budget))
+        files = list(_select(files, base.path, matcher, glob or "", budget, wall))
     else:
         files = [f for f in files if f.path == base.path or not _hidden(f.path, base.path)]
     selected: list[FileInfo] = []
@@ -65,10 +75,17 @@ def grep_store(
     matched = []
     binary: list[str] = []
     for info, data in store.fetch(selected):
+        wall.check(info.path)
         if budget.left <= 0:
             raise timeout_error(info.path, options)
         with budget.spend() as deadline:
-            result = search_file(info.path, data, compiled, options, deadline=deadline)
+            try:
+                result = search_file(
+                    info.path, data, compiled, options, deadline=min(deadline, wall.deadline)
+                )
+            except SearchTimeoutError:
+                wall.check(info.path)  # say which bound it was
+                raise
         if result.binary:
             binary.append(info.path)
         elif result.matched:
@@ -86,11 +103,35 @@ def _hidden(path: str, base: str) -> bool:
     return any(part.startswith(".") for part in relative_to(path, base).split("/"))
 
 
-def _files(store: Store, base: FileInfo) -> list[FileInfo]:
+class _Wall:
+    """The wall-time bound of one call (``limits.search_timeout``), from its start."""
+
+    def __init__(self, what: str, pattern: str, limits: Limits) -> None:
+        self.seconds = limits.search_timeout
+        self.deadline = time.monotonic() + self.seconds
+        self._what = what
+        self._pattern = pattern
+
+    def check(self, path: str) -> None:
+        """Raise :class:`~ctxfs._errors.SearchTimeoutError` once the deadline has passed."""
+        if time.monotonic() < self.deadline:
+            return
+        raise SearchTimeoutError(
+            f"{self._what} {quote(self._pattern)} ran past its {self.seconds:g} s limit "
+            f"(listing, reading and matching, at {path}); search a narrower path or glob",
+            path=path,
+        )
+
+
+def _files(store: Store, base: FileInfo, wall: _Wall) -> list[FileInfo]:
     """Every file under ``base`` (a folder or a single file), sorted."""
     if not base.is_dir:
         return [base]
-    return sorted(store.walk(base.path), key=lambda f: f.path)
+    found = []
+    for info in store.walk(base.path):
+        wall.check(info.path)
+        found.append(info)
+    return sorted(found, key=lambda f: f.path)
 
 
 def _select(
@@ -99,13 +140,17 @@ def _select(
     matcher: GlobMatcher,
     pattern: str,
     budget: TimeBudget,
+    wall: _Wall,
 ) -> Iterator[FileInfo]:
-    """The files whose path relative to ``base`` matches, within the time budget."""
+    """The files whose path relative to ``base`` matches, within the time bounds."""
     with budget.spend() as deadline:
         for info in files:
             try:
-                matched = matcher.matches(relative_to(info.path, base) or info.name, deadline)
+                matched = matcher.matches(
+                    relative_to(info.path, base) or info.name, min(deadline, wall.deadline)
+                )
             except TimeoutError:
+                wall.check(info.path)
                 raise SearchTimeoutError(
                     f"matching the glob {quote(pattern)} ran past its "
                     f"{budget.seconds:g} s time limit; use a pattern with fewer '{{...}}' "

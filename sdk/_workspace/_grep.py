@@ -63,6 +63,8 @@ _CONTEXT_ESCAPES: Final = frozenset("AZGK")
 _CONTEXT_GROUPS: Final = ("(?=", "(?!", "(?<=", "(?<!", "(?>")
 _QUANTIFIER_ENDS: Final = frozenset("*+?}")
 _CHUNK_CHARS: Final = 1 << 20
+_LONG_LITERAL: Final = 128
+"""Literal runs this long or longer are kept from the regex module's literal preparation."""
 
 _T = TypeVar("_T")
 _Span = tuple[int, int, int, bool]  # (line number, start offset, end offset, is_match)
@@ -174,7 +176,13 @@ def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:
     if options.multiline:
         flags |= regex.DOTALL
     try:
-        return regex.compile(source, flags)
+        compiled = regex.compile(source, flags)
+        if _longest_literal_run(source) >= _LONG_LITERAL and not _may_be_verbose(source):
+            # The regex module prepares a long literal (one that starts a pattern, or one a
+            # match requires) in time that grows with the cube of its length, before any
+            # timeout applies. An alternative that never matches turns that off.
+            compiled = regex.compile(source + "|(?!)", flags)
+        return compiled
     except regex.error as exc:
         raise PatternError(
             f"invalid regular expression {quote(options.pattern)}: {exc}; "
@@ -231,6 +239,9 @@ def search_file(
     try:
         if options.multiline:
             spans, count = _multiline_spans(full, len(body), compiled, deadline, first_only)
+        elif (literal := _literal_search(options, body)) is not None:
+            spans = list(_literal_spans(body, *literal, deadline, first_only))
+            count = len(spans)
         elif _needs_line_loop(options):
             spans = list(_line_loop_spans(body, compiled, deadline, first_only))
             count = len(spans)
@@ -282,6 +293,80 @@ def _literal_bytes(options: GrepOptions) -> bytes | None:
     if any(c in options.pattern for c in "\n\r\ufffd\ufeff"):
         return None  # line endings, decoding replacements and the BOM change under decoding
     return options.pattern.encode("utf-8")
+
+
+def _literal_search(options: GrepOptions, body: str) -> tuple[str, str] | None:
+    """``(haystack, needle)`` for a fixed string searched without the regex module (linear
+    time whatever the needle), or ``None`` where only the regex module is exact.
+
+    Case-insensitive only where the needle and the text are ASCII: there full case folding
+    is lowering (beyond ASCII, ``ß`` matches ``ss`` and the Kelvin sign ``k``).
+    """
+    needle = options.pattern
+    if not options.fixed_strings or options.multiline or not needle:
+        return None
+    if not options.ignore_case:
+        return body, needle
+    if needle.isascii() and body.isascii():
+        return body.lower(), needle.lower()
+    return None
+
+
+def _literal_spans(
+    body: str, haystack: str, needle: str, deadline: float, first_only: bool
+) -> Iterator[_Span]:
+    """Yield the lines holding ``needle``, found with ``str.find`` (linear in the text).
+
+    ``haystack`` is ``body`` or its lowered copy (the same length). A needle holding a line
+    break matches no line.
+    """
+    if "\n" in needle:
+        return
+    number, line_start = 1, 0
+    pos = 0
+    while True:
+        _time_left(deadline)
+        start = haystack.find(needle, pos)
+        if start == -1:
+            return
+        breaks = body.count("\n", line_start, start)
+        if breaks:
+            number += breaks
+            line_start = body.rfind("\n", line_start, start) + 1
+        end = body.find("\n", start)
+        end = len(body) if end == -1 else end
+        yield number, line_start, end, True
+        if first_only:
+            return
+        pos = end + 1
+
+
+def _longest_literal_run(source: str) -> int:
+    """The longest run of characters that stand for themselves in ``source`` (lexical, and
+    an over-estimate: it only decides whether to guard the pattern)."""
+    longest = run = 0
+    i = 0
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\" and i + 1 < len(source) and not source[i + 1].isalnum():
+            run += 1
+            i += 2
+        elif ch.isalnum() or ch in _PLAIN:
+            run += 1
+            i += 1
+        else:
+            run = 0
+            i += 1
+        longest = max(longest, run)
+    return longest
+
+
+_PLAIN: Final = frozenset(" _-,;:'\"=!@%&~`<>/")
+
+
+def _may_be_verbose(source: str) -> bool:
+    """Whether verbose mode may be on (an appended alternative could land in a comment)."""
+    return regex.search(r"\(\?[a-zA-Z]*x", source) is not None
 
 
 def apply_paging(

@@ -460,7 +460,8 @@ class Workspace:
         pattern without ``/`` matches file names at any depth. Hidden files (a name starting
         with ``.``) match only when the pattern names the dot. At most ``limit`` paths
         (default ``limits.max_glob_results``) are returned; ``truncated`` says if more matched
-        and ``total`` how many did. Matching runs under ``limits.regex_timeout``.
+        and ``total`` how many did. Matching runs under ``limits.regex_timeout``, the whole
+        call under ``limits.search_timeout``.
 
         Raises:
             PatternError: The pattern is malformed.
@@ -490,7 +491,8 @@ class Workspace:
         Args:
             pattern: A ``regex``-module regular expression (or a literal with
                 ``fixed_strings``). The whole search (every file, and the ``glob`` filter)
-                runs under ``limits.regex_timeout``.
+                runs under ``limits.regex_timeout``; listing, reading and matching together
+                under ``limits.search_timeout``.
             path: A folder to search recursively, or one file.
             glob: Only files whose path (relative to ``path``) matches this glob.
             fixed_strings: Search for ``pattern`` literally.
