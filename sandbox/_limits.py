@@ -28,6 +28,10 @@ class Limits(BaseModel):
             listing, reading storage and matching (``regex_timeout`` bounds the matching
             part alone). Past it the call stops with
             :class:`~ctxfs._errors.SearchTimeoutError`.
+        max_read_bytes: Most bytes a bounded read of a whole file returns
+            (:meth:`ctxfs.Workspace.read_bytes` with ``bounded=True``, what the agent-facing
+            integrations use for binary files); past it
+            :class:`~ctxfs._errors.FileTooLargeError`, with nothing past the cap read.
         max_glob_results: Most paths ``glob`` returns before it says the list was truncated.
         max_grep_file_bytes: Files larger than this are skipped by ``grep`` (and said so).
     """
@@ -39,6 +43,7 @@ class Limits(BaseModel):
     default_read_lines: int = Field(default=2_000, gt=0)
     regex_timeout: float = Field(default=5.0, gt=0)
     search_timeout: float = Field(default=60.0, gt=0)
+    max_read_bytes: int = Field(default=16 * 2**20, gt=0)
     max_glob_results: int = Field(default=1_000, gt=0)
     max_grep_file_bytes: int = Field(default=64 * 2**20, gt=0)
 

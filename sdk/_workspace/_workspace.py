@@ -26,7 +26,7 @@ from ctxfs._workspace._areas import ReadOnlyAreas
 from ctxfs._workspace._find import glob_store, grep_store
 from ctxfs._workspace._grep import GrepOptions, OutputMode
 from ctxfs._workspace._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
-from ctxfs._workspace._textread import check_page_request, decode_text, read_page
+from ctxfs._workspace._textread import check_page_request, decode_text, read_capped, read_page
 from ctxfs._workspace._writes import (
     UPDATE_ATTEMPTS,
     Replacement,
@@ -229,9 +229,19 @@ class Workspace:
             )
         return virtual
 
-    def read_bytes(self, path: str) -> bytes:
-        """The whole content of a file, as bytes."""
-        return self._read_bytes(self._file(path))
+    def read_bytes(self, path: str, *, bounded: bool = False) -> bytes:
+        """The whole content of a file, as bytes.
+
+        With ``bounded``, at most ``limits.max_read_bytes`` are read: a larger file (by its
+        size, or by what the stream holds if it grew) raises
+        :class:`~ctxfs._errors.FileTooLargeError`, having read nothing past the cap. Use
+        it for files an agent names, binary ones above all (media).
+        """
+        virtual = self._file(path)
+        if not bounded:
+            return self._read_bytes(virtual)
+        size = self._info(virtual).size
+        return read_capped(self._store, virtual, size, self._limits.max_read_bytes)
 
     def _read_bytes(self, virtual: str) -> bytes:
         return self._store.read_bytes(virtual)
