@@ -32,6 +32,7 @@ Passing it raises :class:`~ctxfs._errors.SearchTimeoutError`.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from typing import Final, Literal, TypeVar
 import regex
 
 from ctxfs._errors import PatternError, SearchTimeoutError
+from ctxfs._workspace._literals import longest_literal_run, may_be_verbose, required_literal
 from ctxfs._workspace._quote import quote
 
 __all__ = [
@@ -177,7 +179,7 @@ def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:
         flags |= regex.DOTALL
     try:
         compiled = regex.compile(source, flags)
-        if _longest_literal_run(source) >= _LONG_LITERAL and not _may_be_verbose(source):
+        if longest_literal_run(source) >= _LONG_LITERAL and not may_be_verbose(source):
             # The regex module prepares a long literal (one that starts a pattern, or one a
             # match requires) in time that grows with the cube of its length, before any
             # timeout applies. An alternative that never matches turns that off.
@@ -224,8 +226,7 @@ def search_file(
         deadline = time.monotonic() + options.timeout
     if b"\x00" in data:
         return FileResult(path, binary=True)
-    needle = _literal_bytes(options)
-    if needle is not None and needle not in data:
+    if _ruled_out(data, options):
         return FileResult(path)  # a byte scan rules the file out without decoding it
     text = data.decode("utf-8", errors="replace")
     text = text.removeprefix("\ufeff")
@@ -285,14 +286,29 @@ def _time_left(deadline: float) -> float:
     return left
 
 
-def _literal_bytes(options: GrepOptions) -> bytes | None:
-    """The UTF-8 bytes every match must contain, when that is certain: a case-sensitive
-    literal with no line ending in it (a decoded file holds the same text as its bytes)."""
-    if not options.fixed_strings or options.ignore_case or not options.pattern:
+def _ruled_out(data: bytes, options: GrepOptions) -> bool:
+    """Whether the file's bytes lack a literal every match must hold (so nothing matches).
+
+    Case-sensitive searches only: lowering the bytes first was measured to cost what it
+    saves (and is exact for ASCII text only).
+    """
+    if options.ignore_case:
+        return False
+    needle = _required_bytes(options.pattern, options.fixed_strings)
+    return needle is not None and needle not in data
+
+
+@functools.lru_cache(maxsize=64)
+def _required_bytes(pattern: str, fixed: bool) -> bytes | None:
+    """The UTF-8 bytes every match must contain, when that is certain (``None`` if not):
+    the fixed string itself, or the longest literal a regular expression requires
+    (:func:`~ctxfs._workspace._literals.required_literal`). Line endings, decoding
+    replacements and the BOM change under decoding, so a literal holding one rules nothing
+    out."""
+    literal = pattern if fixed else required_literal(pattern)
+    if not literal or any(c in literal for c in "\n\r\ufffd\ufeff"):
         return None
-    if any(c in options.pattern for c in "\n\r\ufffd\ufeff"):
-        return None  # line endings, decoding replacements and the BOM change under decoding
-    return options.pattern.encode("utf-8")
+    return literal.encode("utf-8")
 
 
 def _literal_search(options: GrepOptions, body: str) -> tuple[str, str] | None:
@@ -339,34 +355,6 @@ def _literal_spans(
         if first_only:
             return
         pos = end + 1
-
-
-def _longest_literal_run(source: str) -> int:
-    """The longest run of characters that stand for themselves in ``source`` (lexical, and
-    an over-estimate: it only decides whether to guard the pattern)."""
-    longest = run = 0
-    i = 0
-    while i < len(source):
-        ch = source[i]
-        if ch == "\\" and i + 1 < len(source) and not source[i + 1].isalnum():
-            run += 1
-            i += 2
-        elif ch.isalnum() or ch in _PLAIN:
-            run += 1
-            i += 1
-        else:
-            run = 0
-            i += 1
-        longest = max(longest, run)
-    return longest
-
-
-_PLAIN: Final = frozenset(" _-,;:'\"=!@%&~`<>/")
-
-
-def _may_be_verbose(source: str) -> bool:
-    """Whether verbose mode may be on (an appended alternative could land in a comment)."""
-    return regex.search(r"\(\?[a-zA-Z]*x", source) is not None
 
 
 def apply_paging(

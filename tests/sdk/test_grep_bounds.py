@@ -125,7 +125,9 @@ def test_a_short_pattern_is_compiled_as_given() -> None:
 
 def test_a_long_literal_regex_over_a_long_line_hits_the_time_limit() -> None:
     ws = Workspace("memory://long-literal", limits=Limits(regex_timeout=0.01))
-    ws.write_text("/big.txt", "ab" * 2**20 + "\n")
+    # The literal is there (so the byte prefilter cannot rule the file out), after a long
+    # line of near misses.
+    ws.write_text("/big.txt", "ab" * 2**20 + "\n" + "ab" * 3_000 + "c\n")
     with pytest.raises(SearchTimeoutError, match=r"^grep ran past its 0.01 s time limit"):
         ws.grep("ab" * 3_000 + "c")
 
