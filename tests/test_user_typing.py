@@ -37,3 +37,21 @@ def test_mypy_strict_finds_ctxfs_from_a_users_script(tmp_path: Path) -> None:
     assert "Cannot find implementation or library stub" not in out, out
     assert 'script.py:7: error: Incompatible types in assignment (expression has type "str"' in out
     assert "Found 1 error in 1 file" in out, out
+
+
+def test_every_package_folder_is_in_the_build_list() -> None:
+    # A wheel, and the strict editable install, carry only the listed packages: a folder
+    # missing from the list imports from a checkout and fails everywhere else.
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    found = set()
+    for name, folder in config["package-dir"].items():
+        for init in (root / folder).rglob("__init__.py"):
+            if "__pycache__" in init.parts:
+                continue
+            relative = init.parent.relative_to(root / folder).parts
+            found.add(".".join((name, *relative)))
+    assert found - listed == set()
