@@ -10,24 +10,31 @@ TRAJECTORIES ?= ../shared/data/trajectories
 
 .PHONY: test lint typecheck pytest demo docs bench clean
 
+# Editable installs in setuptools' strict mode: a tree of links under build/ that static tools
+# (mypy, pyright) read as an installed package, which the default import hook is not. A new
+# module joins the tree at the next install, so the folders (whose times change when a file
+# is added) are prerequisites.
+EDITABLE := --config-settings editable_mode=strict
+SOURCE_DIRS := $(shell find sdk backends sandbox -type d -not -name __pycache__)
+
 $(BIN)/python:
 	$(shell command -v $(PYTHON) >/dev/null 2>&1 && echo $(PYTHON) || echo python3) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP_DEV): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(STAMP_DEV): $(BIN)/python pyproject.toml Makefile $(SOURCE_DIRS)
+	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[dev]'
 	touch $@
 
 $(STAMP_DEMO): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[demo]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[demo]'
 	touch $@
 
 $(STAMP_BENCH): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[bench]'
 	touch $@
 
 $(STAMP_DOCS): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[docs]'
 	touch $@
 
 demo: $(STAMP_DEMO)

@@ -15,10 +15,12 @@ from ctxfs.backends._check import check_store
 from ctxfs.backends._errors import translate_error, translate_errors
 from ctxfs.backends._factory import local_folder_of, open_storage, protocol_of
 from ctxfs.backends._fsspec import FsspecStore
+from ctxfs.backends._info import FileInfo
 from ctxfs.backends._local import LocalStore
 from ctxfs.backends._store import Store
 
 __all__ = [
+    "FileInfo",
     "FsspecStore",
     "LocalStore",
     "Store",

@@ -42,7 +42,6 @@ from ctxfs._errors import (
     PathExistsError,
     PathNotFoundError,
 )
-from ctxfs._workspace._results import FileInfo
 from ctxfs.backends._errors import (
     conflict_error,
     reason_of,
@@ -51,8 +50,9 @@ from ctxfs.backends._errors import (
     translate_error,
     translate_errors,
 )
-from ctxfs.backends._local import content_version
+from ctxfs.backends._info import FileInfo
 from ctxfs.backends._temp import is_temporary_name, temporary_name
+from ctxfs.backends._version import content_version
 
 __all__ = ["FETCH_BATCH_BYTES", "FETCH_BATCH_FILES", "READ_BLOCK_BYTES", "FsspecStore"]
 

@@ -2,9 +2,11 @@
 
 What only a local folder has, and this store takes care of:
 
-- **Symbolic links.** Paths are resolved through their links; one that leads outside the root
-  is refused (:meth:`LocalStore.real_path`) and never listed. Links to folders are not
-  followed by :meth:`LocalStore.walk`, so a link cycle cannot loop.
+- **Symbolic links.** Paths are walked one folder descriptor at a time, links read and
+  followed by the store itself (:mod:`ctxfs.backends._descriptors`), never by the kernel: one
+  that leads outside the root is refused (:meth:`LocalStore.real_path`) and never listed, and
+  a folder swapped for a link while an operation runs cannot take it outside the root. Links
+  to folders are not followed by :meth:`LocalStore.walk`, so a link cycle cannot loop.
 - **Atomic writes.** A write goes to a temporary file in the target's folder, is flushed to
   disk, then renamed over the target; a create-only write hard-links the temporary file
   instead, which fails if the name exists (atomic, unlike a check before the write). The
@@ -17,16 +19,18 @@ What only a local folder has, and this store takes care of:
   a tree 1,000 folders deep works.
 
 Only regular files and folders are part of the workspace; FIFOs, sockets, device files and
-dangling links are not listed (reading a FIFO would block the agent).
+dangling links are not listed (reading a FIFO would block the agent), and opening one is
+refused without blocking.
 """
 
 from __future__ import annotations
 
-import hashlib
+import errno
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from ctxfs._errors import (
@@ -35,16 +39,48 @@ from ctxfs._errors import (
     PathNotFoundError,
     UnsafePathError,
 )
-from ctxfs._workspace._results import FileInfo
+from ctxfs.backends._descriptors import FOLDER_FLAGS, HostTree, remove_tree
 from ctxfs.backends._errors import conflict_error, translate_error, translate_errors
+from ctxfs.backends._info import FileInfo
 from ctxfs.backends._temp import is_temporary_name, temporary_name
-from ctxfs.sandbox._local import host_path, real_virtual_path
+from ctxfs.backends._version import content_version
 
 __all__ = ["LocalStore"]
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
+
+
+_FIRST_READ = 1 << 18
+_LARGEST_READ = 1 << 24
+
+_HELD = 64
+"""Most folder descriptors one walk holds at once."""
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A folder of a walk: its descriptor (or -1), files to yield, folders to visit."""
+
+    folder: str
+    handle: int
+    files: list[FileInfo]
+    todo: list[str]
+
+    def close(self) -> None:
+        if self.handle >= 0:
+            os.close(self.handle)
+            self.handle = -1
 
 
 def _child(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder != "/" else f"/{name}"
+
+
+def _split(path: str) -> tuple[str, str]:
+    parent, _, name = path.rpartition("/")
+    return parent or "/", name
 
 
 class LocalStore:
@@ -70,7 +106,7 @@ class LocalStore:
             raise BackendError(
                 f"the workspace folder cannot be created ({reason})", path="/"
             ) from exc
-        self._real_root = os.path.realpath(self.root)
+        self._tree = HostTree(self.root, os.path.realpath(self.root))
 
     @property
     def url(self) -> str:
@@ -80,12 +116,9 @@ class LocalStore:
     def __repr__(self) -> str:
         return f"LocalStore({self.root!r})"
 
-    def _host(self, path: str) -> str:
-        return host_path(self.root, path)
-
     def local_path(self, path: str) -> str | None:
         """The host path of ``path`` (links not resolved)."""
-        return self._host(path)
+        return self.root if path == "/" else os.path.join(self.root, path[1:])
 
     def real_path(self, path: str) -> str:
         """The virtual path ``path`` leads to once links are followed.
@@ -93,21 +126,19 @@ class LocalStore:
         Raises:
             UnsafePathError: A link on the way leads outside the root.
         """
-        return real_virtual_path(self._real_root, self._host(path), path)
-
-    def _inside(self, host: str, path: str) -> bool:
-        try:
-            real_virtual_path(self._real_root, host, path)
-        except UnsafePathError:
-            return False
-        return True
+        with translate_errors(path):
+            return self._tree.real_virtual(path)
 
     # -- metadata ---------------------------------------------------------------------------
 
     def info(self, path: str) -> FileInfo:
         """Metadata of ``path``, following links."""
-        with translate_errors(path):
-            found = os.stat(self._host(path))
+        with translate_errors(path), self._tree.resolve(path) as where:
+            if not where.exists:
+                raise FileNotFoundError(errno.ENOENT, "no such file or directory")
+            if where.name is None:
+                return FileInfo(path, "directory")
+            found = os.stat(where.name, dir_fd=where.folder, follow_symlinks=False)
         if stat.S_ISDIR(found.st_mode):
             return FileInfo(path, "directory")
         if not stat.S_ISREG(found.st_mode):
@@ -119,82 +150,158 @@ class LocalStore:
             )
         return FileInfo(path, "file", found.st_size)
 
-    def _entries(self, folder: str) -> list[os.DirEntry[str]]:
-        """The entries of a folder, read in full so that no error escapes half-way."""
-        with translate_errors(folder), os.scandir(self._host(folder)) as scan:
-            return list(scan)
+    @contextmanager
+    def _folder(self, path: str) -> Iterator[int]:
+        """A descriptor of folder ``path``, reached without following links out."""
+        handle = self._tree.open_folder(path)
+        try:
+            yield handle
+        finally:
+            os.close(handle)
 
-    def _describe(self, folder: str, entry: os.DirEntry[str]) -> FileInfo | None:
+    def _listing(self, folder: str) -> list[tuple[str, str, int | None]]:
+        """The entries of folder ``folder`` (see :func:`_entries`)."""
+        with translate_errors(folder), self._folder(folder) as handle:
+            return _entries(handle, folder)
+
+    def _describe(self, folder: str, name: str, kind: str, size: int | None) -> FileInfo | None:
         """A listed entry as a FileInfo, or ``None`` if it is not part of the workspace."""
-        path = _child(folder, entry.name)
-        if is_temporary_name(entry.name):
+        path = _child(folder, name)
+        if kind == "directory":
+            return FileInfo(path, "directory")
+        if kind == "file":
+            return FileInfo(path, "file", size)
+        if kind != "link":
             return None
         try:
-            if entry.is_symlink() and not self._inside(entry.path, path):
-                return None
-            if entry.is_dir():
-                return FileInfo(path, "directory")
-            if entry.is_file():
-                return FileInfo(path, "file", entry.stat().st_size)
-        except FileNotFoundError:
-            return None  # removed since the folder was read, or a dangling link
-        except OSError as exc:
-            raise translate_error(exc, path) from exc
-        return None
-
-    def _is_folder(self, folder: str, entry: os.DirEntry[str]) -> bool:
-        """Whether the entry is a folder itself (not a link to one)."""
-        try:
-            return entry.is_dir(follow_symlinks=False)
-        except OSError as exc:
-            raise translate_error(exc, _child(folder, entry.name)) from exc
+            return self.info(path)  # typed by its target, if that is inside the root
+        except (PathNotFoundError, UnsafePathError):
+            return None  # a dangling link, or one that leads out
 
     def ls(self, path: str) -> list[FileInfo]:
         """The children of folder ``path``; links are typed by their target."""
-        found = (self._describe(path, entry) for entry in self._entries(path))
+        found = (self._describe(path, *entry) for entry in self._listing(path))
         return [info for info in found if info is not None]
 
     def walk(self, path: str) -> Iterator[FileInfo]:
-        """Every regular file below ``path``, with an explicit stack of folders."""
-        pending = [path]
-        while pending:
-            folder = pending.pop()
-            try:
-                entries = self._entries(folder)
-            except PathNotFoundError:
-                continue  # removed while the walk ran
-            for entry in entries:
-                if self._is_folder(folder, entry):
-                    pending.append(_child(folder, entry.name))
+        """Every regular file below ``path``, depth first, with an explicit stack.
+
+        A folder is opened relative to its parent's descriptor, held while the parent still
+        has folders to visit (at most :data:`_HELD` at once; past that a folder is reached
+        down from the root again). A folder removed while the walk runs is skipped.
+        """
+        stack: list[_Frame] = []
+        try:
+            self._visit(stack, path, None)
+            while stack:
+                yield from stack[-1].files
+                stack[-1].files = []
+                frame = stack[-1]
+                if not frame.todo:
+                    stack.pop().close()
                     continue
-                info = self._describe(folder, entry)
-                if info is not None and not info.is_dir:
-                    yield info
+                name = frame.todo.pop()
+                parent = frame.handle if frame.handle >= 0 else None
+                self._visit(stack, _child(frame.folder, name), (parent, name))
+                if not frame.todo:
+                    frame.close()  # nothing else to open from it
+        finally:
+            for frame in stack:
+                frame.close()
+
+    def _visit(self, stack: list[_Frame], folder: str, via: tuple[int | None, str] | None) -> None:
+        """List ``folder`` onto the stack: its files to yield, its folders to visit."""
+        try:
+            with translate_errors(folder):
+                handle = self._open_folder(folder, via)
+        except PathNotFoundError:
+            return  # removed while the walk ran
+        try:
+            with translate_errors(folder):
+                entries = _entries(handle, folder)
+        except BaseException:
+            os.close(handle)
+            raise
+        frame = _Frame(folder, handle, [], [])
+        for name, kind, size in entries:
+            if kind == "directory":
+                frame.todo.append(name)
+                continue
+            info = self._describe(folder, name, kind, size)
+            if info is not None and not info.is_dir:
+                frame.files.append(info)
+        held = sum(1 for f in stack[-_HELD:] if f.handle >= 0)
+        if not frame.todo or held >= _HELD:
+            frame.close()
+        stack.append(frame)
+
+    def _open_folder(self, folder: str, via: tuple[int | None, str] | None) -> int:
+        if via is not None and via[0] is not None:
+            try:
+                return os.open(via[1], FOLDER_FLAGS, dir_fd=via[0])
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                # swapped for a link since it was listed: walk to it from the root
+        return self._tree.open_folder(folder)
 
     # -- reading ----------------------------------------------------------------------------
+
+    def _open(self, path: str) -> int:
+        """A descriptor of regular file ``path``, links followed inside the root only."""
+        with self._tree.resolve(path) as where:
+            if not where.exists:
+                raise FileNotFoundError(errno.ENOENT, "no such file or directory")
+            if where.name is None:
+                raise IsADirectoryError(errno.EISDIR, "is a directory")
+            return _regular(os.open(where.name, _READ_FLAGS, dir_fd=where.folder), path)
 
     @contextmanager
     def open_read(self, path: str) -> Iterator[BinaryIO]:
         """A buffered binary stream over the file."""
-        with translate_errors(path), open(self._host(path), "rb") as stream:
+        with translate_errors(path), open(self._open(path), "rb") as stream:
             yield stream
 
     def read_bytes(self, path: str) -> bytes:
         """The whole file."""
-        with translate_errors(path), open(self._host(path), "rb") as stream:
-            return stream.read()
+        with translate_errors(path):
+            return _read_all(self._open(path))
 
     def fetch(self, files: Iterable[FileInfo]) -> Iterator[tuple[FileInfo, bytes]]:
-        """Each file's content, read one after the other; vanished files are skipped."""
-        for info in files:
-            try:
-                with open(self._host(info.path), "rb") as stream:
-                    data = stream.read()
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                raise translate_error(exc, info.path) from exc
-            yield info, data
+        """Each file's content, read one after the other; vanished files are skipped.
+
+        The files of one folder are opened relative to one descriptor of it. (A thread
+        reading ahead was measured slower: the reads are short and the hand-over is not.)
+        """
+        current: str | None = None
+        handle = -1
+        try:
+            for info in files:
+                folder, name = _split(info.path)
+                try:
+                    if folder != current:
+                        if handle >= 0:
+                            os.close(handle)
+                            handle = -1
+                        current = folder
+                        handle = self._tree.open_folder(folder)
+                    data = _read_all(self._open_at(handle, name, info.path))
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise translate_error(exc, info.path) from exc
+                yield info, data
+        finally:
+            if handle >= 0:
+                os.close(handle)
+
+    def _open_at(self, folder: int, name: str, path: str) -> int:
+        try:
+            return _regular(os.open(name, _READ_FLAGS, dir_fd=folder), path)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+        return self._open(path)  # a link: followed by the walk, inside the root only
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -214,30 +321,46 @@ class LocalStore:
         """Write through a temporary file renamed (or, create-only, hard-linked) into place.
 
         The rename happens under the folder's lock; with ``if_version`` the version is
-        checked under it too (see the module docstring).
+        checked under it too (see the module docstring). Missing folders are created; the
+        last name is replaced as it is (a link there is replaced, never followed).
         """
         if create_only and if_version is not None:
             raise ValueError("create_only and if_version exclude each other")
-        host = self._host(path)
-        folder = os.path.dirname(host)
-        with translate_errors(path):
-            _make_folders(folder)
-            temp = os.path.join(folder, temporary_name())
+        with (
+            translate_errors(path),
+            self._tree.resolve(path, follow_last=False, create_folders=True) as where,
+        ):
+            if where.name is None:
+                raise IsADirectoryError(errno.EISDIR, "is a directory")
+            folder, name = where.folder, where.name
+            temp = temporary_name()
+            handle = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=folder)
             try:
-                with open(temp, "xb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                with _folder_lock(folder):
-                    if if_version is not None:
-                        _check_version(host, path, if_version)
-                    if create_only:
-                        os.link(temp, host)  # atomic, and fails if host exists
-                    else:
-                        os.replace(temp, host)
+                with open(handle, "wb") as stream:
+                    stream.write(data)
+                    stream.flush()
+                    os.fsync(stream.fileno())
+                _lock(folder)
+                if if_version is not None:
+                    self._check_version(folder, name, path, if_version)
+                if create_only:
+                    # atomic, and fails if the name exists
+                    os.link(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+                else:
+                    os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
             finally:
-                if os.path.lexists(temp):
-                    os.unlink(temp)
+                with suppress(FileNotFoundError):
+                    os.unlink(temp, dir_fd=folder)
+        # The lock went with the folder's descriptor, closed when the block ended.
+
+    def _check_version(self, folder: int, name: str, path: str, expected: str) -> None:
+        """Raise a conflict unless the file has version ``expected``."""
+        try:
+            current = content_version(_read_all(self._open_at(folder, name, path)))
+        except FileNotFoundError:
+            raise conflict_error(path, deleted=True) from None
+        if current != expected:
+            raise conflict_error(path)
 
     def check(self, *, write: bool) -> None:
         """Check that the root folder can be listed (and, with ``write``, written in).
@@ -258,78 +381,79 @@ class LocalStore:
 
     def remove(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file or link (never what a link points to), or a whole folder."""
-        host = self._host(path)
-        with translate_errors(path):
-            if not stat.S_ISDIR(os.lstat(host).st_mode):
-                os.unlink(host)
+        with translate_errors(path), self._tree.resolve(path, follow_last=False) as where:
+            if not where.exists:
+                raise FileNotFoundError(errno.ENOENT, "no such file or directory")
+            if where.name is None:
+                raise IsADirectoryPathError("/ is the workspace root", path=path)
+            found = os.stat(where.name, dir_fd=where.folder, follow_symlinks=False)
+            if not stat.S_ISDIR(found.st_mode):
+                os.unlink(where.name, dir_fd=where.folder)
             elif not recursive:
                 raise IsADirectoryPathError(f"{path}: is a directory", path=path)
             else:
-                _remove_tree(host)
+                remove_tree(where.folder, where.name)
 
 
-def content_version(data: bytes) -> str:
-    """The version token of content ``data``: its SHA-256, hex."""
-    return hashlib.sha256(data).hexdigest()
+def _entries(handle: int, folder: str) -> list[tuple[str, str, int | None]]:
+    """``(name, kind, size)`` of each entry of the open folder, read in full so that no
+    error escapes half-way; kind is ``"directory"``, ``"file"``, ``"link"`` or ``"other"``."""
+    found: list[tuple[str, str, int | None]] = []
+    with os.scandir(handle) as scan:
+        for entry in scan:
+            if is_temporary_name(entry.name):
+                continue
+            try:
+                if entry.is_symlink():
+                    found.append((entry.name, "link", None))
+                elif entry.is_dir(follow_symlinks=False):
+                    found.append((entry.name, "directory", None))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append((entry.name, "file", entry.stat(follow_symlinks=False).st_size))
+            except FileNotFoundError:
+                continue  # removed since the folder was read
+            except OSError as exc:
+                raise translate_error(exc, _child(folder, entry.name)) from exc
+    return found
 
 
-@contextmanager
-def _folder_lock(folder: str) -> Iterator[None]:
-    """An exclusive lock on a folder, between processes and between threads.
+def _lock(folder: int) -> None:
+    """Take an exclusive lock on an open folder, between processes and between threads.
 
-    ``flock`` locks an open file description, so each holder opens the folder itself; the
+    ``flock`` locks an open file description, and each writer opened the folder itself; the
     lock goes with the descriptor when it is closed, even if the process dies.
     """
     import fcntl  # POSIX only; imported here so that importing ctxfs never needs it
 
-    handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    fcntl.flock(folder, fcntl.LOCK_EX)
+
+
+def _regular(handle: int, path: str) -> int:
+    """``handle`` if it is a regular file; closed, and an error, if not."""
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
+        mode = os.fstat(handle).st_mode
+    except BaseException:
+        os.close(handle)
+        raise
+    if stat.S_ISREG(mode):
+        return handle
+    os.close(handle)
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory")
+    raise PathNotFoundError(
+        f"{path}: not a regular file (a FIFO, socket or device), which the workspace does not use",
+        path=path,
+    )
+
+
+def _read_all(handle: int) -> bytes:
+    """Everything in an open file, then closed (plain reads: no buffered file object)."""
+    try:
+        parts: list[bytes] = []
+        want = _FIRST_READ
+        while chunk := os.read(handle, want):
+            parts.append(chunk)
+            want = min(want * 2, _LARGEST_READ)
     finally:
         os.close(handle)
-
-
-def _check_version(host: str, path: str, expected: str) -> None:
-    """Raise a conflict unless the file at ``host`` has version ``expected``."""
-    try:
-        with open(host, "rb") as stream:
-            current = content_version(stream.read())
-    except FileNotFoundError:
-        raise conflict_error(path, deleted=True) from None
-    if current != expected:
-        raise conflict_error(path)
-
-
-def _make_folders(folder: str) -> None:
-    """``os.makedirs`` without its recursion (one frame per missing level)."""
-    missing: list[str] = []
-    while not os.path.isdir(folder):
-        missing.append(folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    for name in reversed(missing):
-        try:
-            os.mkdir(name)
-        except FileExistsError:
-            if not os.path.isdir(name):
-                raise NotADirectoryError(f"{name} is a file") from None
-
-
-def _remove_tree(top: str) -> None:
-    """``shutil.rmtree`` without its recursion; links are removed, never followed."""
-    folders: list[str] = []
-    pending = [top]
-    while pending:
-        folder = pending.pop()
-        folders.append(folder)
-        with os.scandir(folder) as scan:
-            for entry in scan:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(entry.path)
-                else:
-                    os.unlink(entry.path)
-    for folder in reversed(folders):  # every folder was listed after its parent
-        os.rmdir(folder)
+    return parts[0] if len(parts) == 1 else b"".join(parts)

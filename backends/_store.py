@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import BinaryIO, Protocol, runtime_checkable
 
-from ctxfs._workspace._results import FileInfo
+from ctxfs.backends._info import FileInfo
 
 __all__ = ["Store"]
 

@@ -5,7 +5,8 @@ less so). Usage::
 
     python benchmarks/bench_grep.py [--files 20000] [--mb 200] [--s3-objects 1000]
 
-Needs ``rg`` (Debian package ``ripgrep``) for the local comparison and the ``dev`` extra
+Needs ``rg`` for the local comparison (the ``bench`` extra installs the ``ripgrep`` wheel
+next to the interpreter; a ``rg`` on ``PATH`` is used otherwise) and the ``dev`` extra
 (moto server, s3fs) for the S3 one.
 """
 
@@ -75,9 +76,14 @@ def timed(fn):  # type: ignore[no-untyped-def]
     return time.perf_counter() - start, value
 
 
+def _rg() -> str | None:
+    beside = Path(sys.executable).with_name("rg")
+    return str(beside) if beside.exists() else shutil.which("rg")
+
+
 def rg_files(args: list[str], root: Path) -> set[str]:
     out = subprocess.run(
-        ["rg", "--files-with-matches", "--no-messages", *args, str(root)],
+        [_rg() or "rg", "--files-with-matches", "--no-messages", *args, str(root)],
         capture_output=True,
         text=True,
         check=False,
@@ -85,14 +91,15 @@ def rg_files(args: list[str], root: Path) -> set[str]:
     return {"/" + str(Path(p).relative_to(root)) for p in out.splitlines()}
 
 
-def bench_local(files: int, mb: int) -> None:
-    if shutil.which("rg") is None:
-        print("rg not found: install the 'ripgrep' package for the local comparison")
+def bench_local(files: int, mb: int, tree: Path | None = None, runs: int = 3) -> None:
+    if _rg() is None:
+        print("rg not found: install the bench extra (the 'ripgrep' wheel) for the comparison")
         return
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "tree"
-        print(f"generating {files} files / {mb} MB ...", flush=True)
-        make_tree(root, files, mb)
+        root = tree or Path(tmp) / "tree"
+        if not root.exists():
+            print(f"generating {files} files / {mb} MB ...", flush=True)
+            make_tree(root, files, mb)
         ws = Workspace(root)
         cases = [
             ("literal", "NEEDLE_4242", ["-F", "NEEDLE_4242"], {"fixed_strings": True}),
@@ -105,10 +112,15 @@ def bench_local(files: int, mb: int) -> None:
             ),
         ]
         rg_files(["-F", "warm"], root)  # warm the page cache for both
+        print(f"best of {runs} runs, interleaved")
         print(f"{'pattern':<18} {'rg s':>8} {'ctxfs s':>8} {'ratio':>7} same-hits")
         for name, pattern, rg_args, kwargs in cases:
-            t_rg, hits_rg = timed(lambda a=rg_args: rg_files(a, root))
-            t_ws, result = timed(lambda p=pattern, k=kwargs: ws.grep(p, "/", **k))
+            t_rg = t_ws = float("inf")
+            for _ in range(runs):
+                spent, hits_rg = timed(lambda a=rg_args: rg_files(a, root))
+                t_rg = min(t_rg, spent)
+                spent, result = timed(lambda p=pattern, k=kwargs: ws.grep(p, "/", **k))
+                t_ws = min(t_ws, spent)
             hits_ws = {f.path for f in result.files}
             print(
                 f"{name:<18} {t_rg:8.3f} {t_ws:8.3f} {t_ws / t_rg:6.1f}x "
@@ -180,11 +192,13 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--s3-objects", type=int, default=1_000)
+    parser.add_argument("--tree", type=Path, help="a folder to keep the generated tree in")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each case (best kept)")
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--skip-s3", action="store_true")
     args = parser.parse_args()
     if not args.skip_local:
-        bench_local(args.files, args.mb)
+        bench_local(args.files, args.mb, args.tree, args.runs)
     if not args.skip_s3:
         bench_s3(args.s3_objects)
 

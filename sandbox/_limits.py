@@ -24,6 +24,14 @@ class Limits(BaseModel):
             all, over every file it looks at (time spent listing and reading storage is not
             counted). Past it the call stops with
             :class:`~ctxfs._errors.SearchTimeoutError`.
+        search_timeout: Seconds of wall time one ``grep`` or ``glob`` call may take in all:
+            listing, reading storage and matching (``regex_timeout`` bounds the matching
+            part alone). Past it the call stops with
+            :class:`~ctxfs._errors.SearchTimeoutError`.
+        max_read_bytes: Most bytes a bounded read of a whole file returns
+            (:meth:`ctxfs.Workspace.read_bytes` with ``bounded=True``, what the agent-facing
+            integrations use for binary files); past it
+            :class:`~ctxfs._errors.FileTooLargeError`, with nothing past the cap read.
         max_glob_results: Most paths ``glob`` returns before it says the list was truncated.
         max_grep_file_bytes: Files larger than this are skipped by ``grep`` (and said so).
     """
@@ -34,6 +42,8 @@ class Limits(BaseModel):
     max_line_chars: int = Field(default=2_000, gt=0)
     default_read_lines: int = Field(default=2_000, gt=0)
     regex_timeout: float = Field(default=5.0, gt=0)
+    search_timeout: float = Field(default=60.0, gt=0)
+    max_read_bytes: int = Field(default=16 * 2**20, gt=0)
     max_glob_results: int = Field(default=1_000, gt=0)
     max_grep_file_bytes: int = Field(default=64 * 2**20, gt=0)
 

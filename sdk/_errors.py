@@ -12,6 +12,7 @@
     ├── NotADirectoryPathError (+ NotADirectoryError)
     ├── ReadOnlyPathError (+ PermissionError)  write into a read-only area
     ├── NotTextError (+ ValueError)            binary or invalid UTF-8 where text is needed
+    ├── FileTooLargeError (+ ValueError)       a file over the byte cap of a bounded read
     ├── EditError (+ ValueError)               old_string absent or ambiguous
     ├── PatternError (+ ValueError)            invalid regex or glob pattern
     ├── SearchTimeoutError (+ TimeoutError)    a regex match ran past its time limit
@@ -43,6 +44,7 @@ __all__ = [
     "BackendError",
     "ConflictError",
     "EditError",
+    "FileTooLargeError",
     "IsADirectoryPathError",
     "MemoryFormatError",
     "NotADirectoryPathError",
@@ -115,6 +117,11 @@ class ReadOnlyPathError(WorkspaceError, PermissionError):
 
 class NotTextError(WorkspaceError, ValueError):
     """The file is binary or not valid UTF-8, so it cannot be read as text."""
+
+
+class FileTooLargeError(WorkspaceError, ValueError):
+    """A bounded read of a whole file met more bytes than its cap (nothing past the cap is
+    read)."""
 
 
 class EditError(WorkspaceError, ValueError):

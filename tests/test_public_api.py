@@ -20,6 +20,7 @@ PUBLIC = [
     "EditError",
     "EditResult",
     "FileInfo",
+    "FileTooLargeError",
     "GlobResult",
     "GrepResult",
     "IsADirectoryPathError",

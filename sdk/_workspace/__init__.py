@@ -2,7 +2,12 @@
 
 - :mod:`~ctxfs._workspace._workspace`: :class:`Workspace` (ls, info, read, write, edit,
   glob, grep), over one :class:`~ctxfs.backends.Store`;
-- :mod:`~ctxfs._workspace._results`: the typed, frozen results it returns;
+- :mod:`~ctxfs._workspace._results`: the typed, frozen results it returns (``FileInfo`` is
+  the storage seam's, re-exported);
+- :mod:`~ctxfs._workspace._areas`: the read-only areas of a view;
+- :mod:`~ctxfs._workspace._writes`: checks before a write, updates with no lost change, edits;
+- :mod:`~ctxfs._workspace._find`: glob and grep driven over a store, under one time budget;
+- :mod:`~ctxfs._workspace._literals`: what a pattern says about its literals (prefilter, guard);
 - :mod:`~ctxfs._workspace._glob` (with :mod:`~ctxfs._workspace._automaton`) and
   :mod:`~ctxfs._workspace._grep`: matching, the same on every backend;
 - :mod:`~ctxfs._workspace._textread`: a page of lines from a stream, with bounded memory;

@@ -32,6 +32,7 @@ Passing it raises :class:`~ctxfs._errors.SearchTimeoutError`.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from typing import Final, Literal, TypeVar
 import regex
 
 from ctxfs._errors import PatternError, SearchTimeoutError
+from ctxfs._workspace._literals import longest_literal_run, may_be_verbose, required_literal
 from ctxfs._workspace._quote import quote
 
 __all__ = [
@@ -63,6 +65,8 @@ _CONTEXT_ESCAPES: Final = frozenset("AZGK")
 _CONTEXT_GROUPS: Final = ("(?=", "(?!", "(?<=", "(?<!", "(?>")
 _QUANTIFIER_ENDS: Final = frozenset("*+?}")
 _CHUNK_CHARS: Final = 1 << 20
+_LONG_LITERAL: Final = 128
+"""Literal runs this long or longer are kept from the regex module's literal preparation."""
 
 _T = TypeVar("_T")
 _Span = tuple[int, int, int, bool]  # (line number, start offset, end offset, is_match)
@@ -174,7 +178,13 @@ def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:
     if options.multiline:
         flags |= regex.DOTALL
     try:
-        return regex.compile(source, flags)
+        compiled = regex.compile(source, flags)
+        if longest_literal_run(source) >= _LONG_LITERAL and not may_be_verbose(source):
+            # The regex module prepares a long literal (one that starts a pattern, or one a
+            # match requires) in time that grows with the cube of its length, before any
+            # timeout applies. An alternative that never matches turns that off.
+            compiled = regex.compile(source + "|(?!)", flags)
+        return compiled
     except regex.error as exc:
         raise PatternError(
             f"invalid regular expression {quote(options.pattern)}: {exc}; "
@@ -216,8 +226,7 @@ def search_file(
         deadline = time.monotonic() + options.timeout
     if b"\x00" in data:
         return FileResult(path, binary=True)
-    needle = _literal_bytes(options)
-    if needle is not None and needle not in data:
+    if _ruled_out(data, options):
         return FileResult(path)  # a byte scan rules the file out without decoding it
     text = data.decode("utf-8", errors="replace")
     text = text.removeprefix("\ufeff")
@@ -231,6 +240,9 @@ def search_file(
     try:
         if options.multiline:
             spans, count = _multiline_spans(full, len(body), compiled, deadline, first_only)
+        elif (literal := _literal_search(options, body)) is not None:
+            spans = list(_literal_spans(body, *literal, deadline, first_only))
+            count = len(spans)
         elif _needs_line_loop(options):
             spans = list(_line_loop_spans(body, compiled, deadline, first_only))
             count = len(spans)
@@ -274,14 +286,75 @@ def _time_left(deadline: float) -> float:
     return left
 
 
-def _literal_bytes(options: GrepOptions) -> bytes | None:
-    """The UTF-8 bytes every match must contain, when that is certain: a case-sensitive
-    literal with no line ending in it (a decoded file holds the same text as its bytes)."""
-    if not options.fixed_strings or options.ignore_case or not options.pattern:
+def _ruled_out(data: bytes, options: GrepOptions) -> bool:
+    """Whether the file's bytes lack a literal every match must hold (so nothing matches).
+
+    Case-sensitive searches only: lowering the bytes first was measured to cost what it
+    saves (and is exact for ASCII text only).
+    """
+    if options.ignore_case:
+        return False
+    needle = _required_bytes(options.pattern, options.fixed_strings)
+    return needle is not None and needle not in data
+
+
+@functools.lru_cache(maxsize=64)
+def _required_bytes(pattern: str, fixed: bool) -> bytes | None:
+    """The UTF-8 bytes every match must contain, when that is certain (``None`` if not):
+    the fixed string itself, or the longest literal a regular expression requires
+    (:func:`~ctxfs._workspace._literals.required_literal`). Line endings, decoding
+    replacements and the BOM change under decoding, so a literal holding one rules nothing
+    out."""
+    literal = pattern if fixed else required_literal(pattern)
+    if not literal or any(c in literal for c in "\n\r\ufffd\ufeff"):
         return None
-    if any(c in options.pattern for c in "\n\r\ufffd\ufeff"):
-        return None  # line endings, decoding replacements and the BOM change under decoding
-    return options.pattern.encode("utf-8")
+    return literal.encode("utf-8")
+
+
+def _literal_search(options: GrepOptions, body: str) -> tuple[str, str] | None:
+    """``(haystack, needle)`` for a fixed string searched without the regex module (linear
+    time whatever the needle), or ``None`` where only the regex module is exact.
+
+    Case-insensitive only where the needle and the text are ASCII: there full case folding
+    is lowering (beyond ASCII, ``ß`` matches ``ss`` and the Kelvin sign ``k``).
+    """
+    needle = options.pattern
+    if not options.fixed_strings or options.multiline or not needle:
+        return None
+    if not options.ignore_case:
+        return body, needle
+    if needle.isascii() and body.isascii():
+        return body.lower(), needle.lower()
+    return None
+
+
+def _literal_spans(
+    body: str, haystack: str, needle: str, deadline: float, first_only: bool
+) -> Iterator[_Span]:
+    """Yield the lines holding ``needle``, found with ``str.find`` (linear in the text).
+
+    ``haystack`` is ``body`` or its lowered copy (the same length). A needle holding a line
+    break matches no line.
+    """
+    if "\n" in needle:
+        return
+    number, line_start = 1, 0
+    pos = 0
+    while True:
+        _time_left(deadline)
+        start = haystack.find(needle, pos)
+        if start == -1:
+            return
+        breaks = body.count("\n", line_start, start)
+        if breaks:
+            number += breaks
+            line_start = body.rfind("\n", line_start, start) + 1
+        end = body.find("\n", start)
+        end = len(body) if end == -1 else end
+        yield number, line_start, end, True
+        if first_only:
+            return
+        pos = end + 1
 
 
 def apply_paging(

@@ -1,38 +1,17 @@
-"""Typed, frozen results of workspace operations, converted once from backend dicts."""
+"""Typed, frozen results of workspace operations.
+
+:class:`FileInfo` is the storage seam's own type (:mod:`ctxfs.backends._info`): the stores
+return it, and the workspace hands it on unchanged.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from ctxfs._workspace._grep import FileResult, OutputMode
+from ctxfs.backends._info import FileInfo
 
 __all__ = ["EditResult", "FileInfo", "GlobResult", "GrepResult", "ReadResult"]
-
-
-@dataclass(frozen=True, slots=True)
-class FileInfo:
-    """One entry of the workspace.
-
-    Attributes:
-        path: Virtual path, rooted at ``/``.
-        type: ``"file"`` or ``"directory"``.
-        size: Size in bytes for files; ``None`` for directories.
-    """
-
-    path: str
-    type: Literal["file", "directory"]
-    size: int | None = None
-
-    @property
-    def is_dir(self) -> bool:
-        """Whether this entry is a directory."""
-        return self.type == "directory"
-
-    @property
-    def name(self) -> str:
-        """The last segment of the path (``""`` for the root)."""
-        return self.path.rsplit("/", 1)[-1]
 
 
 @dataclass(frozen=True, slots=True)

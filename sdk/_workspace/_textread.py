@@ -13,12 +13,65 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ctxfs._errors import NotTextError
+from ctxfs._errors import FileTooLargeError, NotTextError
 from ctxfs._workspace._results import ReadResult
+from ctxfs.backends import Store
 
-__all__ = ["CHUNK_BYTES", "read_page"]
+__all__ = ["CHUNK_BYTES", "check_page_request", "decode_text", "read_capped", "read_page"]
 
 CHUNK_BYTES = 1 << 16
+
+
+def check_page_request(offset: int, limit: int | None, column: int, max_chars: int | None) -> None:
+    """Refuse a page request that names no page (see :meth:`ctxfs.Workspace.read_lines`).
+
+    Raises:
+        ValueError: A negative offset or column, or a limit or character cap below 1.
+    """
+    if offset < 0:
+        raise ValueError("offset must be >= 0 (it is the 0-based first line)")
+    if limit is not None and limit < 1:
+        raise ValueError("limit must be >= 1")
+    if column < 0:
+        raise ValueError("column must be >= 0 (it is the 0-based first character)")
+    if max_chars is not None and max_chars < 1:
+        raise ValueError("max_chars must be >= 1")
+
+
+def read_capped(store: Store, virtual: str, size: int | None, cap: int) -> bytes:
+    """A whole file of at most ``cap`` bytes; nothing past ``cap + 1`` bytes is read.
+
+    Raises:
+        FileTooLargeError: Its size (or, if it grew, its stream) is over ``cap``.
+    """
+    if size is not None and size > cap:
+        what = f"is {size:,} bytes"
+    else:
+        with store.open_read(virtual) as stream:
+            data = stream.read(cap + 1)
+        if len(data) <= cap:
+            return data
+        what = f"holds more than {cap:,} bytes"
+    raise FileTooLargeError(
+        f"{virtual} {what}, over the {cap:,}-byte cap of one read (Limits.max_read_bytes); "
+        "read a text file in pages with read_lines, or raise the cap",
+        path=virtual,
+    )
+
+
+def decode_text(virtual: str, data: bytes) -> str:
+    """The text of a whole file's bytes, or :class:`~ctxfs._errors.NotTextError`."""
+    if b"\x00" in data:
+        raise NotTextError(
+            f"{virtual} is a binary file (it contains NUL bytes); it cannot be read as text",
+            path=virtual,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotTextError(
+            f"{virtual} is not valid UTF-8 text ({exc.reason})", path=virtual
+        ) from None
 
 
 @dataclass(slots=True)

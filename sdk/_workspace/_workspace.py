@@ -1,83 +1,42 @@
 """The Workspace: virtual, confined file access on any storage.
 
 The Workspace holds what is the same on every backend: the sandbox rules for paths, read-only
-areas, typed results, and glob and grep (pure matchers in :mod:`ctxfs._workspace._glob` and
-:mod:`ctxfs._workspace._grep` over the store's ``walk`` and ``fetch``). Everything that
-differs between backends is behind the :class:`~ctxfs.backends.Store` it was opened with.
+areas (:mod:`ctxfs._workspace._areas`), typed results, reading pages
+(:mod:`ctxfs._workspace._textread`), updates with no lost write
+(:mod:`ctxfs._workspace._writes`), and glob and grep (:mod:`ctxfs._workspace._find`, over the
+store's ``walk`` and ``fetch``). Everything that differs between backends is behind the
+:class:`~ctxfs.backends.Store` it was opened with.
 """
 
 from __future__ import annotations
 
 import os
-import random
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from fsspec import AbstractFileSystem
 
 from ctxfs._errors import (
-    ConflictError,
-    EditError,
     IsADirectoryPathError,
     NotADirectoryPathError,
-    NotTextError,
-    PathExistsError,
     PathNotFoundError,
     ReadOnlyPathError,
-    SearchTimeoutError,
 )
-from ctxfs._layout import SDK_AREAS
-from ctxfs._workspace._glob import GlobMatcher, compile_glob
-from ctxfs._workspace._grep import (
-    GrepOptions,
-    OutputMode,
-    compile_pattern,
-    search_file,
-    timeout_error,
-)
-from ctxfs._workspace._quote import quote
+from ctxfs._workspace._areas import ReadOnlyAreas
+from ctxfs._workspace._find import glob_store, grep_store
+from ctxfs._workspace._grep import GrepOptions, OutputMode
 from ctxfs._workspace._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
-from ctxfs._workspace._textread import read_page
-from ctxfs.backends import Store, check_store, open_storage
-from ctxfs.sandbox import (
-    Limits,
-    TimeBudget,
-    case_key,
-    is_within,
-    normalize_path,
-    relative_to,
+from ctxfs._workspace._textread import check_page_request, decode_text, read_capped, read_page
+from ctxfs._workspace._writes import (
+    UPDATE_ATTEMPTS,
+    Replacement,
+    check_write_target,
+    update_file,
 )
+from ctxfs.backends import Store, check_store, open_storage
+from ctxfs.sandbox import Limits, normalize_path
 
 __all__ = ["UPDATE_ATTEMPTS", "Workspace"]
-
-UPDATE_ATTEMPTS = 16
-"""Default attempts of :meth:`Workspace.update` (and of :meth:`Workspace.edit`) before a
-:class:`~ctxfs._errors.ConflictError`: each failed one means another writer's change won."""
-
-_BACKOFF_SECONDS = 0.002
-"""Longest pause before the second attempt; doubled at each attempt up to _BACKOFF_CAP."""
-
-_BACKOFF_CAP = 0.1
-
-
-def _decode(virtual: str, data: bytes) -> str:
-    """The text of a file's bytes, or :class:`~ctxfs._errors.NotTextError`."""
-    if b"\x00" in data:
-        raise NotTextError(
-            f"{virtual} is a binary file (it contains NUL bytes); it cannot be read as text",
-            path=virtual,
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NotTextError(
-            f"{virtual} is not valid UTF-8 text ({exc.reason})", path=virtual
-        ) from None
-
-
-def _hidden(relpath: str) -> bool:
-    return any(part.startswith(".") for part in relpath.split("/"))
 
 
 class Workspace:
@@ -139,8 +98,7 @@ class Workspace:
 
     def _init(self, store: Store, read_only: Iterable[str], limits: Limits) -> None:
         self._store = store
-        self._read_only = tuple(sorted({normalize_path(p) for p in read_only}))
-        self._read_only_keys = tuple(case_key(p) for p in self._read_only)
+        self._areas = ReadOnlyAreas(read_only)
         self._limits = limits
 
     def view(self, *, read_only: Iterable[str] = ()) -> Workspace:
@@ -150,7 +108,7 @@ class Workspace:
         a view in which those areas are read-only.
         """
         clone = object.__new__(Workspace)
-        clone._init(self._store, (*self._read_only, *read_only), self._limits)
+        clone._init(self._store, (*self._areas.folders, *read_only), self._limits)
         return clone
 
     # -- properties ---------------------------------------------------------------------
@@ -171,7 +129,7 @@ class Workspace:
     @property
     def read_only(self) -> tuple[str, ...]:
         """Virtual folders that refuse writes, edits and deletes."""
-        return self._read_only
+        return self._areas.folders
 
     @property
     def limits(self) -> Limits:
@@ -200,35 +158,11 @@ class Workspace:
         case-insensitive disk ``/TOOL_RESULTS/x`` is ``/tool_results/x``, so it must be
         refused everywhere the same way.
         """
-        return self._area_of(path) is not None
-
-    def _area_of(self, path: str) -> str | None:
-        key = case_key(path)
-        for area, area_key in zip(self._read_only, self._read_only_keys, strict=True):
-            if is_within(key, area_key):
-                return area
-        return None
+        return self._areas.area_of(path) is not None
 
     def _writable(self, path: str) -> str:
         virtual = normalize_path(path)
-        # Checked on the path as given and on where it really leads: a symlink made inside
-        # the root must not open a way to write into a read-only area.
-        real = self._store.real_path(virtual)
-        target = virtual if self.is_read_only(virtual) else real
-        area = self._area_of(target)
-        if area is not None:
-            where = virtual if target == virtual else f"{virtual} (a link to {target})"
-            if area == "/":
-                raise ReadOnlyPathError(
-                    f"{where} cannot be written: this workspace was opened read-only",
-                    path=virtual,
-                )
-            why = " (written by ctxfs itself)" if area in SDK_AREAS else ""
-            raise ReadOnlyPathError(
-                f"{where} is in the read-only area {area}/{why}; "
-                "write your own files elsewhere, e.g. /notes/",
-                path=virtual,
-            )
+        self._areas.check_writable(virtual, self._store.real_path(virtual))
         if virtual == "/":
             raise IsADirectoryPathError("/ is the workspace root, not a file", path=virtual)
         return virtual
@@ -295,9 +229,19 @@ class Workspace:
             )
         return virtual
 
-    def read_bytes(self, path: str) -> bytes:
-        """The whole content of a file, as bytes."""
-        return self._read_bytes(self._file(path))
+    def read_bytes(self, path: str, *, bounded: bool = False) -> bytes:
+        """The whole content of a file, as bytes.
+
+        With ``bounded``, at most ``limits.max_read_bytes`` are read: a larger file (by its
+        size, or by what the stream holds if it grew) raises
+        :class:`~ctxfs._errors.FileTooLargeError`, having read nothing past the cap. Use
+        it for files an agent names, binary ones above all (media).
+        """
+        virtual = self._file(path)
+        if not bounded:
+            return self._read_bytes(virtual)
+        size = self._info(virtual).size
+        return read_capped(self._store, virtual, size, self._limits.max_read_bytes)
 
     def _read_bytes(self, virtual: str) -> bytes:
         return self._store.read_bytes(virtual)
@@ -309,7 +253,7 @@ class Workspace:
             NotTextError: The file is binary or not valid UTF-8.
         """
         virtual = self._file(path)
-        return _decode(virtual, self._read_bytes(virtual))
+        return decode_text(virtual, self._read_bytes(virtual))
 
     def read_versioned(self, path: str) -> tuple[bytes, str]:
         """The whole content of a file and its version, for a conditional write.
@@ -349,14 +293,7 @@ class Workspace:
         if smaller), and each line is clipped at ``limits.max_line_chars``; the result says
         so and where to go on.
         """
-        if offset < 0:
-            raise ValueError("offset must be >= 0 (it is the 0-based first line)")
-        if limit is not None and limit < 1:
-            raise ValueError("limit must be >= 1")
-        if column < 0:
-            raise ValueError("column must be >= 0 (it is the 0-based first character)")
-        if max_chars is not None and max_chars < 1:
-            raise ValueError("max_chars must be >= 1")
+        check_page_request(offset, limit, column, max_chars)
         cap = self._limits.max_read_chars
         virtual = self._file(path)
         with self._store.open_read(virtual) as stream:
@@ -420,25 +357,7 @@ class Workspace:
                 "that does not exist yet, if_version for one that was read"
             )
         virtual = self._writable(path)
-        try:
-            existing: FileInfo | None = self._info(virtual)
-        except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above it
-            existing = None
-        if existing is not None:
-            if existing.is_dir:
-                raise IsADirectoryPathError(
-                    f"{virtual} is a directory; give a file path inside it", path=virtual
-                )
-            if create_only:
-                raise PathExistsError(f"{virtual} already exists and is write-once", path=virtual)
-        elif if_version is not None:
-            raise ConflictError(
-                f"{virtual} was deleted since it was read; nothing was written: read it again "
-                "and redo the change on what it holds now",
-                path=virtual,
-            )
-        else:
-            self._check_no_file_above(virtual)
+        check_write_target(self._info, virtual, create_only=create_only, if_version=if_version)
         if if_version is None:  # a store written before conditional writes still works
             self._store.write(virtual, data, create_only=create_only)
         else:
@@ -486,51 +405,7 @@ class Workspace:
         """
         if attempts < 1:
             raise ValueError("attempts must be >= 1")
-        virtual = self._writable(path)
-        for attempt in range(attempts):
-            if attempt:
-                # Random, growing pauses: writers that collided do not collide again in step.
-                pause = min(_BACKOFF_SECONDS * 2 ** (attempt - 1), _BACKOFF_CAP)
-                time.sleep(random.uniform(0, pause))
-            current: bytes | None
-            try:
-                current, version = self.read_versioned(virtual)
-            except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above
-                current, version = None, None
-            new = change(current)
-            if not isinstance(new, bytes):
-                raise TypeError(f"change must return bytes, not {type(new).__name__}")
-            if new == current:
-                return FileInfo(virtual, "file", len(new))
-            try:
-                if version is None:
-                    return self.write_bytes(virtual, new, create_only=True)
-                return self.write_bytes(virtual, new, if_version=version)
-            except (ConflictError, PathExistsError):
-                continue
-        raise ConflictError(
-            f"{virtual}: the file changed since it was read, {attempts} times in a row (other "
-            "writers keep changing it); nothing was written: read it again and retry",
-            path=virtual,
-        )
-
-    def _check_no_file_above(self, virtual: str) -> None:
-        # Object stores would happily create "a.txt/b" next to the object "a.txt", leaving one
-        # path that is both a file and a folder; refuse it the same way on every backend.
-        parent = virtual.rsplit("/", 1)[0] or "/"
-        while parent != "/":
-            try:
-                above = self._info(parent)
-            except (PathNotFoundError, NotADirectoryPathError):
-                parent = parent.rsplit("/", 1)[0] or "/"
-                continue
-            if not above.is_dir:
-                raise NotADirectoryPathError(
-                    f"{parent} is a file, so {virtual} cannot be created inside it; "
-                    "choose another path",
-                    path=virtual,
-                )
-            return
+        return update_file(self, self._writable(path), change, attempts)
 
     def edit(
         self,
@@ -560,41 +435,11 @@ class Workspace:
                 was written.
         """
         virtual = self._writable(path)
-        if old == "":
-            raise EditError(
-                "old_string is empty; give the exact text to replace, or use write_file "
-                "to write a whole file",
-                path=virtual,
-            )
-        if old == new:
-            raise EditError("old_string and new_string are identical; nothing to do", path=virtual)
-        counted: list[int] = []
-
-        def replace(data: bytes | None) -> bytes:
-            if data is None:
-                raise PathNotFoundError(f"{virtual}: no such file or directory", path=virtual)
-            text = _decode(virtual, data)
-            count = text.count(old)
-            if count == 0:
-                raise EditError(
-                    f"old_string was not found in {virtual}; read the file again and copy the "
-                    "exact text, including whitespace and indentation",
-                    path=virtual,
-                )
-            if count > 1 and not replace_all:
-                raise EditError(
-                    f"old_string occurs {count} times in {virtual}; add surrounding lines to "
-                    "make it unique, or set replace_all to replace every occurrence",
-                    path=virtual,
-                )
-            counted.append(count if replace_all else 1)
-            updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-            return updated.encode("utf-8")
-
+        replacement = Replacement(virtual, old, new, replace_all=replace_all)
         # Applied to the content it read, or not at all: another writer's change in between
         # makes the write fail, and the edit is tried again on the new content.
-        self.update(virtual, replace, attempts=attempts)
-        return EditResult(virtual, counted[-1])
+        self.update(virtual, replacement, attempts=attempts)
+        return EditResult(virtual, replacement.count)
 
     def rm(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file, or a directory with ``recursive=True``.
@@ -610,7 +455,7 @@ class Workspace:
                 f"{virtual} is a directory; pass recursive=True to delete it and its content",
                 path=virtual,
             )
-        if info.is_dir and any(is_within(p, case_key(virtual)) for p in self._read_only_keys):
+        if info.is_dir and self._areas.inside(virtual):
             raise ReadOnlyPathError(
                 f"{virtual} contains a read-only area; it cannot be deleted", path=virtual
             )
@@ -625,7 +470,8 @@ class Workspace:
         pattern without ``/`` matches file names at any depth. Hidden files (a name starting
         with ``.``) match only when the pattern names the dot. At most ``limit`` paths
         (default ``limits.max_glob_results``) are returned; ``truncated`` says if more matched
-        and ``total`` how many did. Matching runs under ``limits.regex_timeout``.
+        and ``total`` how many did. Matching runs under ``limits.regex_timeout``, the whole
+        call under ``limits.search_timeout``.
 
         Raises:
             PatternError: The pattern is malformed.
@@ -633,36 +479,9 @@ class Workspace:
             PathNotFoundError: ``path`` does not exist.
             BackendError: A folder could not be listed (no file silently goes missing).
         """
-        matcher = compile_glob(pattern)
-        base = self.resolve(path)
+        base = self._info(self.resolve(path))
         cap = limit if limit is not None else self._limits.max_glob_results
-        files = self._files(base)
-        budget = TimeBudget(self._limits.regex_timeout)
-        found = [info.path for info in self._select(files, base, matcher, pattern, budget)]
-        return GlobResult(tuple(found[:cap]), len(found) > cap, len(found))
-
-    def _select(
-        self,
-        files: Iterable[FileInfo],
-        base: str,
-        matcher: GlobMatcher,
-        pattern: str,
-        budget: TimeBudget,
-    ) -> Iterator[FileInfo]:
-        """The files whose path relative to ``base`` matches, within the time budget."""
-        with budget.spend() as deadline:
-            for info in files:
-                try:
-                    matched = matcher.matches(relative_to(info.path, base) or info.name, deadline)
-                except TimeoutError:
-                    raise SearchTimeoutError(
-                        f"matching the glob {quote(pattern)} ran past its "
-                        f"{budget.seconds:g} s time limit; use a pattern with fewer '{{...}}' "
-                        "alternatives, or a narrower path",
-                        path=base,
-                    ) from None
-                if matched:
-                    yield info
+        return glob_store(self._store, base, pattern, cap=cap, limits=self._limits)
 
     def grep(
         self,
@@ -682,7 +501,8 @@ class Workspace:
         Args:
             pattern: A ``regex``-module regular expression (or a literal with
                 ``fixed_strings``). The whole search (every file, and the ``glob`` filter)
-                runs under ``limits.regex_timeout``.
+                runs under ``limits.regex_timeout``; listing, reading and matching together
+                under ``limits.search_timeout``.
             path: A folder to search recursively, or one file.
             glob: Only files whose path (relative to ``path``) matches this glob.
             fixed_strings: Search for ``pattern`` literally.
@@ -712,45 +532,5 @@ class Workspace:
             max_line_chars=self._limits.max_line_chars,
             timeout=self._limits.regex_timeout,
         )
-        compiled = compile_pattern(options)
-        matcher = compile_glob(glob) if glob else None
-        base = self.resolve(path)
-        files = self._files(base)
-        # One budget for the whole call: glob filtering and every file's search share it.
-        budget = TimeBudget(self._limits.regex_timeout)
-        if matcher is not None:
-            files = list(self._select(files, base, matcher, glob or "", budget))
-        else:
-            files = [f for f in files if f.path == base or not _hidden(relative_to(f.path, base))]
-        selected: list[FileInfo] = []
-        too_large: list[str] = []
-        for info in files:
-            if info.size is not None and info.size > self._limits.max_grep_file_bytes:
-                too_large.append(info.path)
-            else:
-                selected.append(info)
-        matched = []
-        binary: list[str] = []
-        for info, data in self._store.fetch(selected):
-            if budget.left <= 0:
-                raise timeout_error(info.path, options)
-            with budget.spend() as deadline:
-                result = search_file(info.path, data, compiled, options, deadline=deadline)
-            if result.binary:
-                binary.append(info.path)
-            elif result.matched:
-                matched.append(result)
-        return GrepResult(
-            output_mode=options.output_mode,
-            files=tuple(matched),
-            searched=len(selected),
-            skipped_binary=tuple(binary),
-            skipped_large=tuple(too_large),
-        )
-
-    def _files(self, base: str) -> list[FileInfo]:
-        """Every file under virtual ``base`` (a folder or a single file), sorted."""
-        info = self._info(base)
-        if not info.is_dir:
-            return [info]
-        return sorted(self._store.walk(base), key=lambda f: f.path)
+        base = self._info(self.resolve(path))
+        return grep_store(self._store, base, options, glob=glob, limits=self._limits)

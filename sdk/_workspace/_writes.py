@@ -1,0 +1,193 @@
+"""Writes that lose nothing: the checks before a write, and updates with no lost change.
+
+:func:`check_write_target` refuses a write the same way on every store (a folder in the way,
+a file above, a create-only file that exists, a conditional write to a deleted file).
+:func:`update_file` reads, changes and writes only if unchanged, retrying, over two methods
+of the workspace (a :class:`VersionedFiles`): a versioned read and a conditional write.
+:class:`Replacement` is the change an exact-text edit makes, checked again on every content
+the loop reads.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from ctxfs._errors import (
+    ConflictError,
+    EditError,
+    IsADirectoryPathError,
+    NotADirectoryPathError,
+    PathExistsError,
+    PathNotFoundError,
+)
+from ctxfs._workspace._textread import decode_text
+from ctxfs.backends import FileInfo
+
+__all__ = [
+    "UPDATE_ATTEMPTS",
+    "Replacement",
+    "VersionedFiles",
+    "check_write_target",
+    "update_file",
+]
+
+UPDATE_ATTEMPTS = 16
+"""Default attempts of :meth:`Workspace.update` (and of :meth:`Workspace.edit`) before a
+:class:`~ctxfs._errors.ConflictError`: each failed one means another writer's change won."""
+
+_BACKOFF_SECONDS = 0.002
+"""Longest pause before the second attempt; doubled at each attempt up to _BACKOFF_CAP."""
+
+_BACKOFF_CAP = 0.1
+
+
+def check_write_target(
+    lookup: Callable[[str], FileInfo],
+    virtual: str,
+    *,
+    create_only: bool,
+    if_version: str | None,
+) -> None:
+    """Refuse a write to ``virtual`` that no store may make (``lookup`` is the metadata).
+
+    Raises:
+        IsADirectoryPathError: A folder is there.
+        PathExistsError: ``create_only`` and the file exists.
+        ConflictError: ``if_version`` and the file was deleted since it was read.
+        NotADirectoryPathError: A file stands where a folder above should be.
+    """
+    try:
+        existing: FileInfo | None = lookup(virtual)
+    except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above it
+        existing = None
+    if existing is not None:
+        if existing.is_dir:
+            raise IsADirectoryPathError(
+                f"{virtual} is a directory; give a file path inside it", path=virtual
+            )
+        if create_only:
+            raise PathExistsError(f"{virtual} already exists and is write-once", path=virtual)
+    elif if_version is not None:
+        raise ConflictError(
+            f"{virtual} was deleted since it was read; nothing was written: read it again "
+            "and redo the change on what it holds now",
+            path=virtual,
+        )
+    else:
+        _check_no_file_above(lookup, virtual)
+
+
+def _check_no_file_above(lookup: Callable[[str], FileInfo], virtual: str) -> None:
+    # Object stores would happily create "a.txt/b" next to the object "a.txt", leaving one
+    # path that is both a file and a folder; refuse it the same way on every backend.
+    parent = virtual.rsplit("/", 1)[0] or "/"
+    while parent != "/":
+        try:
+            above = lookup(parent)
+        except (PathNotFoundError, NotADirectoryPathError):
+            parent = parent.rsplit("/", 1)[0] or "/"
+            continue
+        if not above.is_dir:
+            raise NotADirectoryPathError(
+                f"{parent} is a file, so {virtual} cannot be created inside it; "
+                "choose another path",
+                path=virtual,
+            )
+        return
+
+
+class VersionedFiles(Protocol):
+    """What the update loop needs of a workspace: a versioned read and conditional writes."""
+
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        """The content of a file and its version."""
+        ...
+
+    def write_bytes(
+        self, path: str, data: bytes, *, create_only: bool = False, if_version: str | None = None
+    ) -> FileInfo:
+        """Write a whole file (create-only, or only if it still has ``if_version``)."""
+        ...
+
+
+def update_file(
+    files: VersionedFiles,
+    virtual: str,
+    change: Callable[[bytes | None], bytes],
+    attempts: int,
+) -> FileInfo:
+    """Apply ``change`` to the file at ``virtual`` (see :meth:`ctxfs.Workspace.update`)."""
+    for attempt in range(attempts):
+        if attempt:
+            # Random, growing pauses: writers that collided do not collide again in step.
+            pause = min(_BACKOFF_SECONDS * 2 ** (attempt - 1), _BACKOFF_CAP)
+            time.sleep(random.uniform(0, pause))
+        current: bytes | None
+        try:
+            current, version = files.read_versioned(virtual)
+        except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above
+            current, version = None, None
+        new = change(current)
+        if not isinstance(new, bytes):
+            raise TypeError(f"change must return bytes, not {type(new).__name__}")
+        if new == current:
+            return FileInfo(virtual, "file", len(new))
+        try:
+            if version is None:
+                return files.write_bytes(virtual, new, create_only=True)
+            return files.write_bytes(virtual, new, if_version=version)
+        except (ConflictError, PathExistsError):
+            continue
+    raise ConflictError(
+        f"{virtual}: the file changed since it was read, {attempts} times in a row (other "
+        "writers keep changing it); nothing was written: read it again and retry",
+        path=virtual,
+    )
+
+
+class Replacement:
+    """The change of an exact-text edit: ``old`` becomes ``new`` in the content given.
+
+    Raises (when called) :class:`~ctxfs._errors.EditError` if ``old`` is absent or, without
+    ``replace_all``, ambiguous; :attr:`count` is how many occurrences the last call replaced.
+    """
+
+    def __init__(self, virtual: str, old: str, new: str, *, replace_all: bool) -> None:
+        if old == "":
+            raise EditError(
+                "old_string is empty; give the exact text to replace, or use write_file "
+                "to write a whole file",
+                path=virtual,
+            )
+        if old == new:
+            raise EditError("old_string and new_string are identical; nothing to do", path=virtual)
+        self._virtual = virtual
+        self._old = old
+        self._new = new
+        self._replace_all = replace_all
+        self.count = 0
+
+    def __call__(self, data: bytes | None) -> bytes:
+        virtual, old, new = self._virtual, self._old, self._new
+        if data is None:
+            raise PathNotFoundError(f"{virtual}: no such file or directory", path=virtual)
+        text = decode_text(virtual, data)
+        count = text.count(old)
+        if count == 0:
+            raise EditError(
+                f"old_string was not found in {virtual}; read the file again and copy the "
+                "exact text, including whitespace and indentation",
+                path=virtual,
+            )
+        if count > 1 and not self._replace_all:
+            raise EditError(
+                f"old_string occurs {count} times in {virtual}; add surrounding lines to "
+                "make it unique, or set replace_all to replace every occurrence",
+                path=virtual,
+            )
+        self.count = count if self._replace_all else 1
+        updated = text.replace(old, new) if self._replace_all else text.replace(old, new, 1)
+        return updated.encode("utf-8")
