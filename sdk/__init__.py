@@ -1,5 +1,6 @@
 """ctxfs: keep long-running LLM agents inside their context window without losing anything."""
 
+from ctxfs._archive._branches import TranscriptBranch
 from ctxfs._archive._transcripts import ArchiveSegment, TranscriptArchive
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._errors import (
@@ -136,6 +137,7 @@ __all__ = [
     "ToolResultOutcome",
     "TraceError",
     "TranscriptArchive",
+    "TranscriptBranch",
     "UnknownSubAgentError",
     "UnsafePathError",
     "WorkflowConflictError",

@@ -66,6 +66,7 @@ PUBLIC = [
     "ToolResultOutcome",
     "TraceError",
     "TranscriptArchive",
+    "TranscriptBranch",
     "UnknownSubAgentError",
     "UnsafePathError",
     "WorkflowConflictError",
