@@ -364,7 +364,10 @@ class TranscriptArchive:
         first = max((s.number for s in committed), default=0) + 1
         for number in range(max(first, parent + 1), first + _MAX_PROBES):
             jsonl_path, markdown_path = self.segment_paths(number)
-            if self._folder.put(jsonl_path, jsonl) and self._folder.put(markdown_path, markdown):
+            if not self._folder.put(jsonl_path, jsonl):
+                self._adopt_leftover(number, committed)
+                continue
+            if self._folder.put(markdown_path, markdown):
                 self._folder.verify(jsonl_path, jsonl)
                 self._folder.verify(markdown_path, markdown)
                 recorded = self._folder.read_record(self.record_path(number))
@@ -391,6 +394,19 @@ class TranscriptArchive:
                 )
                 return segment, False
         raise ArchiveError(f"no free segment number in {self.directory} after {_MAX_PROBES} tries")
+
+    def _adopt_leftover(self, number: int, committed: Sequence[ArchiveSegment]) -> None:
+        """Indexes segment ``number`` if its record was committed by a run that died before
+        its index write (a killed process): a branch of its own, never left unlisted."""
+        if any(s.number == number for s in committed):
+            return
+        recorded = self._folder.read_record(self.record_path(number))
+        if recorded is not None and recorded.number == number:
+            self._repairs.append(
+                f"segment {number} of {self.directory} was committed by a run that stopped "
+                "before indexing it; indexed now"
+            )
+            self._append(recorded, None)
 
     def _parent(self, committed: Sequence[ArchiveSegment], start: int) -> int:
         if self._continued is not None:
