@@ -9,6 +9,7 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
+    from ctxfs._archive._branches import TranscriptBranch
     from ctxfs._archive._transcripts import ArchiveSegment, TranscriptArchive
     from ctxfs._compaction._engine import ContextEngine
     from ctxfs._errors import (
@@ -87,6 +88,7 @@ if _typing.TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "ArchiveSegment": "ctxfs._archive._transcripts",
     "TranscriptArchive": "ctxfs._archive._transcripts",
+    "TranscriptBranch": "ctxfs._archive._branches",
     "ContextEngine": "ctxfs._compaction._engine",
     "ArchiveError": "ctxfs._errors",
     "BackendError": "ctxfs._errors",
@@ -259,6 +261,7 @@ __all__ = [
     "ToolResultOutcome",
     "TraceError",
     "TranscriptArchive",
+    "TranscriptBranch",
     "UnknownSubAgentError",
     "UnsafePathError",
     "WorkflowConflictError",

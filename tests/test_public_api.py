@@ -69,6 +69,7 @@ PUBLIC = [
     "ToolResultOutcome",
     "TraceError",
     "TranscriptArchive",
+    "TranscriptBranch",
     "UnknownSubAgentError",
     "UnsafePathError",
     "WorkflowConflictError",

@@ -364,6 +364,7 @@ def _caused_by_read_only(exc: BaseException | None) -> bool:
 
 
 def _listing(workspace: Workspace, thread: str) -> str:
+    from ctxfs._archive._branches import branches
     from ctxfs._archive._transcripts import TranscriptArchive
 
     archive = TranscriptArchive(workspace, thread)
@@ -371,6 +372,13 @@ def _listing(workspace: Workspace, thread: str) -> str:
     lines = [f"Thread {thread!r}: {len(segments)} segment(s) in {archive.directory}/"]
     for segment in segments:
         lines.append(_segment_line(segment))
+    found = branches(segments)
+    if len(found) > 1:  # a forked thread: which segments each of its histories is made of
+        lines.append(f"  {len(found)} branches:")
+        for branch in found:
+            numbers = ", ".join(str(n) for n in branch.numbers)
+            forked = f" (forked after segment {branch.forked_from})" if branch.forked_from else ""
+            lines.append(f"    branch {branch.number}: segments {numbers}{forked}")
     return "\n".join(lines) + "\n"
 
 
@@ -399,5 +407,6 @@ Exit status: 0 when something matched, 1 when nothing did, 2 on an error."""
 
 _TRANSCRIPTS = """List the conversation segments ctxfs archived before summarizing (from each
 thread's index.json), or print one with --show N: its Markdown transcript, every message
-verbatim. The lossless .jsonl file sits next to it. A sub-agent's thread says which thread
+verbatim. The lossless .jsonl file sits next to it. A forked thread (time travel, a rewind)
+lists its branches and the segments each is made of. A sub-agent's thread says which thread
 handed it its task, and a parent thread lists the sub-agent threads it started."""

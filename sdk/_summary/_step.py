@@ -22,7 +22,7 @@ values it needs (policy, token counter, archive), never the engine.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -143,6 +143,10 @@ def summarize_steps(
 
     message_id = summary_message_id(thread_id, segment.number)
     reused = archive.summary_of(segment) if committed else None
+    between = archive.continued(segment, index) if previous is not None else ()
+    if previous is not None and between:  # the branch's segments that held the first ones
+        count = previous.segment_count + len(between)
+        previous = replace(previous, transcripts=(*previous.transcripts, *between), segments=count)
     model_error: str | None = None
     if isinstance(reused, HumanMessage) and reused.id == message_id:
         summary, source = reused, "index"
@@ -174,9 +178,12 @@ def summarize_steps(
             source="model" if body is not None else "extractive",
         )
         try:
-            archive.commit(segment, summary=summary, committed=index)
+            final = archive.commit(segment, summary=summary, committed=index)
         except ArchiveError as exc:
             return SummaryOutcome(messages=current, failed=str(exc), repairs=archive.repairs)
+        recorded = archive.summary_of(final)
+        if isinstance(recorded, HumanMessage) and recorded.id == message_id:
+            summary = recorded  # committed first by an earlier run or a twin writer
 
     in_view = _in_view(
         policy,

@@ -172,7 +172,7 @@ def test_the_index_stores_each_summary_once() -> None:
     archive.commit(segment, summary=HumanMessage(text, id="s"))
     raw = workspace.read_text(archive.index_path)
     assert raw.count("SUMMARY-TEXT") == 50
-    assert json.loads(raw)["version"] == 4
+    assert json.loads(raw)["version"] == 5
     (entry,) = json.loads(raw)["segments"]
     assert "summary" not in entry
     assert archive.segments()[0].summary == text

@@ -1,0 +1,194 @@
+"""The archive's formats: messages to lossless JSONL and to a readable Markdown twin.
+
+- **JSONL** lines are ``json.dumps(messages_to_dict([m])[0], ensure_ascii=True)``: pure ASCII,
+  so no exotic line separator can split a line; :func:`decode_jsonl` restores the messages
+  exactly. Values JSON cannot hold are still archived: ``bytes`` as a tagged base64 string,
+  anything else as a tagged ``repr``.
+- **Markdown** holds each message's text and each string tool argument verbatim (tabs,
+  quotes, non-ASCII, CRLF), inside fences longer than any backtick run of the text, so a
+  ``grep`` for an exact line of a tool result hits it. Its first line gives the thread and
+  the message range, from which a segment whose record is lost is described again
+  (:func:`markdown_range`).
+
+Pure functions over values: nothing here touches storage.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ToolMessage,
+    messages_from_dict,
+    messages_to_dict,
+)
+
+__all__ = [
+    "decode_jsonl",
+    "encode_jsonl",
+    "encode_lines",
+    "joined",
+    "json_bytes",
+    "markdown_range",
+    "render_markdown",
+    "sha",
+]
+
+_MARKDOWN_RANGE = re.compile(rb"^# Transcript of thread .*, messages (\d+)-(\d+)\n")
+
+
+def sha(data: bytes) -> str:
+    """Returns the SHA-256 of ``data``, hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def markdown_range(markdown: bytes) -> tuple[int, int] | None:
+    """Returns the (start, stop) message range a Markdown twin's heading gives, if any."""
+    found = _MARKDOWN_RANGE.match(markdown)
+    if found is None:
+        return None
+    return int(found.group(1)), int(found.group(2)) + 1
+
+
+def encode_jsonl(messages: Sequence[BaseMessage]) -> bytes:
+    """Returns the lossless JSONL bytes of ``messages`` (ASCII, one message per line).
+
+    Values JSON cannot hold are still archived: ``bytes`` as a tagged base64 string
+    (restored exactly by :func:`decode_jsonl`), anything else as a tagged ``repr``.
+    Lone surrogates are escaped as JSON allows (``\\udXXX``) and come back as they were.
+    """
+    return joined(encode_lines(messages))
+
+
+def encode_lines(messages: Sequence[BaseMessage]) -> list[str]:
+    """Returns the JSONL lines of :func:`encode_jsonl`, one per message, without newlines."""
+    return [_encode_line(d) for d in messages_to_dict(list(messages))]
+
+
+def joined(lines: Sequence[str]) -> bytes:
+    """Returns JSONL lines as the bytes of a segment file."""
+    return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def _encode_line(data: object) -> str:
+    line = json.dumps(data, ensure_ascii=True, default=_tagged)
+    if _ESCAPE in line or _BYTES_TAG in line or _REPR_TAG in line:
+        # a tag may be ctxfs's own or the message's data: escape the data's keys, so that
+        # decoding gives back exactly what was there
+        line = json.dumps(_escaped(data), ensure_ascii=True, default=_tagged)
+    return line
+
+
+def _escaped(value: object) -> object:
+    if isinstance(value, dict):
+        return {
+            (_ESCAPE + k if isinstance(k, str) and k.startswith(_KEYS) else k): _escaped(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_escaped(v) for v in value]
+    return value
+
+
+def decode_jsonl(data: bytes) -> list[BaseMessage]:
+    """Returns the messages of :func:`encode_jsonl` bytes."""
+    lines = data.decode("ascii").split("\n")
+    return messages_from_dict([json.loads(line, object_hook=_untagged) for line in lines if line])
+
+
+_BYTES_TAG = "__ctxfs_bytes_base64__"
+_REPR_TAG = "__ctxfs_repr__"
+_ESCAPE = "__ctxfs_escaped__"
+_KEYS = (_BYTES_TAG, _REPR_TAG, _ESCAPE)
+
+
+def _tagged(value: object) -> object:
+    if isinstance(value, bytes | bytearray):
+        return {_BYTES_TAG: base64.b64encode(bytes(value)).decode("ascii")}
+    return {_REPR_TAG: repr(value)}
+
+
+def _untagged(data: dict[str, Any]) -> object:
+    if len(data) == 1 and isinstance(data.get(_BYTES_TAG), str):
+        return base64.b64decode(data[_BYTES_TAG])
+    if any(isinstance(k, str) and k.startswith(_ESCAPE) for k in data):
+        return {(k[len(_ESCAPE) :] if k.startswith(_ESCAPE) else k): v for k, v in data.items()}
+    return data
+
+
+def json_bytes(value: object, *, indent: int | None = None) -> bytes:
+    """Returns ``value`` as ASCII JSON bytes, with a final newline (index files, records)."""
+    text = json.dumps(value, ensure_ascii=True, indent=indent, default=_tagged)
+    return (text + "\n").encode("ascii")
+
+
+def _fence(text: str) -> str:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def _verbatim(text: str) -> list[str]:
+    fence = _fence(text)
+    return [fence, text, fence] if text else ["(empty)"]
+
+
+def _content_lines(message: BaseMessage) -> list[str]:
+    content = message.content
+    if isinstance(content, str):
+        return _verbatim(content)
+    out: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            out += _verbatim(block)
+        elif block.get("type") == "text" and isinstance(block.get("text"), str):
+            out += _verbatim(block["text"])
+        else:
+            raw = json.dumps(block, ensure_ascii=False, sort_keys=True, default=repr)
+            clipped = raw if len(raw) <= 500 else f"{raw[:500]}… (complete in the .jsonl)"
+            out.append(f"[{block.get('type', 'block')} block] {clipped}")
+    return out or ["(empty)"]
+
+
+def render_markdown(messages: Sequence[BaseMessage], *, thread_id: str, start: int) -> str:
+    """Returns the readable Markdown twin of a segment.
+
+    Each message gets a heading with its absolute position, type and id; its text (and every
+    string tool argument) follows verbatim in a fenced block.
+    """
+    stop = start + len(messages) - 1
+    lines = [
+        f"# Transcript of thread {json.dumps(thread_id, ensure_ascii=False)}, "
+        f"messages {start}-{stop}",
+        "",
+        "Every text below is verbatim. The .jsonl file next to this one holds the same "
+        "messages losslessly (langchain_core messages_from_dict).",
+    ]
+    for offset, message in enumerate(messages):
+        heading = f"## Message {start + offset}: {message.type}"
+        if isinstance(message, ToolMessage):
+            heading += f" result of {message.name or 'tool'} (call {message.tool_call_id})"
+            if message.status != "success":
+                heading += f", status {message.status}"
+        if message.id:
+            heading += f" [id {message.id}]"
+        lines += ["", heading, "", *_content_lines(message)]
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                lines += ["", f"Tool call {call['name']} (id {call.get('id')}):"]
+                for name, value in call["args"].items():
+                    if isinstance(value, str):
+                        lines += [f"- {name}:", *_verbatim(value)]
+                    else:
+                        shown = json.dumps(value, ensure_ascii=False, default=repr)
+                        lines.append(f"- {name}: {shown}")
+    return "\n".join(lines) + "\n"
