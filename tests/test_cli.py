@@ -210,6 +210,7 @@ def test_plot_shows_the_prompt_cache_per_call() -> None:
     assert context.get_ylabel() == "context tokens"
     task, users = view.get_lines()
     assert list(task.get_ydata()) == [float(c.task_in_view) for c in result.calls]
+    assert all(0.0 <= share <= 1.0 for share in users.get_ydata())
     assert view.get_title().startswith(f"goal retention: the task in {result.task_retention:.1%}")
     bars = cache.containers
     assert [b.get_label() for b in bars] == ["cached", "uncached"]
