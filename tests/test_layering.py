@@ -58,8 +58,6 @@ ONLY_VOCABULARY = {"ctxfs.backends", "ctxfs.sandbox", "ctxfs._policy"}
 ROOT_MODULES_AT_MOST = 8
 
 KNOWN: set[str] = {
-    "ctxfs._compaction._engine (rank 5) imports ctxfs.tools (rank 6)",
-    "ctxfs._pointers._resolve (rank 3) imports ctxfs.tools (rank 6)",
     "ctxfs.backends._fsspec (rank 1) imports ctxfs._workspace._results (rank 2)",
     "ctxfs.backends._local (rank 1) imports ctxfs._workspace._results (rank 2)",
     "ctxfs.backends._local may import only the vocabulary, not ctxfs.sandbox._local",

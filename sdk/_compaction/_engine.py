@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, cast
 
@@ -73,6 +73,13 @@ from ctxfs._pointers._pointer import (
     render_result,
     result_pointer,
 )
+from ctxfs._pointers._recovery import (
+    BUDGET_KEY,
+    RecoveryTool,
+    default_tools,
+    offered_tools,
+    recovery_tool,
+)
 from ctxfs._policy._settings import (
     ContextPolicy,
     KeepRecent,
@@ -85,11 +92,12 @@ from ctxfs._summary._step import summarize_steps
 from ctxfs._tokens import TokenCounter, as_token_counter, count_exceeding
 from ctxfs._workspace._saving import Unsaved, exists, read_saved, save_text
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.tools import ToolFunction, tool_functions
 
 __all__ = ["ContextEngine"]
 
 _Steps = Generator[str, ModelAnswer, CompactionResult]
+Offered = Mapping[str, RecoveryTool]
+"""ctxfs's recovery tools the model is offered, by name."""
 
 
 class ContextEngine:
@@ -128,7 +136,8 @@ class ContextEngine:
         self._arg_counts: dict[str, int] = {}
         # per thread, the messages the last compaction returned (what the provider cached)
         self._sent: dict[str, list[BaseMessage]] = {}
-        self._tools: dict[str, ToolFunction] | None = None
+        # ctxfs's recovery tools on the workspace, by output budget (None: the default)
+        self._tools: dict[int | None, dict[str, RecoveryTool]] = {}
         self._openai = OpenAIMessages()
 
     @property
@@ -310,7 +319,8 @@ class ContextEngine:
     ) -> _Fixed:
         with self._lock:
             self.window_from(model)
-            return _Fixed(self._parts.system_tokens(system), self._parts.tool_tokens(tools))
+            system_tokens = self._parts.system_tokens(system)
+            return _Fixed(system_tokens, self._parts.tool_tokens(tools), offered_tools(tools))
 
     def _steps(
         self, messages: Sequence[BaseMessage], thread_id: str, fixed: _Fixed, force: bool
@@ -324,7 +334,7 @@ class ContextEngine:
         # One compaction at the high-water mark; below it only explicit step triggers act.
         compacting = self._counter.count_messages(original) + extra >= policy.high_water_tokens
         lossless = self._batch if compacting else self._lossless
-        inputs, cleared = lossless(original, thread_id, policy, extra)
+        inputs, cleared = lossless(original, thread_id, policy, extra, fixed.offered)
         current, events = cleared.messages, [*inputs.events, *cleared.events]
         before, tokens = inputs.tokens_before, cleared.tokens_after
         # Summarize only when the lossless steps could not reach the low-water mark, and left
@@ -375,7 +385,7 @@ class ContextEngine:
             )
         # The lossless steps once more on the summarized history, in the same batch, so that
         # compacting the result again changes nothing.
-        again, final = lossless(outcome.messages, thread_id, policy, extra)
+        again, final = lossless(outcome.messages, thread_id, policy, extra, fixed.offered)
         events += [*repaired, outcome.event, *again.events, *final.events]
         after = final.tokens_after
         return self._result(
@@ -512,7 +522,12 @@ class ContextEngine:
         return OpenAICompaction(messages=dicts, result=result)
 
     def offload_openai_result(
-        self, message: Mapping[str, Any], *, thread_id: str, name: str | None = None
+        self,
+        message: Mapping[str, Any],
+        *,
+        thread_id: str,
+        name: str | None = None,
+        tool: object | None = None,
     ) -> dict[str, Any]:
         """:meth:`offload_tool_result` for an OpenAI-style ``{"role": "tool"}`` dict.
 
@@ -520,8 +535,10 @@ class ContextEngine:
             message: The tool result: ``role`` ``"tool"``, ``tool_call_id`` and ``content``.
             thread_id: The conversation it belongs to.
             name: The tool's name (OpenAI's dict does not carry it; else the dict's own
-                ``name``, as some clients write it): exempt tools are never offloaded, and
-                the saved file is named after it.
+                ``name``, as some clients write it); the saved file is named after it.
+            tool: The tool that returned it, if known: ctxfs's own recovery tools (a
+                :class:`~ctxfs.ToolFunction` from :func:`~ctxfs.tools.tool_functions`) are
+                never offloaded, a tool of another making is whatever its name.
 
         Returns:
             The dict to append to the history: ``message`` itself when it stays inline,
@@ -538,7 +555,7 @@ class ContextEngine:
         if name is None and isinstance(message.get("name"), str):
             name = message["name"]
         result = ToolMessage(message.get("content") or "", tool_call_id=call_id, name=name)
-        offloaded = self.offload_tool_result(result, thread_id=thread_id)
+        offloaded = self.offload_tool_result(result, thread_id=thread_id, tool=tool)
         if offloaded is result:
             return message if isinstance(message, dict) else dict(message)
         return self._openai.remember(offloaded, thread_id=thread_id)
@@ -555,11 +572,15 @@ class ContextEngine:
 
     # -- step 1: tool results -------------------------------------------------------------
 
-    def offload_tool_result(self, message: ToolMessage, *, thread_id: str) -> ToolMessage:
+    def offload_tool_result(
+        self, message: ToolMessage, *, thread_id: str, tool: object | None = None
+    ) -> ToolMessage:
         """Returns ``message``, or a pointer to its saved content if it is too large.
 
         A result is offloaded when its text is over the policy's threshold, its tool is not
-        exempt (recovery tools page instead), it is not already a pointer ctxfs made, and the
+        exempt (ctxfs's own recovery tools page instead; they are told by identity, so pass
+        the ``tool`` that ran, and a tool of another making is offloaded whatever its name;
+        ``exempt_tools`` names more), it is not already a pointer ctxfs made, and the
         pointer would cost fewer tokens than the result itself (just over a small threshold,
         a result can be no larger than the pointer's preview of it). The returned message
         keeps the id, ``tool_call_id``, ``name``, ``status`` and ``artifact``. On a failed
@@ -568,11 +589,13 @@ class ContextEngine:
         Args:
             message: The tool's result.
             thread_id: The conversation it belongs to; names the folder it is saved in.
+            tool: The tool that returned it (a LangChain tool or a
+                :class:`~ctxfs.ToolFunction`), if known.
         """
-        return self.offload_tool_result_detailed(message, thread_id=thread_id).message
+        return self.offload_tool_result_detailed(message, thread_id=thread_id, tool=tool).message
 
     def offload_tool_result_detailed(
-        self, message: ToolMessage, *, thread_id: str
+        self, message: ToolMessage, *, thread_id: str, tool: object | None = None
     ) -> ToolResultOutcome:
         """Like :meth:`offload_tool_result`, and also says what happened.
 
@@ -582,13 +605,17 @@ class ContextEngine:
             when the pointer would not have been smaller than the result).
         """
         with self._lock:
-            return self._offload_result(message, thread_id)
+            return self._offload_result(message, thread_id, tool)
 
-    def _offload_result(self, message: ToolMessage, thread_id: str) -> ToolResultOutcome:
+    def _offload_result(
+        self, message: ToolMessage, thread_id: str, tool: object | None
+    ) -> ToolResultOutcome:
         policy = self.window_from(None)
         settings = policy.tool_results
         if not settings.enabled or message.name in settings.exempt_tools:
             return ToolResultOutcome(message=message)
+        if recovery_tool(tool) is not None:
+            return ToolResultOutcome(message=message)  # ctxfs's own: it pages instead
         if result_pointer(message) is not None:
             return ToolResultOutcome(message=message)
         text = saved_text(message.content)
@@ -677,7 +704,12 @@ class ContextEngine:
             return self._offload_inputs(messages, thread_id, self.window_from(None), 0)
 
     def _batch(
-        self, messages: list[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+        self,
+        messages: list[BaseMessage],
+        thread_id: str,
+        policy: ContextPolicy,
+        extra: int,
+        offered: Offered,
     ) -> tuple[OffloadResult, OffloadResult]:
         """A compaction's lossless steps: old inputs and old results, oldest first, down to
         the low-water mark, applied at once so the prefix changes once.
@@ -718,11 +750,16 @@ class ContextEngine:
                 break
         inputs = self._offload_inputs(messages, thread_id, policy, extra, go=True, upto=upto)
         chosen = tuple(item for item in results if item.index < upto)
-        cleared = self._apply_clearing(inputs.messages, thread_id, chosen)
+        cleared = self._apply_clearing(inputs.messages, thread_id, chosen, offered)
         return inputs, cleared
 
     def _lossless(
-        self, messages: list[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+        self,
+        messages: list[BaseMessage],
+        thread_id: str,
+        policy: ContextPolicy,
+        extra: int,
+        offered: Offered,
     ) -> tuple[OffloadResult, OffloadResult]:
         """Below the high-water mark: the steps whose explicit trigger is reached, as one
         batch, so the prefix changes once.
@@ -733,7 +770,7 @@ class ContextEngine:
         """
         if not policy.clearing.enabled:
             inputs = self._offload_inputs(messages, thread_id, policy, extra)
-            return inputs, self._clear_results(inputs.messages, thread_id, policy, extra)
+            return inputs, self._clear_results(inputs.messages, thread_id, policy, extra, offered)
         before = self._counter.count_messages(messages)
         unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
         if before + extra < policy.clearing_trigger_tokens:
@@ -752,7 +789,7 @@ class ContextEngine:
         if not plan.go:
             return unchanged, unchanged
         inputs = self._offload_inputs(messages, thread_id, policy, extra, go=True)
-        cleared = self._clear_results(inputs.messages, thread_id, policy, extra, go=True)
+        cleared = self._clear_results(inputs.messages, thread_id, policy, extra, offered, go=True)
         return inputs, cleared
 
     def _input_frees(
@@ -874,7 +911,7 @@ class ContextEngine:
     # -- step 3: clearing old tool results ------------------------------------------------
 
     def clear_tool_results(
-        self, messages: Sequence[BaseMessage], *, thread_id: str
+        self, messages: Sequence[BaseMessage], *, thread_id: str, tools: Sequence[Tool] = ()
     ) -> OffloadResult:
         """Replaces old tool results by short pointers to their saved full text.
 
@@ -892,6 +929,8 @@ class ContextEngine:
         Args:
             messages: The conversation history.
             thread_id: The conversation; names the folder results are saved in.
+            tools: The tools the model is offered: a view is repeated at the output budget
+                of ctxfs's recovery tool among them (else at the tools' default budget).
 
         Returns:
             The new list, one :class:`~ctxfs._events.ToolResultCleared` per result cleared (or
@@ -899,7 +938,8 @@ class ContextEngine:
             the token counts before and after.
         """
         with self._lock:
-            return self._clear_results(messages, thread_id, self.window_from(None), 0)
+            policy = self.window_from(None)
+            return self._clear_results(messages, thread_id, policy, 0, offered_tools(tools))
 
     def _clear_results(
         self,
@@ -907,6 +947,7 @@ class ContextEngine:
         thread_id: str,
         policy: ContextPolicy,
         extra: int,
+        offered: Offered,
         *,
         go: bool = False,
     ) -> OffloadResult:
@@ -921,10 +962,14 @@ class ContextEngine:
         )
         if not plan.go:
             return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
-        return self._apply_clearing(out, thread_id, plan.results)
+        return self._apply_clearing(out, thread_id, plan.results, offered)
 
     def _apply_clearing(
-        self, messages: Sequence[BaseMessage], thread_id: str, results: Sequence[ResultToClear]
+        self,
+        messages: Sequence[BaseMessage],
+        thread_id: str,
+        results: Sequence[ResultToClear],
+        offered: Offered,
     ) -> OffloadResult:
         """Saves and clears the planned results (each saved and verified before it goes)."""
         counter = self._counter
@@ -935,7 +980,7 @@ class ContextEngine:
             message = out[item.index]
             assert isinstance(message, ToolMessage)
             try:
-                pointer, rendered = self._clear_one(message, item, thread_id)
+                pointer, rendered = self._clear_one(message, item, thread_id, offered)
             except Unsaved as failure:
                 events.append(
                     OffloadFailed(
@@ -961,14 +1006,16 @@ class ContextEngine:
         )
 
     def _clear_one(
-        self, message: ToolMessage, item: ResultToClear, thread_id: str
+        self, message: ToolMessage, item: ResultToClear, thread_id: str, offered: Offered
     ) -> tuple[Pointer, str]:
         """Returns the pointer for one result and its text, after the I/O it needs."""
         call_id = message.tool_call_id
         # A re-read stands for repeating its call, so it is one only if the repeat gives back
         # exactly what the model saw (the same tool page size, a single saved file that is
         # never rewritten); otherwise it is saved like any other result.
-        if item.kind == "reread" and self._repeats(item):
+        repeat = self._repeats(item, offered) if item.kind == "reread" else None
+        if repeat is not None:
+            item = replace(item, repeat=repeat)
             tokens = self._counter.count_text(item.text)
             shape = content_shape(message.content)
             return pointer_for(
@@ -988,23 +1035,38 @@ class ContextEngine:
         saved = replace(item, kind="saved")
         return pointer_for(saved, path, item.text, tokens, tool_call_id=call_id, shape=shape)
 
-    def _repeats(self, item: ResultToClear) -> bool:
-        """Whether repeating a re-read's call now shows exactly the text the model saw."""
+    def _repeats(self, item: ResultToClear, offered: Offered) -> Mapping[str, Any] | None:
+        """The call that shows a re-read's text again, exactly as the model saw it, if any.
+
+        The view is repeated as the pointer resolution will repeat it: with ctxfs's
+        recovery tool of that name on this workspace, at the output budget of the one the
+        model is offered (``offered``; else the tools' default), which the call then
+        records.
+        """
         call = item.repeat or {}
         name, args = call.get("name"), call.get("args")
         if not isinstance(name, str) or not isinstance(args, Mapping):
-            return False
+            return None
         try:
             if not exists(self._workspace, item.path):
-                return False
+                return None
             if self._workspace.info(item.path).type != "file":
-                return False  # a folder's view changes as files are saved in it
+                return None  # a folder's view changes as files are saved in it
         except _IO_ERRORS:
-            return False
-        if self._tools is None:  # the recovery tools, as resolution runs them
-            self._tools = {f.name: f for f in tool_functions(self._workspace)}
-        function = self._tools.get(name)
-        return function is not None and function(**dict(args)) == item.text
+            return None
+        tool = offered.get(name)
+        budget = tool.budget() if tool is not None else None
+        if tool is not None and budget == tool.default_budget:
+            budget = None
+        tools = self._tools.get(budget)
+        if tools is None:
+            if len(self._tools) >= 8:
+                self._tools.clear()
+            tools = self._tools[budget] = default_tools(self._workspace, budget)
+        function = tools.get(name)
+        if function is None or function.run(**dict(args)) != item.text:
+            return None
+        return {**call, BUDGET_KEY: budget} if budget is not None else call
 
     def _read_offloaded(self, pointer: Pointer) -> str:
         """The full text an offload pointer names, checked against the size it gave."""
@@ -1034,6 +1096,8 @@ class _Fixed:
 
     system: int = 0
     tools: int = 0
+    offered: Offered = field(default_factory=dict)
+    """ctxfs's recovery tools among the tools, by name."""
 
 
 def _forced(policy: ContextPolicy) -> ContextPolicy:

@@ -82,7 +82,8 @@ _MIN_RESULT_THRESHOLD = 2_000
 """The default result threshold scales down with the window to no less than this."""
 
 DEFAULT_EXEMPT_TOOLS: frozenset[str] = frozenset({"read_file", "grep", "glob", "ls"})
-"""Recovery tools: they page through large files instead of being offloaded."""
+"""The names of ctxfs's recovery tools: they page through large files instead of being
+offloaded (recognised by identity, not by these names: see ``ToolResultOffload``)."""
 
 
 class _Settings(BaseModel):
@@ -203,15 +204,18 @@ class ToolResultOffload(_Settings):
             in windows under 320,000 tokens a sixteenth of the window, at least 2,000).
         preview_lines: How many first lines the pointer shows (default 10; 0 for none).
         preview_line_chars: Each preview line is clipped to this many characters (default 200).
-        exempt_tools: Tools never offloaded: the recovery tools, which page instead, so that
-            reading an offloaded file back never offloads it again.
+        exempt_tools: More tools, by name, whose results are never offloaded (default: none).
+            ctxfs's own recovery tools (``ls``, ``read_file``, ``glob``, ``grep``) are
+            never offloaded, as they page instead (reading an offloaded file back never
+            offloads it again); they are recognised by identity, not by name, so another
+            tool called ``read_file`` is offloaded like any tool.
     """
 
     enabled: bool = True
     threshold: Threshold = Field(default_factory=lambda: Threshold(tokens=20_000))
     preview_lines: int = 10
     preview_line_chars: int = 200
-    exempt_tools: frozenset[str] = DEFAULT_EXEMPT_TOOLS
+    exempt_tools: frozenset[str] = frozenset()
 
     if TYPE_CHECKING:  # what a type checker accepts: a settings object or a plain dict
 

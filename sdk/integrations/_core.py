@@ -252,6 +252,15 @@ def _in_place(
 
 
 @dataclass(frozen=True, slots=True)
+class _Run:
+    """Where a tool output came from: its thread, and the tool or tools that returned it."""
+
+    thread: str
+    tool: object | None
+    tools: Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True)
 class RequestShape:
     """What a model call sends besides the messages, as far as an integration knows it.
 
@@ -283,8 +292,12 @@ class ContextHooks:
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
     ) -> _ToolOutput:
-        """Runs the tool, then offloads its result if it is too large."""
-        return self.offload(handler(request))
+        """Runs the tool, then offloads its result if it is too large.
+
+        ``request.tool`` is the tool that runs: when it is one of ctxfs's recovery tools
+        (told by identity), its result is not offloaded.
+        """
+        return self.offload(handler(request), tool=getattr(request, "tool", None))
 
     async def awrap_tool_call(
         self,
@@ -292,11 +305,18 @@ class ContextHooks:
         handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
     ) -> _ToolOutput:
         """The async twin of :meth:`wrap_tool_call`: the offload runs in a worker thread."""
-        return await self.aoffload(await handler(request))
+        return await self.aoffload(await handler(request), tool=getattr(request, "tool", None))
 
     # tool outputs
 
-    def offload(self, output: _T, thread_id: str | None = None) -> _T:
+    def offload(
+        self,
+        output: _T,
+        thread_id: str | None = None,
+        *,
+        tool: object | None = None,
+        tools: Mapping[str, object] | None = None,
+    ) -> _T:
         """Offloads every large tool result inside a tool node's output.
 
         ``output`` may be a ``ToolMessage``, a ``Command`` (its ``update["messages"]`` are
@@ -307,46 +327,60 @@ class ContextHooks:
         Args:
             output: What the tool or tool node returned.
             thread_id: The conversation; by default the current run's.
+            tool: The tool that returned it, if known (one tool call).
+            tools: The tools of the node that returned it, by name (a tool node's output):
+                ctxfs's recovery tools among them are told by identity, and their results
+                are not offloaded.
         """
         thread = thread_id if thread_id is not None else current_thread_id()
-        return cast(_T, self._offload_any(output, thread))
+        by_name = tools or {}
+        return cast(_T, self._offload_any(output, _Run(thread, tool, by_name)))
 
-    async def aoffload(self, output: _T, thread_id: str | None = None) -> _T:
+    async def aoffload(
+        self,
+        output: _T,
+        thread_id: str | None = None,
+        *,
+        tool: object | None = None,
+        tools: Mapping[str, object] | None = None,
+    ) -> _T:
         """The async twin of :meth:`offload`: the same work, in a worker thread."""
         thread = thread_id if thread_id is not None else current_thread_id()
-        return await asyncio.to_thread(self.offload, output, thread)
+        return await asyncio.to_thread(self.offload, output, thread, tool=tool, tools=tools)
 
-    def _offload_any(self, output: object, thread: str) -> object:
+    def _offload_any(self, output: object, run: _Run) -> object:
         if isinstance(output, ToolMessage):
-            return self._offload_message(output, thread)
+            return self._offload_message(output, run)
         if isinstance(output, Command):
-            update = self._offload_update(output.update, thread)
+            update = self._offload_update(output.update, run)
             return output if update is output.update else dataclasses.replace(output, update=update)
         if isinstance(output, dict):
-            return self._offload_update(output, thread)
+            return self._offload_update(output, run)
         if isinstance(output, list):
-            items = [self._offload_any(item, thread) for item in output]
+            items = [self._offload_any(item, run) for item in output]
             return output if all(a is b for a, b in zip(items, output, strict=True)) else items
         return output
 
-    def _offload_update(self, update: object, thread: str) -> object:
+    def _offload_update(self, update: object, run: _Run) -> object:
         if isinstance(update, dict) and "messages" in update:
-            messages = self._offload_any(update["messages"], thread)
+            messages = self._offload_any(update["messages"], run)
             return update if messages is update["messages"] else {**update, "messages": messages}
         if isinstance(update, list | tuple) and all(
             isinstance(pair, tuple) and len(pair) == 2 for pair in update
         ):
             pairs = [
-                (key, self._offload_any(value, thread) if key == "messages" else value)
+                (key, self._offload_any(value, run) if key == "messages" else value)
                 for key, value in update
             ]
             unchanged = all(a[1] is b[1] for a, b in zip(pairs, update, strict=True))
             return update if unchanged else type(update)(pairs)
         return update
 
-    def _offload_message(self, message: ToolMessage, thread: str) -> ToolMessage:
+    def _offload_message(self, message: ToolMessage, run: _Run) -> ToolMessage:
+        thread = run.thread
+        tool = run.tool if run.tool is not None else run.tools.get(message.name or "")
         try:
-            outcome = self.engine.offload_tool_result_detailed(message, thread_id=thread)
+            outcome = self.engine.offload_tool_result_detailed(message, thread_id=thread, tool=tool)
         except Exception:  # the graph must go on; the result simply stays inline
             _log.exception("ctxfs: offloading the result of %s failed", message.tool_call_id)
             return message

@@ -453,7 +453,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # Run here: the agent's tool node would give it the arguments it injects into
             # the other tool of that name (Deep Agents' runtime), which this one does not take.
             return self._hooks.wrap_tool_call(
-                request,
+                request.override(tool=tool),
                 lambda r: cast(ToolMessage, tool.invoke({**r.tool_call, "type": "tool_call"})),
             )
         return self._hooks.wrap_tool_call(self._own_call(request), handler)
@@ -472,5 +472,5 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     ToolMessage, await tool.ainvoke({**call.tool_call, "type": "tool_call"})
                 )
 
-            return await self._hooks.awrap_tool_call(request, run)
+            return await self._hooks.awrap_tool_call(request.override(tool=tool), run)
         return await self._hooks.awrap_tool_call(self._own_call(request), handler)
