@@ -9,6 +9,14 @@ always a prefix of the priority order, and the facts it holds are the most confi
 
 The recalled block (``<recalled>``, what retrieval found at the start of a session) is built
 the same way from the hits, best first, under its own budget.
+
+What the model sees is framed by ctxfs and quoted through :mod:`ctxfs._sections`: the tags,
+the ``## `` headings and the ``- `` (or ``- [category, confidence] ``) line prefixes are
+ctxfs's; every quoted text (a summary, a fact, a passage, a path) is put on its line with
+:func:`~ctxfs._sections.one_line` (line breaks and control characters become spaces, a ``<``
+that would open or close a ctxfs section is written ``&lt;``). So no fact or passage can end
+its block, start another line, or pass for a heading: the block's lines are exactly the
+frame's.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import SystemMessage
 
+from ctxfs._sections import SECTION_NAMES, neutralize, one_line
 from ctxfs._tokens import TokenCounter
 from ctxfs.memory._document import MemoryDocument
 from ctxfs.memory._retrieval import MemoryHit
@@ -50,10 +59,23 @@ class InjectedMemory:
 
 @dataclass(frozen=True, slots=True)
 class _Piece:
+    """One line of a block: ctxfs's ``prefix``, then the quoted ``text`` (one line)."""
+
     section: str
+    prefix: str
     text: str
     ref: str | None = None  # a fact id: never cut
     cuttable: bool = False
+
+    @property
+    def line(self) -> str:
+        return self.prefix + self.text
+
+
+def _piece(
+    section: str, prefix: str, quoted: str, ref: str | None = None, cuttable: bool = False
+) -> _Piece:
+    return _Piece(section, prefix, one_line(quoted), ref, cuttable)
 
 
 def _pieces(document: MemoryDocument) -> list[_Piece]:
@@ -61,27 +83,28 @@ def _pieces(document: MemoryDocument) -> list[_Piece]:
     for name, label in _USER:
         value = getattr(document.user, name)
         if value:
-            pieces.append(_Piece("User context", f"- {label}: {value}", cuttable=True))
+            pieces.append(_piece("User context", f"- {label}: ", value, cuttable=True))
     for name, label in _HISTORY:
         value = getattr(document.history, name)
         if value:
-            pieces.append(_Piece("History", f"- {label}: {value}", cuttable=True))
+            pieces.append(_piece("History", f"- {label}: ", value, cuttable=True))
     ranked = sorted(document.facts, key=lambda f: (-f.confidence, -f.created_at.timestamp(), f.id))
     for fact in ranked:
-        pieces.append(
-            _Piece("Facts", f"- [{fact.category}, {fact.confidence:.2f}] {fact.content}", fact.id)
-        )
+        prefix = f"- [{fact.category}, {fact.confidence:.2f}] "
+        pieces.append(_piece("Facts", prefix, fact.content, fact.id))
     return pieces
 
 
 def _render(tag: str, pieces: Sequence[_Piece]) -> str:
+    if tag not in SECTION_NAMES:  # pragma: no cover - the two tags of this module are there
+        raise ValueError(f"{tag!r} is not a ctxfs section")
     lines = [f"<{tag}>"]
     section = None
     for piece in pieces:
         if piece.section != section:
             section = piece.section
             lines.append(f"## {section}")
-        lines.append(piece.text)
+        lines.append(piece.line)
     lines.append(f"</{tag}>")
     return "\n".join(lines)
 
@@ -122,16 +145,13 @@ def _cut_to_fit(
     tag: str, chosen: list[_Piece], piece: _Piece, counter: TokenCounter, budget: int
 ) -> _Piece | None:
     """The longest prefix of ``piece`` (ending in an ellipsis) that fits, or ``None``."""
-    lo, hi = 0, len(piece.text) - 1
+    lo, hi = 1, len(piece.text) - 1
     best: _Piece | None = None
-    prefix_len = piece.text.index(": ") + 2 if ": " in piece.text else 2
     while lo <= hi:
         mid = (lo + hi) // 2
-        if mid < prefix_len:
-            lo = mid + 1
-            continue
-        text = piece.text[:mid].rstrip() + _ELLIPSIS
-        candidate = _Piece(piece.section, text, piece.ref, cuttable=True)
+        # a cut can turn "<memoryx" into "<memory…": quote the cut text again
+        text = neutralize(piece.text[:mid].rstrip() + _ELLIPSIS)
+        candidate = _Piece(piece.section, piece.prefix, text, piece.ref, cuttable=True)
         if counter.count_text(_render(tag, [*chosen, candidate])) <= budget:
             best, lo = candidate, mid + 1
         else:
@@ -165,7 +185,8 @@ def recalled_block(
     for hit in hits:
         where = hit.path if hit.kind == "transcript" else f"{hit.path} {hit.ref}"
         text = " ".join(hit.text.split())
-        pieces.append(_Piece("From earlier sessions", f"- ({where}) {text}", hit.ref, True))
+        prefix = f"- ({one_line(where)}) "
+        pieces.append(_piece("From earlier sessions", prefix, text, hit.ref, True))
     return _fit("recalled", pieces, counter, max_tokens)
 
 
