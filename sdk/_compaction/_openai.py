@@ -22,6 +22,7 @@ from typing import Any
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
     HumanMessage,
     InvalidToolCall,
@@ -169,7 +170,17 @@ def _message(item: Mapping[str, Any], number: int) -> BaseMessage:
     if raw_calls is None:
         return message
     calls, invalid = _tool_calls(raw_calls, number)
-    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
+    # The calls as written, in order, kept with the message: a call whose arguments are not
+    # a JSON object has no other home, and when an argument of a sibling call is offloaded
+    # the copy is updated with it (see ctxfs._messages.replace_tool_arg).
+    kwargs = {**message.additional_kwargs, "tool_calls": [_raw_call(c) for c in raw_calls]}
+    update = {"tool_calls": calls, "invalid_tool_calls": invalid, "additional_kwargs": kwargs}
+    return message.model_copy(update=update)
+
+
+def _raw_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = call["function"]
+    return {**call, "function": {**function, "arguments": function.get("arguments") or ""}}
 
 
 def _tool_calls(raw: object, number: int) -> tuple[list[ToolCall], list[InvalidToolCall]]:
@@ -208,4 +219,43 @@ def _to_dict(message: BaseMessage) -> dict[str, Any]:
     assert isinstance(converted, dict)
     if converted.get("role") == "tool":
         return {key: converted[key] for key in _TOOL_KEYS if key in converted}
+    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+        converted["tool_calls"] = _calls_of(message, converted.get("tool_calls") or [])
     return converted
+
+
+def _calls_of(message: AIMessage, converted: list[Any]) -> list[Any]:
+    """Every call of an assistant message as OpenAI writes it, none left out.
+
+    The calls as they came in (their order, their arguments as written; an offloaded
+    argument's pointer is written into them when it replaces the argument) while the message
+    has exactly those calls; otherwise LangChain's conversion of the valid calls followed by
+    the invalid ones with their arguments as written (LangChain leaves those out, orphaning
+    their results).
+    """
+    raw = message.additional_kwargs.get("tool_calls")
+    if _same_calls(message, raw):
+        assert isinstance(raw, list)
+        return [dict(call) for call in raw]
+    invalid = [
+        {
+            "id": call.get("id"),
+            "type": "function",
+            "function": {"name": call.get("name") or "", "arguments": call.get("args") or ""},
+        }
+        for call in message.invalid_tool_calls
+    ]
+    return [*converted, *invalid]
+
+
+def _same_calls(message: AIMessage, raw: object) -> bool:
+    """Whether ``raw`` holds exactly the message's calls, each once, by id."""
+    if not isinstance(raw, list) or not all(isinstance(c, dict) for c in raw):
+        return False
+    ids = [c.get("id") for c in (*message.tool_calls, *message.invalid_tool_calls)]
+    given = [c.get("id") for c in raw]
+    return (
+        len(set(ids)) == len(ids)
+        and None not in ids
+        and sorted(map(str, ids)) == sorted(map(str, given))
+    )
