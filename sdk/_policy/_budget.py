@@ -2,27 +2,12 @@
 
 A :class:`~ctxfs._policy._settings.ContextPolicy` states its settings as fractions, token counts
 and message counts; the engine works on what they come to for one window.
+:class:`KeepWindow` (the protected recent window, resolved) is defined with the values the
+settings are made of (:mod:`ctxfs._policy._fields`), and named here too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ctxfs._policy._fields import KeepWindow
 
 __all__ = ["KeepWindow"]
-
-
-@dataclass(frozen=True, slots=True)
-class KeepWindow:
-    """The protected recent window, resolved.
-
-    For summarization exactly one of the fields is set. For clearing, ``messages`` counts
-    tool results, and both may be set: the last N results within the last T tokens.
-
-    Attributes:
-        messages: Keep at least the last N messages (widened to whole blocks).
-        tokens: Keep the longest run of whole recent blocks within this many tokens (at
-            least the most recent block).
-    """
-
-    messages: int | None = None
-    tokens: int | None = None
