@@ -32,7 +32,7 @@ from ctxfs._events import CompactionResult
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.integrations._core import (
+from ctxfs.integrations._hooks import (
     ContextHooks,
     ContextMeasured,
     EventHandler,

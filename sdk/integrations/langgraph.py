@@ -40,7 +40,7 @@ from langgraph.types import Command
 
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._compaction._request import Tool
-from ctxfs.integrations._core import (
+from ctxfs.integrations._hooks import (
     DEFAULT_THREAD_ID,
     ContextHooks,
     ContextMeasured,
