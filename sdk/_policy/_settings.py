@@ -38,10 +38,11 @@ message that says what to write instead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from pydantic import Field, field_validator, model_validator
 
+from ctxfs._policy._budget import Budget
 from ctxfs._policy._dicts import (
     ContextPolicyDict,
     SummarizationDict,
@@ -91,8 +92,7 @@ __all__ = [
     "ToolResultOffloadDict",
 ]
 
-_MIN_RESULT_THRESHOLD = 2_000
-"""The default result threshold scales down with the window to no less than this."""
+_BUDGET_KEY = "_ctxfs_budget"
 
 
 class ContextPolicy(_Settings):
@@ -263,21 +263,17 @@ class ContextPolicy(_Settings):
     @property
     def output_reserve_tokens(self) -> int:
         """Tokens kept free for the answer (see :attr:`reserve_output_tokens`)."""
-        if self.reserve_output_tokens is not None:
-            return self.reserve_output_tokens
-        return min(4_096, self.window // 10)
+        return self.budget.output_reserve
 
     @property
     def request_limit_tokens(self) -> int:
         """The most tokens a request (system, messages, tool schemas) may hold."""
-        return self.window - self.output_reserve_tokens
+        return self.budget.request_limit
 
     @property
     def tool_output_tokens(self) -> int:
         """The most tokens one call of a recovery tool returns (see :attr:`tool_output`)."""
-        return min(self.tool_output.resolve(self.window), self.request_limit_tokens)
-
-    # -- the steps ------------------------------------------------------------------------
+        return self.budget.tool_output
 
     @property
     def result_threshold_tokens(self) -> int:
@@ -289,12 +285,7 @@ class ContextPolicy(_Settings):
         every request until a compaction clears it, so it is cheaper as a pointer from the
         start, and one result cannot take most of a small window.
         """
-        settings = self.tool_results
-        threshold = settings.threshold.resolve(self.window)
-        if "threshold" not in settings.model_fields_set:
-            scaled = min(max(_MIN_RESULT_THRESHOLD, self.window // 16), self.window // 4)
-            threshold = min(threshold, max(1, scaled))
-        return min(threshold, self.window)
+        return self.budget.result_threshold
 
     @property
     def high_water_tokens(self) -> int:
@@ -304,11 +295,7 @@ class ContextPolicy(_Settings):
         summarization token trigger (when summarization is on): the lossless steps are
         always tried before a summary.
         """
-        own = self.high_water.resolve(self.request_limit_tokens)
-        limit = self.summarization.trigger.token_limit(self.window)
-        if self.summarization.enabled and limit is not None:
-            return min(own, limit)
-        return own
+        return self.budget.high_water
 
     @property
     def low_water_tokens(self) -> int:
@@ -318,12 +305,7 @@ class ContextPolicy(_Settings):
         summarization trigger holds the high-water mark lower than :attr:`high_water`, the
         low-water mark is lowered in proportion, so the gap between them stays.
         """
-        budget = self.request_limit_tokens
-        own_low, own_high = self.low_water.resolve(budget), self.high_water.resolve(budget)
-        high = self.high_water_tokens
-        if high >= own_high:
-            return own_low
-        return max(0, own_low * high // own_high)
+        return self.budget.low_water
 
     @property
     def summary_water_tokens(self) -> int:
@@ -333,8 +315,7 @@ class ContextPolicy(_Settings):
         and what they left is closer to the next compaction than to that mark, so a summary
         is worth its cost. Below it, the compaction stops where the lossless steps got.
         """
-        low = self.low_water_tokens
-        return low + (self.high_water_tokens - low) // 2
+        return self.budget.summary_water
 
     @property
     def input_trigger_tokens(self) -> int:
@@ -344,9 +325,7 @@ class ContextPolicy(_Settings):
         clearing on, never above :attr:`clearing_trigger_tokens`: whenever clearing runs the
         input offload runs in the same batch.
         """
-        trigger = self.tool_inputs.trigger
-        own = trigger.resolve(self.window) if trigger is not None else self.high_water_tokens
-        return min(own, self.clearing_trigger_tokens) if self.clearing.enabled else own
+        return self.budget.input_trigger
 
     @property
     def clearing_trigger_tokens(self) -> int:
@@ -355,19 +334,12 @@ class ContextPolicy(_Settings):
         An explicit :attr:`ToolResultClearing.trigger` (never above the summarization token
         trigger: clearing is always tried before a summary), else the high-water mark.
         """
-        trigger = self.clearing.trigger
-        if trigger is None:
-            return self.high_water_tokens
-        own = trigger.resolve(self.window)
-        limit = self.summarization.trigger.token_limit(self.window)
-        if self.summarization.enabled and limit is not None:
-            return min(own, limit)
-        return own
+        return self.budget.clearing_trigger
 
     @property
     def clear_at_least_tokens(self) -> int:
         """The least a clearing batch must free (unless it keeps a summary away)."""
-        return self.clearing.clear_at_least.resolve(self.window)
+        return self.budget.clear_at_least
 
     @property
     def clearing_keep(self) -> KeepWindow:
@@ -376,10 +348,7 @@ class ContextPolicy(_Settings):
         The default, the last 8 results, is also held to the last quarter of the window in
         tokens, so that in a small window the kept results cannot fill it.
         """
-        keep = self.clearing.keep.resolve(self.window)
-        if "keep" in self.clearing.model_fields_set or keep.messages is None:
-            return keep
-        return KeepWindow(messages=keep.messages, tokens=self.window // 4)
+        return self.budget.clearing_keep
 
     @property
     def summary_target_tokens(self) -> int:
@@ -389,22 +358,14 @@ class ContextPolicy(_Settings):
         fires), or the window itself when only a ``messages`` trigger is set; never more
         than :attr:`request_limit_tokens`, so the room kept for the answer stays free.
         """
-        limit = self.summarization.trigger.token_limit(self.window)
-        target = min(limit, self.window) if limit is not None else self.window
-        return min(target, self.request_limit_tokens)
+        return self.budget.summary_target
 
     def summary_fires(self, tokens: int, messages: int) -> bool:
         """Returns whether a summarization trigger fires for a request of this size.
 
         A request over :attr:`request_limit_tokens` fires it too, whatever the triggers say.
         """
-        settings = self.summarization
-        if not settings.enabled:
-            return False
-        limit = settings.trigger.token_limit(self.window)
-        if (limit is not None and tokens >= limit) or tokens > self.request_limit_tokens:
-            return True
-        return settings.trigger.messages is not None and messages >= settings.trigger.messages
+        return self.budget.summary_fires(tokens, messages)
 
     def summary_message_room(self, system_messages: int) -> int | None:
         """Returns how many messages a summary may keep after it under a ``messages`` trigger.
@@ -416,12 +377,26 @@ class ContextPolicy(_Settings):
         margin as for tokens, where the default keep (10 % of the window) is well under the
         trigger (85 %). ``None`` without a ``messages`` trigger.
         """
-        limit = self.summarization.trigger.messages
-        if limit is None:
-            return None
-        return max(0, limit // 2 - system_messages - 1)
+        return self.budget.summary_message_room(system_messages)
 
     @property
     def keep_window(self) -> KeepWindow:
         """The recent window summarization leaves alone, resolved against the window."""
-        return self.summarization.keep.resolve(self.window)
+        return self.budget.keep_window
+
+    @property
+    def budget(self) -> Budget[ContextPolicy]:
+        """Every number above for this policy's window, resolved once (a frozen value).
+
+        Kept with the policy; a copy (``model_copy``, :meth:`with_window`) resolves its own.
+
+        Raises:
+            ValueError: The policy has no window yet (see :attr:`window`).
+        """
+        cached = self.__dict__.get(_BUDGET_KEY)
+        if isinstance(cached, tuple) and cached[0] == id(self):
+            return cast("Budget[ContextPolicy]", cached[1])
+        budget = Budget.of(self, self.window)
+        # beside the fields (never compared, dumped or validated); a copy's id differs
+        self.__dict__[_BUDGET_KEY] = (id(self), budget)
+        return budget
