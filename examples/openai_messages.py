@@ -97,8 +97,12 @@ def main(argv: Sequence[str] | None = None) -> str:
             name, arguments = call["function"]["name"], call["function"]["arguments"]
             output = export_rows() if name == "export_rows" else functions[name].invoke(arguments)
             result = {"role": "tool", "tool_call_id": call["id"], "content": output}
-            # Large results go to the workspace; the history keeps a pointer.
-            history.append(engine.offload_openai_result(result, thread_id=THREAD, name=name))
+            # Large results go to the workspace; the history keeps a pointer. Passing the
+            # tool tells ctxfs's own read_file (which pages) from a tool of another making.
+            tool = functions.get(name)
+            history.append(
+                engine.offload_openai_result(result, thread_id=THREAD, name=name, tool=tool)
+            )
         # Before the next request, compact the history (offload old inputs, summarize).
         history = engine.compact_openai(history, thread_id=THREAD).messages
         print(f"{len(history)} messages, last: {str(history[-1]['content'])[:90]!r}")

@@ -15,27 +15,37 @@ provider caches stay the same.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.exceptions import OutputParserException
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
     HumanMessage,
     InvalidToolCall,
     ToolCall,
+    ToolMessage,
     convert_to_messages,
     convert_to_openai_messages,
 )
 from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
 
+from ctxfs._archive._transcripts import TranscriptArchive
+from ctxfs._compaction._request import Tool
+from ctxfs._errors import WorkspaceError
 from ctxfs._events import CompactionResult
 from ctxfs._messages import message_text
 from ctxfs._summary._message import SUMMARY_TAG
+from ctxfs._workspace._workspace import Workspace
 
-__all__ = ["OpenAICompaction", "OpenAIMessages"]
+__all__ = ["OpenAICompaction", "OpenAIMessages", "OpenAIMethods"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,7 +179,17 @@ def _message(item: Mapping[str, Any], number: int) -> BaseMessage:
     if raw_calls is None:
         return message
     calls, invalid = _tool_calls(raw_calls, number)
-    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
+    # The calls as written, in order, kept with the message: a call whose arguments are not
+    # a JSON object has no other home, and when an argument of a sibling call is offloaded
+    # the copy is updated with it (see ctxfs._messages.replace_tool_arg).
+    kwargs = {**message.additional_kwargs, "tool_calls": [_raw_call(c) for c in raw_calls]}
+    update = {"tool_calls": calls, "invalid_tool_calls": invalid, "additional_kwargs": kwargs}
+    return message.model_copy(update=update)
+
+
+def _raw_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = call["function"]
+    return {**call, "function": {**function, "arguments": function.get("arguments") or ""}}
 
 
 def _tool_calls(raw: object, number: int) -> tuple[list[ToolCall], list[InvalidToolCall]]:
@@ -208,4 +228,193 @@ def _to_dict(message: BaseMessage) -> dict[str, Any]:
     assert isinstance(converted, dict)
     if converted.get("role") == "tool":
         return {key: converted[key] for key in _TOOL_KEYS if key in converted}
+    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+        converted["tool_calls"] = _calls_of(message, converted.get("tool_calls") or [])
     return converted
+
+
+def _calls_of(message: AIMessage, converted: list[Any]) -> list[Any]:
+    """Every call of an assistant message as OpenAI writes it, none left out.
+
+    The calls as they came in (their order, their arguments as written; an offloaded
+    argument's pointer is written into them when it replaces the argument) while the message
+    has exactly those calls; otherwise LangChain's conversion of the valid calls followed by
+    the invalid ones with their arguments as written (LangChain leaves those out, orphaning
+    their results).
+    """
+    raw = message.additional_kwargs.get("tool_calls")
+    if _same_calls(message, raw):
+        assert isinstance(raw, list)
+        return [dict(call) for call in raw]
+    invalid = [
+        {
+            "id": call.get("id"),
+            "type": "function",
+            "function": {"name": call.get("name") or "", "arguments": call.get("args") or ""},
+        }
+        for call in message.invalid_tool_calls
+    ]
+    return [*converted, *invalid]
+
+
+def _same_calls(message: AIMessage, raw: object) -> bool:
+    """Whether ``raw`` holds exactly the message's calls, each once, by id."""
+    if not isinstance(raw, list) or not all(isinstance(c, dict) for c in raw):
+        return False
+    ids = [c.get("id") for c in (*message.tool_calls, *message.invalid_tool_calls)]
+    given = [c.get("id") for c in raw]
+    return (
+        len(set(ids)) == len(ids)
+        and None not in ids
+        and sorted(map(str, ids)) == sorted(map(str, given))
+    )
+
+
+class OpenAIMethods:
+    """The engine's methods for a history kept as OpenAI-style dicts (a mixin of
+    :class:`~ctxfs.ContextEngine`): the dicts go in and out here, the work is the engine's."""
+
+    if TYPE_CHECKING:
+        _lock: threading.RLock
+        _workspace: Workspace
+        _clock: Callable[[], datetime] | None
+        _openai: OpenAIMessages  # one per engine, made by its __init__
+
+        def compact(
+            self,
+            messages: Sequence[BaseMessage],
+            *,
+            thread_id: str,
+            system: BaseMessage | str | None = None,
+            tools: Sequence[Tool] = (),
+            model: BaseChatModel | None = None,
+            force: bool = False,
+        ) -> CompactionResult: ...
+
+        async def acompact(
+            self,
+            messages: Sequence[BaseMessage],
+            *,
+            thread_id: str,
+            system: BaseMessage | str | None = None,
+            tools: Sequence[Tool] = (),
+            model: BaseChatModel | None = None,
+            force: bool = False,
+        ) -> CompactionResult: ...
+
+        def offload_tool_result(
+            self, message: ToolMessage, *, thread_id: str, tool: object | None = None
+        ) -> ToolMessage: ...
+
+    def compact_openai(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        force: bool = False,
+    ) -> OpenAICompaction:
+        """:meth:`compact` for a history kept as OpenAI-style dicts: dicts in, dicts out.
+
+        Keep the returned dicts as the history and send them as they are: they hold no key a
+        provider would refuse. A summary or pointer ctxfs returned is recognised when it comes
+        back (its metadata is kept by the engine, and a summary is also found in the thread's
+        archive by a new process), so the next compaction continues the transcript chain
+        instead of summarizing the summary. Dicts the compaction leaves alone are returned as
+        the same objects, byte for byte what the provider cached.
+
+        Args:
+            messages: The history, ``{"role": ..., "content": ...}`` dicts (``tool_calls``
+                and ``tool_call_id`` as OpenAI writes them).
+            thread_id: The conversation; names the folders written.
+            system: A system message sent apart from ``messages``, if any.
+            tools: The tools the model is sent (schema dicts as sent, functions, tools).
+            model: The chat model, for its window when the policy has none.
+            force: As for :meth:`compact`.
+
+        Raises:
+            TypeError: An item is not a message dict.
+            ValueError: A dict that is not a chat message, or no window is known.
+        """
+        converted, origin = self._openai.inbound(
+            messages, thread_id=thread_id, last_summary=lambda: self._last_summary(thread_id)
+        )
+        result = self.compact(
+            converted, thread_id=thread_id, system=system, tools=tools, model=model, force=force
+        )
+        dicts = self._openai.outbound(result.messages, origin, thread_id=thread_id)
+        return OpenAICompaction(messages=dicts, result=result)
+
+    async def acompact_openai(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        force: bool = False,
+    ) -> OpenAICompaction:
+        """Async twin of :meth:`compact_openai`."""
+        converted, origin = await asyncio.to_thread(
+            self._openai.inbound,
+            messages,
+            thread_id=thread_id,
+            last_summary=lambda: self._last_summary(thread_id),
+        )
+        result = await self.acompact(
+            converted, thread_id=thread_id, system=system, tools=tools, model=model, force=force
+        )
+        dicts = self._openai.outbound(result.messages, origin, thread_id=thread_id)
+        return OpenAICompaction(messages=dicts, result=result)
+
+    def offload_openai_result(
+        self,
+        message: Mapping[str, Any],
+        *,
+        thread_id: str,
+        name: str | None = None,
+        tool: object | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`offload_tool_result` for an OpenAI-style ``{"role": "tool"}`` dict.
+
+        Args:
+            message: The tool result: ``role`` ``"tool"``, ``tool_call_id`` and ``content``.
+            thread_id: The conversation it belongs to.
+            name: The tool's name (OpenAI's dict does not carry it; else the dict's own
+                ``name``, as some clients write it); the saved file is named after it.
+            tool: The tool that returned it, if known: ctxfs's own recovery tools (a
+                :class:`~ctxfs.ToolFunction` from :func:`~ctxfs.tools.tool_functions`) are
+                never offloaded, a tool of another making is whatever its name.
+
+        Returns:
+            The dict to append to the history: ``message`` itself when it stays inline,
+            else a pointer the next :meth:`compact_openai` recognises.
+
+        Raises:
+            TypeError: ``message`` is not a tool result dict.
+        """
+        if not isinstance(message, Mapping) or message.get("role") != "tool":
+            raise TypeError('offload_openai_result takes a {"role": "tool", ...} message dict')
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise TypeError("a tool result dict needs its tool_call_id (a non-empty string)")
+        if name is None and isinstance(message.get("name"), str):
+            name = message["name"]
+        result = ToolMessage(message.get("content") or "", tool_call_id=call_id, name=name)
+        offloaded = self.offload_tool_result(result, thread_id=thread_id, tool=tool)
+        if offloaded is result:
+            return message if isinstance(message, dict) else dict(message)
+        return self._openai.remember(offloaded, thread_id=thread_id)
+
+    def _last_summary(self, thread_id: str) -> BaseMessage | None:
+        """The summary the thread's latest archived segment ended with, if it can be read."""
+        with self._lock:
+            archive = TranscriptArchive(self._workspace, thread_id, clock=self._clock)
+            try:
+                segments = archive.recent()
+            except WorkspaceError:
+                return None  # the summary is then read as text: archived again, not lost
+            return archive.summary_of(segments[-1]) if segments else None

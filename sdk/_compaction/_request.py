@@ -14,13 +14,16 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ValidationError
 
+from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import TokenCounter
 
-__all__ = ["RequestParts", "Tool", "tool_schema_text"]
+__all__ = ["RequestParts", "Tool", "policy_for_window", "tool_schema_text"]
 
 Tool = BaseTool | Mapping[str, Any] | Callable[..., Any] | type
 """Anything LangChain accepts as a tool: a ``BaseTool``, a schema dict, a function, a model."""
@@ -68,3 +71,33 @@ class RequestParts:
             self._tools[id(tool)] = (tool, tokens)
             total += tokens
         return total
+
+
+def policy_for_window(policy: ContextPolicy, model: BaseChatModel | None) -> ContextPolicy:
+    """``policy`` with its window: its own, or else the one ``model``'s profile gives.
+
+    Raises:
+        ValueError: Neither the policy nor the model's profile gives the window, or the
+            policy's explicit settings do not fit the window the profile gives.
+    """
+    if policy.max_input_tokens is not None:
+        return policy
+    profile = getattr(model, "profile", None) if model is not None else None
+    window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+        named = f" {type(model).__name__}" if model is not None else ""
+        raise ValueError(
+            "ctxfs does not know the model's window: the policy has no "
+            f"max_input_tokens and the model{named} has no profile giving one; write "
+            "ContextPolicy(max_input_tokens=...) with the model's input window"
+        )
+    try:
+        return policy.with_window(window)
+    except ValidationError as exc:
+        reasons = "; ".join(
+            str(error["msg"]).removeprefix("Value error, ") for error in exc.errors()
+        )
+        raise ValueError(
+            f"the policy does not fit the window of the model's profile ({window:,} "
+            f"tokens): {reasons}"
+        ) from None

@@ -6,7 +6,8 @@ content it replaced, read from the workspace:
 - result, cleared and input pointers name a byte-exact copy: the file is read, and a list of
   text blocks is laid out again as it was (:attr:`~ctxfs.Pointer.shape`);
 - a re-read pointer stands for a recovery tool's view of content ctxfs had saved (which is
-  never rewritten): the recorded call is repeated with the workspace tools.
+  never rewritten): the recorded call is repeated with ctxfs's recovery tools, at the output
+  budget it was shown at (:mod:`ctxfs._pointers._recovery`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from ctxfs._errors import WorkspaceError
 from ctxfs._messages import replace_tool_arg
 from ctxfs._pointers._pointer import METADATA_KEY, Pointer, input_pointers, restore_content
 from ctxfs._pointers._pointer import result_pointer as pointer_of
+from ctxfs._pointers._recovery import RecoveryTool, call_budget, default_tools
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.tools import ToolFunction, tool_functions
 
 __all__ = ["pointer_of", "resolve_pointers"]
+
+_Tools = dict[int | None, dict[str, RecoveryTool]]
+"""ctxfs's recovery tools, by the output budget they were built at, then by name."""
 
 
 def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> list[BaseMessage]:
@@ -51,7 +55,7 @@ def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> l
         WorkspaceError: A file a pointer names could not be read, or no longer holds what
             the pointer describes.
     """
-    tools: dict[str, ToolFunction] = {}
+    tools: _Tools = {}
     out: list[BaseMessage] = []
     for message in messages:
         held = pointer_of(message)
@@ -71,7 +75,7 @@ def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> l
 
 
 def _resolve_result(
-    message: ToolMessage, pointer: Pointer, workspace: Workspace, tools: dict[str, ToolFunction]
+    message: ToolMessage, pointer: Pointer, workspace: Workspace, tools: _Tools
 ) -> ToolMessage:
     if pointer.kind == "reread":
         text = _repeat(pointer.call or {}, workspace, tools)
@@ -128,11 +132,12 @@ def _read(workspace: Workspace, pointer: Pointer) -> str:
     return text
 
 
-def _repeat(call: Mapping[str, Any], workspace: Workspace, tools: dict[str, ToolFunction]) -> str:
-    if not tools:
-        tools.update((f.name, f) for f in tool_functions(workspace))
+def _repeat(call: Mapping[str, Any], workspace: Workspace, tools: _Tools) -> str:
+    budget = call_budget(call)
+    if budget not in tools:
+        tools[budget] = default_tools(workspace, budget)
     name, args = call.get("name"), call.get("args")
-    function = tools.get(name) if isinstance(name, str) else None
+    function = tools[budget].get(name) if isinstance(name, str) else None
     if function is None or not isinstance(args, Mapping):
         raise WorkspaceError(f"a re-read pointer names a call ctxfs cannot repeat: {call!r}")
-    return function(**dict(args))
+    return function.run(**dict(args))

@@ -25,7 +25,7 @@ from langgraph.types import Command
 
 from ctxfs._compaction._engine import ContextEngine, NothingToCompact
 from ctxfs._events import CompactionResult, Summarized
-from ctxfs.integrations._core import (
+from ctxfs.integrations._hooks import (
     ContextHooks,
     current_thread_id,
     plan_of,

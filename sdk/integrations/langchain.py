@@ -20,6 +20,7 @@ Needs the ``langchain`` extra: ``pip install 'ctxfs[langchain]'``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from operator import is_
@@ -32,7 +33,7 @@ from ctxfs._events import CompactionResult
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.integrations._core import (
+from ctxfs.integrations._hooks import (
     ContextHooks,
     ContextMeasured,
     EventHandler,
@@ -111,13 +112,15 @@ def _persisted(
 ) -> ModelCallResult[Any]:
     """The model's answer, with what compaction changed written to the graph state.
 
-    The model node first appends the answer; the command then applies the change through the
-    ``add_messages`` reducer (see :func:`~ctxfs.integrations.langgraph.state_update`):
-    replaced messages are swapped in place, archived ones removed by id, and the summary put
-    in the place of the first of them; only a list that cannot be reached so is rebuilt,
-    followed by the answer (so it is not lost by the rebuild). Nothing is written when the request's
-    messages are not the state's (a middleware outside this one edited them for this
-    request only): its edit must not become the state.
+    The change rides in the model node's own update, after the answer, so that the node
+    writes one update (``stream_mode="updates"`` gives ``{"model": {"messages": [...]}}`` on
+    every turn, compacting or not). The ``add_messages`` reducer applies it (see
+    :func:`~ctxfs.integrations.langgraph.state_update`): replaced messages are swapped in
+    place, archived ones removed by id, and the summary put in the place of the first of
+    them; only a list that cannot be reached so is rebuilt, followed by the answer (so it is
+    not lost by the rebuild). An inner middleware's command is kept, and applied after.
+    Nothing is written when the request's messages are not the state's (a middleware outside
+    this one edited them for this request only): its edit must not become the state.
     """
     before = request.messages
     state = request.state.get("messages") if isinstance(request.state, dict) else None
@@ -129,28 +132,16 @@ def _persisted(
     if update is None:
         return response
     if isinstance(response, ExtendedModelResponse):
-        own = response.command
-        merged = _merge(own.update if own is not None else None, update)
-        if merged is None:
-            return response  # an inner command writes messages too: ours waits a turn
-        answer = response.model_response
+        answer: ModelResponse[Any] = response.model_response
     else:
         answer = response if isinstance(response, ModelResponse) else ModelResponse([response])
-        merged = update
-    changes = merged["messages"]
-    rebuilt = changes and isinstance(changes[0], RemoveMessage)
-    if rebuilt and changes[0].id == REMOVE_ALL_MESSAGES:
-        merged = {**merged, "messages": [*changes, *answer.result]}
-    return ExtendedModelResponse(model_response=answer, command=Command(update=merged))
-
-
-def _merge(own: object, update: dict[str, list[AnyMessage]]) -> dict[str, Any] | None:
-    """Another middleware's command update with ours added, or ``None`` if they clash."""
-    if own is None:
-        return dict(update)
-    if isinstance(own, dict) and "messages" not in own:
-        return {**own, **update}
-    return None
+    changes = update["messages"]
+    rebuilt = isinstance(changes[0], RemoveMessage) and changes[0].id == REMOVE_ALL_MESSAGES
+    messages = [*changes, *answer.result] if rebuilt else [*answer.result, *changes]
+    written = dataclasses.replace(answer, result=messages)
+    if isinstance(response, ExtendedModelResponse):
+        return dataclasses.replace(response, model_response=written)
+    return written
 
 
 class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -484,7 +475,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # Run here: the agent's tool node would give it the arguments it injects into
             # the other tool of that name (Deep Agents' runtime), which this one does not take.
             return self._hooks.wrap_tool_call(
-                request,
+                request.override(tool=tool),
                 lambda r: cast(ToolMessage, tool.invoke({**r.tool_call, "type": "tool_call"})),
             )
         return self._hooks.wrap_tool_call(self._own_call(request), handler)
@@ -505,5 +496,5 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     ToolMessage, await tool.ainvoke({**call.tool_call, "type": "tool_call"})
                 )
 
-            return await self._hooks.awrap_tool_call(request, run)
+            return await self._hooks.awrap_tool_call(request.override(tool=tool), run)
         return await self._hooks.awrap_tool_call(self._own_call(request), handler)

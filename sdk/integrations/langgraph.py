@@ -41,7 +41,7 @@ from langgraph.types import Command
 
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._compaction._request import Tool
-from ctxfs.integrations._core import (
+from ctxfs.integrations._hooks import (
     DEFAULT_THREAD_ID,
     ContextHooks,
     ContextMeasured,
@@ -121,6 +121,9 @@ def offload_tool_node(
     The node's output (a ``ToolNode``'s ``{"messages": [...]}``, a list of ``Command`` and
     updates, a single ``Command`` or message) comes back with every large ``ToolMessage``
     replaced by a pointer; ``Command`` objects keep their ``goto``/``graph``/``resume``.
+    Results of ctxfs's own recovery tools (:func:`~ctxfs.tools.workspace_tools`) in a
+    ``ToolNode`` are not offloaded: they page instead; another node's are, whatever their
+    tools are called.
 
     Args:
         node: A ``ToolNode``, another runnable, or a function (sync or async) of the state.
@@ -132,12 +135,15 @@ def offload_tool_node(
     """
     inner: Runnable[Any, Any] = node if isinstance(node, Runnable) else RunnableLambda(node)
     hooks = ContextHooks(engine, on_event)
+    # A ToolNode names its tools: ctxfs's recovery tools among them are told by identity.
+    found = getattr(node, "tools_by_name", None)
+    tools: dict[str, object] = dict(found) if isinstance(found, Mapping) else {}
 
     def run(state: Any, config: RunnableConfig) -> Any:
-        return hooks.offload(inner.invoke(state, config))
+        return hooks.offload(inner.invoke(state, config), tools=tools)
 
     async def arun(state: Any, config: RunnableConfig) -> Any:
-        return await hooks.aoffload(await inner.ainvoke(state, config))
+        return await hooks.aoffload(await inner.ainvoke(state, config), tools=tools)
 
     return RunnableLambda(run, afunc=arun, name=inner.get_name())
 

@@ -239,7 +239,8 @@ def drive(run: Run) -> None:
             value = _answer(run.model.invoke([run.system, *effect.messages]))
         else:
             value = [
-                run.hooks.offload(_call_tool(run, call), run.thread_id) for call in effect.calls
+                run.hooks.offload(_call_tool(run, call), run.thread_id, tools=run.tools)
+                for call in effect.calls
             ]
 
 
@@ -258,7 +259,10 @@ async def adrive(run: Run) -> None:
             value = _answer(await run.model.ainvoke([run.system, *effect.messages]))
         else:
             done = await asyncio.gather(*(_acall_tool(run, call) for call in effect.calls))
-            value = [await run.hooks.aoffload(message, run.thread_id) for message in done]
+            value = [
+                await run.hooks.aoffload(message, run.thread_id, tools=run.tools)
+                for message in done
+            ]
 
 
 def _answer(reply: BaseMessage) -> AIMessage:

@@ -38,6 +38,7 @@ from ctxfs.tools._format import plural
 from ctxfs.tools._function import ToolFunction
 
 __all__ = [
+    "HISTORY_ATTRIBUTE",
     "HistoryHit",
     "HistoryReadArgs",
     "HistorySearchArgs",
@@ -45,6 +46,10 @@ __all__ = [
     "message_lines",
     "search_history",
 ]
+
+HISTORY_ATTRIBUTE: Final = "__ctxfs_history_budget__"
+"""Set on the history tools' implementations: the budget they page at (they are recovery
+tools, exempt from offloading like ``read_file``; see :mod:`ctxfs.tools._identity`)."""
 
 MAX_SCANNED_BYTES: Final = 64 * 1024 * 1024
 """The most bytes one search reads; beyond it the answer says what was left out."""
@@ -320,6 +325,8 @@ def history_functions(
     def clip(text: str) -> str:
         return budget.fixed().clip(text)
 
+    for function in (search, read):  # ctxfs's own recovery tools, told by identity
+        setattr(function, HISTORY_ATTRIBUTE, budget)
     return [
         ToolFunction("history_search", _SEARCH, HistorySearchArgs, search, clip_output=clip),
         ToolFunction("history_read", _READ, HistoryReadArgs, read, clip_output=clip),

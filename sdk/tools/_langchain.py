@@ -16,6 +16,7 @@ from ctxfs._tokens import TokenCounter
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.tools._function import ToolFunction
 from ctxfs.tools._functions import tool_functions
+from ctxfs.tools._identity import FUNCTION_ATTRIBUTE
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -72,6 +73,8 @@ def as_langchain_tool(function: ToolFunction) -> BaseTool:
     def run(**arguments: object) -> str:
         return function(**arguments)
 
+    # what it was built from: ctxfs's recovery tools are recognised by it, not by name
+    setattr(run, FUNCTION_ATTRIBUTE, function)
     return StructuredTool.from_function(
         func=run,
         name=function.name,

@@ -23,6 +23,7 @@ from ctxfs import (
 from ctxfs._layout import candidate_paths, input_path, is_json_text, result_path, safe_name
 from ctxfs._messages import offloadable_text
 from ctxfs._pointers._pointer import RESULT_TAG, Pointer, input_pointers, render_result
+from ctxfs.tools import tool_functions
 
 THREAD = "thread-1"
 BIG = "".join(f"line {i}: " + "data " * 10 + "\n" for i in range(400))
@@ -219,8 +220,9 @@ def test_small_exempt_and_non_text_results_stay() -> None:
     engine = ContextEngine(Workspace("memory://stay"), _policy())
     small = _result("ok")
     exempt = _result(BIG, name="read_file")
-    for message in (small, exempt):
-        outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD)
+    read_file = {f.name: f for f in tool_functions(engine.workspace)}["read_file"]
+    for message, tool in ((small, None), (exempt, read_file)):
+        outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD, tool=tool)
         assert outcome.message is message and outcome.event is None
     image = _result([{"type": "text", "text": BIG}, {"type": "image", "url": "http://x"}])
     outcome = engine.offload_tool_result_detailed(image, thread_id=THREAD)
@@ -231,6 +233,9 @@ def test_small_exempt_and_non_text_results_stay() -> None:
         "block 2 has type 'image', not text; the workspace keeps only text",
     )
     assert snapshot(engine.workspace) == {}
+    # the name alone exempts nothing: only ctxfs's own read_file pages instead
+    named = engine.offload_tool_result_detailed(exempt, thread_id=THREAD)
+    assert isinstance(named.event, ToolResultOffloaded)
 
 
 def test_nul_characters_are_saved_as_a_stand_in_and_come_back() -> None:

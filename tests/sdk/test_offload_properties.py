@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs import ContextEngine, ContextPolicy, Workspace, pointer_of, resolve_pointers
 from ctxfs._tokens import ENCODING_NAME, TiktokenCounter
+from ctxfs.tools import tool_functions
 
 _fresh = itertools.count()
 _PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -92,6 +93,7 @@ def test_reading_an_offloaded_file_back_is_never_offloaded_again(
     engine = _engine(policy)
     out = run_pipeline(engine, history, thread_id)
     files_before = snapshot(engine.workspace)
+    read_file = {f.name: f for f in tool_functions(engine.workspace)}["read_file"]
     for message in out:
         if not isinstance(message, ToolMessage) or not isinstance(message.content, str):
             continue
@@ -99,14 +101,15 @@ def test_reading_an_offloaded_file_back_is_never_offloaded_again(
         if held is None:
             continue
         path = held.path
-        # the recovery tool pages through the file: never offloaded
-        page = engine.workspace.read_lines(path, offset=0, limit=50)
-        read_back = ToolMessage(content=str(page), tool_call_id="r", name="read_file")
-        assert engine.offload_tool_result(read_back, thread_id=thread_id) is read_back
+        # ctxfs's recovery tool pages through the file: never offloaded
+        page = read_file(file_path=path, offset=0, limit=50)
+        read_back = ToolMessage(content=page, tool_call_id="r", name="read_file")
+        kept = engine.offload_tool_result(read_back, thread_id=thread_id, tool=read_file)
+        assert kept is read_back
         whole = ToolMessage(
             content=engine.workspace.read_text(path), tool_call_id="r", name="read_file"
         )
-        assert engine.offload_tool_result(whole, thread_id=thread_id) is whole
+        assert engine.offload_tool_result(whole, thread_id=thread_id, tool=read_file) is whole
     assert snapshot(engine.workspace) == files_before
 
 

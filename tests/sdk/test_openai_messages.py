@@ -19,6 +19,7 @@ from ctxfs import (
     resolve_pointers,
 )
 from ctxfs._summary._message import SUMMARY_TAG
+from ctxfs.tools import tool_functions
 
 Message = dict[str, Any]
 POLICY = ContextPolicy(
@@ -184,10 +185,21 @@ def test_pointer_dicts_hold_only_the_keys_of_an_openai_tool_message() -> None:
 
 
 def test_the_name_on_a_result_dict_is_the_tool_name() -> None:
-    engine = ContextEngine(Workspace("memory://openai-named-result"), POLICY)
-    # read_file is a recovery tool: exempt, never offloaded
-    result = {"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "x\n" * 2000}
+    exempt = ContextPolicy(
+        max_input_tokens=32_000,
+        tool_results={"threshold": {"tokens": 400}, "exempt_tools": {"lookup"}},
+    )
+    engine = ContextEngine(Workspace("memory://openai-named-result"), exempt)
+    # the dict's own name is the tool's: a tool the policy exempts by name stays inline
+    result = {"role": "tool", "tool_call_id": "c1", "name": "lookup", "content": "x\n" * 2000}
     assert engine.offload_openai_result(result, thread_id="t") is result
+    # ctxfs's read_file is exempt as the tool it is; a result merely named read_file is not
+    read_file = {f.name: f for f in tool_functions(engine.workspace)}["read_file"]
+    named = {**result, "name": "read_file", "tool_call_id": "c2"}
+    assert engine.offload_openai_result(named, thread_id="t", tool=read_file) is named
+    assert engine.offload_openai_result(named, thread_id="t")["content"].startswith(
+        "[ctxfs: tool result offloaded]"
+    )
 
 
 def test_a_tool_call_whose_arguments_are_not_json_is_kept_as_given() -> None:

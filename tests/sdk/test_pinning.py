@@ -231,3 +231,14 @@ def test_every_archived_line_is_found_where_it_is(lines: list[str]) -> None:
     for number, line in enumerate(lines, 1):
         hits = search_history(ws, line, thread_id="t")
         assert any(h.line == number and h.text == line and h.message is not None for h in hits)
+
+
+def test_the_history_tools_are_recovery_tools_by_identity_not_by_name() -> None:
+    from ctxfs._pointers._recovery import recovery_tool
+    from ctxfs.tools import ToolFunction
+
+    budget = OutputBudget(2_000, TiktokenCounter())
+    search, read = history_functions(Workspace("memory://h-id"), budget, thread_id="t")
+    assert recovery_tool(search) is not None and recovery_tool(read) is not None
+    impostor = ToolFunction("history_search", "x", search.args_schema, lambda **_: "x")
+    assert recovery_tool(impostor) is None

@@ -21,8 +21,9 @@ def test_defaults() -> None:
     assert policy.tool_results.threshold == Threshold(tokens=20_000)
     assert policy.tool_results.preview_lines == 10
     assert policy.tool_results.preview_line_chars == 200
-    assert policy.tool_results.exempt_tools == {"read_file", "grep", "glob", "ls"}
-    assert policy.tool_results.exempt_tools == DEFAULT_EXEMPT_TOOLS
+    # ctxfs's recovery tools are exempt by identity, not by these names
+    assert policy.tool_results.exempt_tools == frozenset()
+    assert policy.clearing.recovery_tools == DEFAULT_EXEMPT_TOOLS
     assert policy.tool_inputs.trigger is None  # from the high-water mark
     assert policy.tool_inputs.keep_messages == 20
     assert policy.tool_inputs.min_chars == 2_000

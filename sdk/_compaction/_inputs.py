@@ -1,0 +1,166 @@
+"""Step 2, input offload: large string arguments of old tool calls saved and replaced by pointers.
+
+Any string argument of any tool counts, unless ``tool_inputs.args`` names the tool; a
+pointer never costs as many tokens as the argument it replaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from ctxfs._compaction._means import Means
+from ctxfs._events import (
+    ContextEvent,
+    OffloadFailed,
+    OffloadResult,
+    ToolInputOffloaded,
+)
+from ctxfs._layout import input_path
+from ctxfs._messages import (
+    offloadable_text,
+    target_path_of,
+)
+from ctxfs._pointers._pointer import (
+    Pointer,
+    count_lines,
+    input_pointers,
+    point_input,
+    render_input,
+)
+from ctxfs._policy._settings import ContextPolicy
+from ctxfs._workspace._saving import Unsaved, save_text
+
+__all__ = ["input_frees", "input_pointer", "offload_call_args", "offload_inputs"]
+
+
+def input_frees(
+    means: Means, messages: Sequence[BaseMessage], thread_id: str, policy: ContextPolicy
+) -> Iterator[tuple[int, int]]:
+    """What offloading each old input would free: (message index, tokens), oldest first."""
+    for i in range(max(0, len(messages) - policy.tool_inputs.keep_messages)):
+        message = messages[i]
+        if isinstance(message, AIMessage) and message.tool_calls:
+            held = input_pointers(message)
+            for index, call, arg, value in _input_candidates(message, policy):
+                if (index, arg) not in held:
+                    _, _, freed = input_pointer(means, call, index, arg, value, thread_id)
+                    if freed > 0:
+                        yield i, freed
+
+
+def input_pointer(
+    means: Means, call: Mapping[str, Any], index: int, arg: str, value: str, thread_id: str
+) -> tuple[Pointer, str, int]:
+    """The pointer that would replace an argument, its text, and the tokens it frees."""
+    call_id = call["id"] or ""
+    tokens = means.arg_tokens(value)
+    pointer = Pointer(
+        kind="input",
+        path=input_path(thread_id, call_id, arg, value),
+        lines=count_lines(value),
+        chars=len(value),
+        tokens=tokens,
+        tool_call_id=call_id,
+        arg=arg,
+        call_index=index,
+        target=target_path_of(call["args"]),
+    )
+    rendered = render_input(pointer, tool_name=call["name"])
+    return pointer, rendered, tokens - means.counter.count_text(rendered)
+
+
+def offload_inputs(
+    means: Means,
+    messages: Sequence[BaseMessage],
+    thread_id: str,
+    policy: ContextPolicy,
+    extra: int,
+    *,
+    go: bool = False,
+    upto: int | None = None,
+) -> OffloadResult:
+    before = means.counter.count_messages(messages)
+    settings = policy.tool_inputs
+    out = list(messages)
+    if not settings.enabled or (not go and before + extra < policy.input_trigger_tokens):
+        return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
+    events: list[ContextEvent] = []
+    end = max(0, len(out) - settings.keep_messages)
+    for i in range(end if upto is None else min(end, upto)):
+        message = out[i]
+        if isinstance(message, AIMessage) and message.tool_calls:
+            out[i] = offload_call_args(means, message, thread_id, policy, events)
+    after = means.counter.count_messages(out)
+    return OffloadResult(
+        messages=out, events=tuple(events), tokens_before=before, tokens_after=after
+    )
+
+
+def offload_call_args(
+    means: Means,
+    message: AIMessage,
+    thread_id: str,
+    policy: ContextPolicy,
+    events: list[ContextEvent],
+) -> AIMessage:
+    held = input_pointers(message)
+    for index, call, arg, value in _input_candidates(message, policy):
+        if (index, arg) in held:
+            continue  # pointers stay
+        call_id = call["id"] or ""
+        tokens = means.arg_tokens(value)
+        target = target_path_of(call["args"])
+        pointer, rendered, freed = input_pointer(means, call, index, arg, value, thread_id)
+        # As for results: a pointer never costs more than the argument it replaces.
+        if freed <= 0:
+            continue
+        try:
+            path = save_text(means.workspace, pointer.path, value)
+        except Unsaved as failure:
+            events.append(
+                OffloadFailed(
+                    tool_call_id=call_id, reason=failure.reason, path=failure.path, arg=arg
+                )
+            )
+            continue
+        if path != pointer.path:
+            pointer = replace(pointer, path=path)
+            rendered = render_input(pointer, tool_name=call["name"])
+            if means.counter.count_text(rendered) >= tokens:
+                continue
+        message = point_input(message, pointer, rendered)
+        held = input_pointers(message)
+        events.append(
+            ToolInputOffloaded(
+                tool_call_id=call_id,
+                tool_name=call["name"],
+                arg=arg,
+                path=path,
+                target_path=target,
+                chars=len(value),
+                tokens=tokens,
+            )
+        )
+    return message
+
+
+def _input_candidates(
+    message: AIMessage, policy: ContextPolicy
+) -> Iterator[tuple[int, Mapping[str, Any], str, str]]:
+    """The arguments of a message's calls that input offload may move: (call index, call,
+    argument, value). Any string argument of any tool, unless ``args`` names the tool."""
+    settings = policy.tool_inputs
+    for index, call in enumerate(message.tool_calls):
+        names = settings.args.get(call["name"])
+        for arg, value in call["args"].items():
+            if names is not None and arg not in names:
+                continue
+            if not isinstance(value, str) or len(value) < settings.min_chars:
+                continue
+            if offloadable_text(value) is None:
+                continue  # NUL-bearing text could not be read back
+            yield index, call, arg, value

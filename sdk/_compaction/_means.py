@@ -1,0 +1,52 @@
+"""What the compaction steps work with: the workspace, the token counter, and their caches.
+
+The steps are functions over values (:mod:`~ctxfs._compaction._results`,
+:mod:`~ctxfs._compaction._inputs`, :mod:`~ctxfs._compaction._apply`,
+:mod:`~ctxfs._compaction._batch`); the engine hands each of them its :class:`Means`, and
+holds its lock around them (the token counter's caches are not thread-safe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ctxfs._pointers._recovery import RecoveryTool
+from ctxfs._tokens import TokenCounter
+from ctxfs._workspace._workspace import Workspace
+
+__all__ = ["Means", "Offered"]
+
+Offered = Mapping[str, RecoveryTool]
+"""ctxfs's recovery tools the model is offered, by name."""
+
+_ARG_COUNTS = 4_096
+"""The most argument token counts a :class:`Means` keeps (then it starts again)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Means:
+    """One engine's workspace and token counter, and the caches its steps share.
+
+    Attributes:
+        workspace: Where content is saved.
+        counter: What counts tokens.
+        arg_counts: Token counts of old tool arguments (looked at on every call until their
+            batch goes).
+        tools: ctxfs's recovery tools on the workspace, by output budget (``None``: the
+            default), to repeat re-reads with.
+    """
+
+    workspace: Workspace
+    counter: TokenCounter
+    arg_counts: dict[str, int] = field(default_factory=dict)
+    tools: dict[int | None, dict[str, RecoveryTool]] = field(default_factory=dict)
+
+    def arg_tokens(self, value: str) -> int:
+        """The tokens of an argument, counted once."""
+        tokens = self.arg_counts.get(value)
+        if tokens is None:
+            if len(self.arg_counts) >= _ARG_COUNTS:
+                self.arg_counts.clear()
+            tokens = self.arg_counts[value] = self.counter.count_text(value)
+        return tokens

@@ -1,0 +1,113 @@
+"""Step 1, result offload: a tool result over the threshold is saved and replaced by a pointer.
+
+A pointer never costs more than what it replaces; a failed write leaves the result inline
+with an :class:`~ctxfs._events.OffloadFailed` event.
+"""
+
+from __future__ import annotations
+
+from langchain_core.messages import ToolMessage
+
+from ctxfs._compaction._means import Means
+from ctxfs._events import (
+    OffloadFailed,
+    ToolResultOffloaded,
+    ToolResultOutcome,
+)
+from ctxfs._layout import result_path
+from ctxfs._messages import (
+    message_text,
+    saved_text,
+    why_not_saved,
+)
+from ctxfs._pointers._pointer import (
+    Pointer,
+    content_shape,
+    count_lines,
+    point_result,
+    render_result,
+    result_pointer,
+)
+from ctxfs._pointers._recovery import recovery_tool
+from ctxfs._policy._settings import ContextPolicy
+from ctxfs._tokens import count_exceeding
+from ctxfs._workspace._saving import Unsaved, save_text
+
+__all__ = ["offload_result"]
+
+
+def offload_result(
+    means: Means,
+    message: ToolMessage,
+    thread_id: str,
+    policy: ContextPolicy,
+    tool: object | None,
+) -> ToolResultOutcome:
+    """Step 1, when a tool returns: ``message``, or a pointer to its saved content.
+
+    See :meth:`ContextEngine.offload_tool_result <ctxfs.ContextEngine.offload_tool_result>`.
+    """
+    settings = policy.tool_results
+    if not settings.enabled or message.name in settings.exempt_tools:
+        return ToolResultOutcome(message=message)
+    if recovery_tool(tool) is not None:
+        return ToolResultOutcome(message=message)  # ctxfs's own: it pages instead
+    if result_pointer(message) is not None:
+        return ToolResultOutcome(message=message)
+    text = saved_text(message.content)
+    threshold = policy.result_threshold_tokens
+    tokens = count_exceeding(means.counter, text or message_text(message), threshold)
+    if tokens is None:
+        return ToolResultOutcome(message=message)
+    call_id = message.tool_call_id
+    if text is None:  # over the threshold, yet it cannot be saved as it is: say why
+        why = why_not_saved(message.content)
+        reason = f"the result ({tokens:,} tokens) stays inline: {why}"
+        return ToolResultOutcome(
+            message=message, event=OffloadFailed(tool_call_id=call_id, reason=reason)
+        )
+
+    def pointer_to(path: str) -> tuple[Pointer, str, int]:
+        pointer = Pointer(
+            kind="result",
+            path=path,
+            lines=count_lines(text),
+            chars=len(text),
+            tokens=tokens,
+            tool_call_id=call_id,
+            shape=content_shape(message.content),
+        )
+        rendered = render_result(
+            pointer,
+            text,
+            preview_lines=settings.preview_lines,
+            preview_line_chars=settings.preview_line_chars,
+        )
+        return pointer, rendered, means.counter.count_text(rendered)
+
+    # A pointer never costs more than what it replaces. It is sized before anything is
+    # written (the preview is cheap to build), and again if a name collision made its
+    # path longer; a file already written then stays, unreferenced but harmless.
+    first = result_path(thread_id, call_id, text)
+    pointer, rendered, pointer_tokens = pointer_to(first)
+    if pointer_tokens >= tokens:
+        return ToolResultOutcome(message=message)
+    try:
+        path = save_text(means.workspace, first, text)
+    except Unsaved as failure:
+        event = OffloadFailed(tool_call_id=call_id, reason=failure.reason, path=failure.path)
+        return ToolResultOutcome(message=message, event=event)
+    if path != first:
+        pointer, rendered, pointer_tokens = pointer_to(path)
+        if pointer_tokens >= tokens:
+            return ToolResultOutcome(message=message)
+    offloaded = ToolResultOffloaded(
+        tool_call_id=call_id,
+        tool_name=message.name,
+        path=path,
+        lines=pointer.lines,
+        chars=pointer.chars,
+        tokens=tokens,
+        tokens_after=pointer_tokens,
+    )
+    return ToolResultOutcome(message=point_result(message, pointer, rendered), event=offloaded)
