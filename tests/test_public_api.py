@@ -33,6 +33,7 @@ PUBLIC = [
     "ModelCall",
     "NotADirectoryPathError",
     "NotTextError",
+    "NothingToCompact",
     "OffloadFailed",
     "OffloadResult",
     "PathExistsError",

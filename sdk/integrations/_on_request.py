@@ -23,7 +23,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from ctxfs._compaction._engine import ContextEngine, NothingToCompact
+from ctxfs._compaction._engine import ContextEngine
+from ctxfs._compaction._outcome import NothingToCompact
 from ctxfs._events import CompactionResult, Summarized
 from ctxfs.integrations._hooks import (
     ContextHooks,

@@ -15,12 +15,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from ctxfs import (
     ContextEngine,
     ContextPolicy,
+    NothingToCompact,
     TranscriptArchive,
     Workspace,
     is_pinned,
     is_summary,
 )
-from ctxfs._compaction._engine import NothingToCompact
 from ctxfs._summary._cut import prefix_end, split_blocks
 from ctxfs._summary._pins import in_view_kind, render_plan
 from ctxfs._tokens import TiktokenCounter
