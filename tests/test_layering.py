@@ -59,8 +59,6 @@ ONLY_VOCABULARY = {"ctxfs.backends", "ctxfs.sandbox", "ctxfs._policy"}
 
 ROOT_MODULES_AT_MOST = 8
 
-KNOWN: set[str] = {}
-"""Violations being removed while the layout lands; each must still be one (it only shrinks)."""
 
 
 def _sources() -> dict[str, Path]:
@@ -116,8 +114,7 @@ def _violations() -> list[str]:
 
 def test_no_module_imports_from_a_higher_rank() -> None:
     found = _violations()
-    assert [v for v in found if v not in KNOWN] == []
-    assert sorted(KNOWN - set(found)) == [], "fixed: take these out of KNOWN"
+    assert found == []
 
 
 def test_every_module_has_a_rank() -> None:
