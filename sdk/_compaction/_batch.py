@@ -37,7 +37,12 @@ class Batch:
 
 
 def plan_batch(
-    means: Means, messages: Sequence[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+    means: Means,
+    messages: Sequence[BaseMessage],
+    thread_id: str,
+    policy: ContextPolicy,
+    extra: int,
+    counted: int | None = None,
 ) -> Batch | None:
     """The batch down to the low-water mark, or ``None`` when there is nothing to do.
 
@@ -45,7 +50,7 @@ def plan_batch(
     candidate before the first message at which the running total reaches the low-water
     mark, or all of them when it never does.
     """
-    before = means.counter.count_messages(messages)
+    before = means.counter.count_messages(messages) if counted is None else counted
     need = before + extra - policy.low_water_tokens
     if need <= 0:
         return None
@@ -84,12 +89,13 @@ def batch(
     policy: ContextPolicy,
     extra: int,
     offered: Offered,
+    counted: int | None = None,
 ) -> tuple[OffloadResult, OffloadResult]:
     """A compaction's lossless steps (see :func:`plan_batch`), applied at once so the prefix
     changes once: the inputs, then the results."""
-    plan = plan_batch(means, messages, thread_id, policy, extra)
+    plan = plan_batch(means, messages, thread_id, policy, extra, counted)
     if plan is None:
-        before = means.counter.count_messages(messages)
+        before = means.counter.count_messages(messages) if counted is None else counted
         unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
         return unchanged, unchanged
     inputs = offload_inputs(means, messages, thread_id, policy, extra, go=True, upto=plan.upto)
@@ -104,6 +110,7 @@ def lossless(
     policy: ContextPolicy,
     extra: int,
     offered: Offered,
+    counted: int | None = None,
 ) -> tuple[OffloadResult, OffloadResult]:
     """Below the high-water mark: the steps whose explicit trigger is reached, as one
     batch, so the prefix changes once.
@@ -115,7 +122,7 @@ def lossless(
     if not policy.clearing.enabled:
         inputs = offload_inputs(means, messages, thread_id, policy, extra)
         return inputs, clear_results(means, inputs.messages, thread_id, policy, extra, offered)
-    before = means.counter.count_messages(messages)
+    before = means.counter.count_messages(messages) if counted is None else counted
     unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
     if before + extra < policy.clearing_trigger_tokens:
         return unchanged, unchanged

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -43,9 +43,19 @@ from ctxfs._compaction._batch import batch, lossless
 from ctxfs._compaction._inputs import offload_inputs
 from ctxfs._compaction._means import Means
 from ctxfs._compaction._openai import OpenAIMessages, OpenAIMethods
-from ctxfs._compaction._outcome import Fixed, SentRequests, compaction_result, forced
+from ctxfs._compaction._outcome import (
+    WORTH_COMPACTING,
+    Fixed,
+    NothingToCompact,
+    SentRequests,
+    compaction_result,
+    forced,
+    requested,
+    summarized_or_refused,
+)
 from ctxfs._compaction._request import RequestParts, Tool, policy_for_window
 from ctxfs._compaction._results import offload_result
+from ctxfs._errors import WorkspaceError
 from ctxfs._events import (
     ArchiveFailed,
     ArchiveRepaired,
@@ -65,7 +75,7 @@ from ctxfs._summary._step import summarize_steps
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._workspace import Workspace
 
-__all__ = ["ContextEngine"]
+__all__ = ["WORTH_COMPACTING", "ContextEngine", "NothingToCompact"]
 
 _Steps = Generator[str, ModelAnswer, CompactionResult]
 
@@ -153,6 +163,7 @@ class ContextEngine(OpenAIMethods):
         tools: Sequence[Tool] = (),
         model: BaseChatModel | None = None,
         force: bool = False,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
     ) -> CompactionResult:
         """Keeps a request inside the window: offload old inputs, clear old results, summarize.
 
@@ -184,6 +195,10 @@ class ContextEngine(OpenAIMethods):
             force: Compact as hard as the policy allows, whatever the triggers say: clear
                 every old result and summarize all but the most recent block. For a request
                 the provider refused as too long.
+            plan: The live plan (a todo list: ``{"content", "status"}`` dicts, as LangChain's
+                ``TodoListMiddleware`` keeps it, or text): a summary puts it back after
+                itself, from this state, never from its own text
+                (:attr:`~ctxfs.ContextPolicy.pinning`).
 
         Returns:
             The new history, events, tokens before and after, the target and whether it was
@@ -192,11 +207,59 @@ class ContextEngine(OpenAIMethods):
         Raises:
             ValueError: The policy has no window and the model gives none.
         """
-        steps = self._steps(messages, thread_id, self._request(system, tools, model), force)
+        steps = self._steps(messages, thread_id, self._request(system, tools, model), force, plan)
         step = self._advance(steps, None)
         while isinstance(step, str):
             step = self._advance(steps, self._summarize(step))
         return step
+
+    def compact_now(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
+    ) -> CompactionResult:
+        """One compaction now, whatever the triggers say: what ``compact_conversation`` runs.
+
+        The same escalation as :meth:`compact` (old inputs offloaded and results cleared at
+        their own triggers), then a summary of everything outside the policy's protected
+        recent window, archived first as always. Unlike ``compact(force=True)`` it keeps the
+        recent window the policy sets.
+
+        Raises:
+            NothingToCompact: Fewer than :data:`WORTH_COMPACTING` tokens lie outside the
+                recent window (or the archive could not be written): nothing was changed.
+            ValueError: The policy has no window and the model gives none.
+        """
+        request = self._request(system, tools, model)
+        steps = self._steps(messages, thread_id, request, False, plan, now=True)
+        step = self._advance(steps, None)
+        while isinstance(step, str):
+            step = self._advance(steps, self._summarize(step))
+        return summarized_or_refused(step)
+
+    async def acompact_now(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
+    ) -> CompactionResult:
+        """Async twin of :meth:`compact_now`."""
+        request = await asyncio.to_thread(self._request, system, tools, model)
+        steps = self._steps(messages, thread_id, request, False, plan, now=True)
+        step = await asyncio.to_thread(self._advance, steps, None)
+        while isinstance(step, str):
+            answer = await self._asummarize(step)
+            step = await asyncio.to_thread(self._advance, steps, answer)
+        return summarized_or_refused(step)
 
     async def acompact(
         self,
@@ -207,6 +270,7 @@ class ContextEngine(OpenAIMethods):
         tools: Sequence[Tool] = (),
         model: BaseChatModel | None = None,
         force: bool = False,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
     ) -> CompactionResult:
         """Async twin of :meth:`compact`: the same result, without blocking the event loop.
 
@@ -215,7 +279,7 @@ class ContextEngine(OpenAIMethods):
         the summary model is awaited (``ainvoke``) on the loop, with the lock released.
         """
         request = await asyncio.to_thread(self._request, system, tools, model)
-        steps = self._steps(messages, thread_id, request, force)
+        steps = self._steps(messages, thread_id, request, force, plan)
         step = await asyncio.to_thread(self._advance, steps, None)
         while isinstance(step, str):
             answer = await self._asummarize(step)
@@ -270,18 +334,29 @@ class ContextEngine(OpenAIMethods):
             return Fixed(system_tokens, self._parts.tool_tokens(tools), offered_tools(tools))
 
     def _steps(
-        self, messages: Sequence[BaseMessage], thread_id: str, fixed: Fixed, force: bool
+        self,
+        messages: Sequence[BaseMessage],
+        thread_id: str,
+        fixed: Fixed,
+        force: bool,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
+        *,
+        now: bool = False,
     ) -> _Steps:
         """The escalation, in order; yields a prompt whenever the summary model must answer."""
         policy = self.window_from(None)
         if force:
             policy = forced(policy)
+        elif now:
+            policy = requested(policy)
         extra = fixed.system + fixed.tools
         original = list(messages)
         # One compaction at the high-water mark; below it only explicit step triggers act.
-        compacting = self._counter.count_messages(original) + extra >= policy.high_water_tokens
+        counted = self._counter.count_messages(original)
+        compacting = counted + extra >= policy.high_water_tokens
         steps = batch if compacting else lossless
-        inputs, cleared = steps(self._means, original, thread_id, policy, extra, fixed.offered)
+        offered = fixed.offered
+        inputs, cleared = steps(self._means, original, thread_id, policy, extra, offered, counted)
         current, events = cleared.messages, [*inputs.events, *cleared.events]
         before, tokens = inputs.tokens_before, cleared.tokens_after
         # Summarize only when the lossless steps could not reach the low-water mark, and left
@@ -307,6 +382,9 @@ class ContextEngine(OpenAIMethods):
             thread_id=thread_id,
             tokens=tokens,
             fixed=extra,
+            plan=plan,
+            notes=self._notes(policy),
+            at_least=WORTH_COMPACTING if now else 0,
         )
         repaired = [ArchiveRepaired(reason=reason) for reason in outcome.repairs]
         if outcome.failed is not None:
@@ -346,6 +424,16 @@ class ContextEngine(OpenAIMethods):
             fixed,
             outcome.why_not,
         )
+
+    def _notes(self, policy: ContextPolicy) -> tuple[str, str] | None:
+        """The agent's notes file, ``(path, text)``, when the policy pins one and it is there."""
+        path = policy.pinning.notes_path
+        if path is None:
+            return None
+        try:
+            return path, self._workspace.read_text(path)
+        except (WorkspaceError, UnicodeDecodeError, ValueError):
+            return None  # no notes yet, or not text: nothing to put back
 
     def _result(
         self,

@@ -5,7 +5,9 @@
   what the provider cached, to price a prefix change (:class:`~ctxfs._events.PrefixChanged`);
 - :func:`compaction_result`: the :class:`~ctxfs._events.CompactionResult`, with a
   :class:`~ctxfs._events.ContextOverBudget` when the request is still over its limit;
-- :func:`forced`: the policy at its hardest, for a request the provider refused.
+- :func:`forced`: the policy at its hardest, for a request the provider refused;
+  :func:`requested`: a summary now (``compact_now``), which :func:`summarized_or_refused`
+  checks was made.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from langchain_core.messages import BaseMessage
 
 from ctxfs._compaction._means import Offered
 from ctxfs._compaction._prefix import shared_prefix
-from ctxfs._events import CompactionResult, ContextEvent, ContextOverBudget, PrefixChanged
+from ctxfs._events import (
+    CompactionResult,
+    ContextEvent,
+    ContextOverBudget,
+    PrefixChanged,
+    Summarized,
+)
 from ctxfs._policy._settings import (
     ContextPolicy,
     KeepRecent,
@@ -27,7 +35,16 @@ from ctxfs._policy._settings import (
 )
 from ctxfs._tokens import TokenCounter
 
-__all__ = ["Fixed", "SentRequests", "compaction_result", "forced"]
+__all__ = [
+    "WORTH_COMPACTING",
+    "Fixed",
+    "NothingToCompact",
+    "SentRequests",
+    "compaction_result",
+    "forced",
+    "requested",
+    "summarized_or_refused",
+]
 
 _SENT_THREADS = 256
 """The most threads whose last request an engine remembers (the oldest is forgotten)."""
@@ -123,6 +140,29 @@ def compaction_result(
         reached_target=reached,
         reason=None if reached else why_not,
     )
+
+
+WORTH_COMPACTING = 1_000
+"""The fewest tokens :meth:`ContextEngine.compact_now <ctxfs.ContextEngine.compact_now>`
+summarizes: below it a summary would save about what it costs to write and to send."""
+
+
+class NothingToCompact(ValueError):
+    """A compaction asked for now found nothing worth compacting; nothing was changed."""
+
+
+def summarized_or_refused(result: CompactionResult) -> CompactionResult:
+    """``result`` if it summarized; else :class:`NothingToCompact` saying why."""
+    if any(isinstance(event, Summarized) for event in result.events):
+        return result
+    why = result.reason or "no summary was made"
+    raise NothingToCompact(f"nothing worth compacting now: {why}")
+
+
+def requested(policy: ContextPolicy) -> ContextPolicy:
+    """The policy with its summary trigger fired: a summary now, keeping the recent window."""
+    summarization = policy.summarization.model_copy(update={"trigger": SummaryTrigger(tokens=1)})
+    return policy.model_copy(update={"summarization": summarization})
 
 
 def forced(policy: ContextPolicy) -> ContextPolicy:

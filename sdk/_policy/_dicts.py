@@ -23,6 +23,7 @@ from ctxfs._policy._fields import (
     ThresholdDict,
 )
 from ctxfs._policy._steps import (
+    Pinning,
     Summarization,
     ToolInputOffload,
     ToolResultClearing,
@@ -31,6 +32,7 @@ from ctxfs._policy._steps import (
 
 __all__ = [
     "ContextPolicyDict",
+    "PinningDict",
     "SummarizationDict",
     "ToolInputOffloadDict",
     "ToolResultClearingDict",
@@ -93,3 +95,15 @@ class ContextPolicyDict(TypedDict, total=False):
     tool_inputs: ToolInputOffload | ToolInputOffloadDict
     clearing: ToolResultClearing | ToolResultClearingDict
     summarization: Summarization | SummarizationDict
+    pinning: Pinning | PinningDict
+
+
+class PinningDict(TypedDict, total=False):
+    """:class:`Pinning` as a dict."""
+
+    enabled: bool
+    budget: Threshold | ThresholdDict
+    machine_made: str | None
+    pointers: int
+    notes_path: str | None
+    notes_tokens: int

@@ -45,6 +45,7 @@ from pydantic import Field, field_validator, model_validator
 from ctxfs._policy._budget import Budget
 from ctxfs._policy._dicts import (
     ContextPolicyDict,
+    PinningDict,
     SummarizationDict,
     ToolInputOffloadDict,
     ToolResultClearingDict,
@@ -64,6 +65,7 @@ from ctxfs._policy._fields import (
 from ctxfs._policy._fields import _Settings as _Settings  # the base, for other settings
 from ctxfs._policy._steps import (
     DEFAULT_EXEMPT_TOOLS,
+    Pinning,
     Summarization,
     ToolInputOffload,
     ToolResultClearing,
@@ -78,6 +80,8 @@ __all__ = [
     "KeepRecentDict",
     "KeepToolResults",
     "KeepToolResultsDict",
+    "Pinning",
+    "PinningDict",
     "Summarization",
     "SummarizationDict",
     "SummaryTrigger",
@@ -130,6 +134,8 @@ class ContextPolicy(_Settings):
         tool_inputs: Offloading of large old tool inputs (step 2).
         clearing: Clearing old tool results to pointers (step 3, before summarizing).
         summarization: Archiving and summarizing old messages (step 4).
+        pinning: What a summary puts back in view after itself: the user's messages
+            verbatim, the plan, the agent's notes.
     """
 
     max_input_tokens: int | None = None
@@ -141,6 +147,7 @@ class ContextPolicy(_Settings):
     tool_inputs: ToolInputOffload = Field(default_factory=ToolInputOffload)
     clearing: ToolResultClearing = Field(default_factory=ToolResultClearing)
     summarization: Summarization = Field(default_factory=Summarization)
+    pinning: Pinning = Field(default_factory=Pinning)
 
     if TYPE_CHECKING:  # what a type checker accepts: a settings object or a plain dict
 
@@ -156,6 +163,7 @@ class ContextPolicy(_Settings):
             tool_inputs: ToolInputOffload | ToolInputOffloadDict = ...,
             clearing: ToolResultClearing | ToolResultClearingDict = ...,
             summarization: Summarization | SummarizationDict = ...,
+            pinning: Pinning | PinningDict = ...,
         ) -> None: ...
 
     @field_validator("max_input_tokens", mode="before")

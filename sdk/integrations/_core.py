@@ -12,6 +12,7 @@ from ctxfs.integrations._hooks import (
     RequestShape,
     current_thread_id,
     is_context_overflow,
+    plan_of,
     state_update,
     thread_id_from_config,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "RequestShape",
     "current_thread_id",
     "is_context_overflow",
+    "plan_of",
     "state_update",
     "thread_id_from_config",
 ]

@@ -28,6 +28,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Any, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -48,6 +49,11 @@ from ctxfs._events import (
     OffloadFailed,
     describe_event,
 )
+from ctxfs.integrations._threads import (
+    DEFAULT_THREAD_ID,
+    current_thread_id,
+    thread_id_from_config,
+)
 
 __all__ = [
     "DEFAULT_THREAD_ID",
@@ -57,12 +63,11 @@ __all__ = [
     "RequestShape",
     "current_thread_id",
     "is_context_overflow",
+    "plan_of",
     "state_update",
     "thread_id_from_config",
 ]
 
-DEFAULT_THREAD_ID = "default"
-"""The thread id used when a run's config has none (a graph without a checkpointer)."""
 
 EventHandler = Callable[[ContextEvent, str], object]
 """Called with each event and the thread id it happened in."""
@@ -103,76 +108,6 @@ class ContextMeasured(ContextEvent):
     limit: int
 
 
-# -- thread ids -----------------------------------------------------------------------------
-
-
-def thread_id_from_config(
-    config: Mapping[str, Any] | None, *, default: str = DEFAULT_THREAD_ID
-) -> str:
-    """The conversation a run belongs to: its ``thread_id``, plus the sub-graph it runs in.
-
-    ``config["configurable"]["thread_id"]`` names the thread. A run without one (a graph
-    without a checkpointer) is named after its ``config["run_id"]``, as ``run-<run_id>``, and
-    only a run with neither uses ``default``. The transcript archive allows one writer per
-    thread, so concurrent runs without a thread id must not share a name: give each a
-    ``run_id`` (``graph.invoke(state, {"run_id": uuid.uuid4()})``) or, better, a
-    ``thread_id``. Runs named ``default`` continue one another's files, which is right only
-    while they run one at a time.
-
-    A node of a sub-graph runs in a checkpoint namespace such as
-    ``researcher:<task>|model:<task>``; its conversation is ``<thread_id>/researcher:<task>``:
-    the namespace without its last segment (the node itself, whose task changes at every
-    step). The task of each enclosing node stays: it names one invocation, and is the same at
-    every step of it (and again when a checkpointed run resumes it). So every agent
-    invocation gets its own thread: a sub-agent's messages never mix with its parent's, nor
-    with those of the same sub-agent invoked in parallel (three calls of one tool that runs
-    a ``create_agent`` sub-agent are three threads), and every step of one invocation lands
-    in the same place.
-
-    Example:
-        >>> thread_id_from_config({"configurable": {"thread_id": "t1",
-        ...     "checkpoint_ns": "researcher:1f2|model:9ab"}})
-        't1/researcher:1f2'
-        >>> thread_id_from_config({"run_id": "5d1c"})
-        'run-5d1c'
-        >>> thread_id_from_config(None)
-        'default'
-    """
-    configurable = (config or {}).get("configurable") or {}
-    thread = configurable.get("thread_id")
-    run = (config or {}).get("run_id")
-    if thread not in (None, ""):
-        base = str(thread)
-    elif run not in (None, ""):
-        base = f"run-{run}"
-    else:
-        base = default
-    namespace = configurable.get("checkpoint_ns") or ""
-    parents = str(namespace).split("|")[:-1]
-    return "/".join([base, *(segment for segment in parents if segment)])
-
-
-def current_thread_id(default: str = DEFAULT_THREAD_ID) -> str:
-    """The thread id of the graph run this is called from (see :func:`thread_id_from_config`).
-
-    Inside a node, langgraph keeps the run's ``run_id`` in the run's runtime rather than in
-    the node's config; it is read from there. Outside a graph run, ``default``.
-    """
-    from langgraph.config import get_config
-    from langgraph.runtime import get_runtime
-
-    try:
-        config = get_config()
-    except RuntimeError:  # not inside a runnable context
-        return default
-    if config.get("run_id") is None:
-        runtime = get_runtime()
-        info = getattr(runtime, "execution_info", None)
-        if info is not None and info.run_id:
-            config = {**config, "run_id": info.run_id}
-    return thread_id_from_config(config, default=default)
-
-
 # -- state updates --------------------------------------------------------------------------
 
 
@@ -199,7 +134,7 @@ def state_update(
         before: The messages in the state.
         after: What they should become.
     """
-    if len(before) == len(after) and all(a is b for a, b in zip(after, before, strict=True)):
+    if len(before) == len(after) and all(map(is_, after, before)):  # in C: every model call
         return None
     changes = _in_place(before, after)
     if changes is None:
@@ -268,11 +203,15 @@ class RequestShape:
         system: The system message, when it is not among the messages.
         tools: The tools the model is bound to.
         model: The chat model (its profile gives the window when the policy has none).
+        plan: The live todo list (the graph state's ``todos``, as LangChain's
+            ``TodoListMiddleware`` and Deep Agents' ``write_todos`` keep it): a summary puts
+            it back after itself (:attr:`~ctxfs.ContextPolicy.pinning`).
     """
 
     system: BaseMessage | str | None = None
     tools: Sequence[Tool] = ()
     model: BaseChatModel | None = None
+    plan: Sequence[Mapping[str, Any]] | str | None = None
 
 
 class ContextHooks:
@@ -593,7 +532,18 @@ def _compact_args(thread: str, request: RequestShape, force: bool) -> dict[str, 
         "tools": request.tools,
         "model": request.model,
         "force": force,
+        "plan": request.plan,
     }
+
+
+def plan_of(state: object, key: str = "todos") -> Sequence[Mapping[str, Any]] | str | None:
+    """The todo list in a graph state, or ``None`` when it has none (or not of that shape)."""
+    todos = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    if isinstance(todos, str):
+        return todos
+    if isinstance(todos, Sequence) and all(isinstance(t, Mapping) for t in todos):
+        return list(todos)
+    return None
 
 
 def _is_failure(event: ContextEvent) -> bool:
