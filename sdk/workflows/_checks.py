@@ -10,12 +10,13 @@ need nothing but the file, so ``ctxfs session show`` and :meth:`Workflow.resume
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ctxfs.workflows._paths import output_digest, stage_path
 
-if TYPE_CHECKING:
-    from ctxfs.workflows._state import WorkflowState
+# The state is a ctxfs.workflows._state.WorkflowState; that module calls these checks when it
+# reads a file, so it is not imported here (not even for types: no cycle in the imports).
+WorkflowState = Any
 
 __all__ = ["inconsistencies"]
 
