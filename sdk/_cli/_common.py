@@ -181,7 +181,8 @@ def check_folder(url: str, storage: argparse.Namespace, *, must_exist: bool = Tr
     if os.path.isdir(folder):
         return
     if os.path.lexists(folder):
-        raise CliError(f"no workspace at {url}: no such folder (it is a file)")
+        what = "a file" if os.path.isfile(folder) else "not a folder"
+        raise CliError(f"no workspace at {url}: no such folder (it is {what})")
     offered = hasattr(storage, "create")  # the command has a --create flag
     if must_exist or not getattr(storage, "create", False):
         hint = " (to make a new workspace there, add --create)" if offered else ""
