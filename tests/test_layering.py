@@ -60,7 +60,6 @@ ONLY_VOCABULARY = {"ctxfs.backends", "ctxfs.sandbox", "ctxfs._policy"}
 ROOT_MODULES_AT_MOST = 8
 
 
-
 def _sources() -> dict[str, Path]:
     found: dict[str, Path] = {}
     for package in (ctxfs, ctxfs.backends, ctxfs.sandbox):
