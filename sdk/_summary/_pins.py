@@ -223,16 +223,16 @@ def select_pins(
         if hidden:
             hidden.append(candidate)
             continue
-        pin = _pin(candidate, thread_id) if candidate.message is not None else None
-        cost = counter.count_message(pin) if pin is not None else None
+        verbatim = _pin(candidate, thread_id) if candidate.message is not None else None
+        size = counter.count_message(verbatim) if verbatim is not None else None
         line = _pointer_cost(candidate, counter)
-        if pin is not None and cost is not None and len(kept) < room and cost <= left:
-            kept[candidate.index] = pin
-            left -= cost
+        if verbatim is not None and size is not None and len(kept) < room and size <= left:
+            kept[candidate.index] = verbatim
+            left -= size
         elif len(tail) < pointers and line <= left:
-            if pin is not None and cost is not None and cost <= line and len(kept) < room:
-                kept[candidate.index] = pin  # shorter than its pointer
-                left -= cost
+            if verbatim is not None and size is not None and size <= line and len(kept) < room:
+                kept[candidate.index] = verbatim  # shorter than its pointer
+                left -= size
             else:
                 tail.append(candidate)
                 left -= line

@@ -15,7 +15,7 @@ the agent that happens to be called ``compact_conversation`` is left alone.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
@@ -154,5 +154,5 @@ def _applied(
     update = state_update(before, result.messages)
     changes: list[AnyMessage] = list(update["messages"]) if update else []
     if changes and getattr(changes[0], "id", None) == REMOVE_ALL_MESSAGES:
-        changes += call  # the state was rebuilt: what followed the compacted part comes back
+        changes += cast(list[AnyMessage], call)  # rebuilt: what followed comes back
     return Command(update={"messages": [*changes, answer]})
