@@ -35,6 +35,7 @@ import json
 import random
 import re
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -331,6 +332,7 @@ def semantic_table(
                 "all@5": round((found["keyword@5"] + found["paraphrase@5"]) / len(queries), 3),
             }
         )
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress: embedding is slow
 
     start = time.perf_counter()
     keyword = _Indexed(KeywordIndex(collect_entries(workspace)))
