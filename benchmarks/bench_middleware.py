@@ -1,15 +1,21 @@
-"""ContextMiddleware: per-turn overhead on a long thread, and checkpoint size with large results.
+"""ContextMiddleware: per-turn overhead on long threads, and checkpoint size with large results.
 
 Not a test: prints what one run measured. Usage::
 
-    python benchmarks/bench_middleware.py [--messages 2000] [--turns 40] [--long-turns 200]
+    python benchmarks/bench_middleware.py [SIZE ...] [--turns 20] [--clock cpu|wall]
+    python benchmarks/bench_middleware.py 2000 10000 50000 --skip-checkpoints
 
-1. Overhead: a ``create_agent`` agent whose thread already holds ``--messages`` messages (far
-   under the window, so nothing is compacted) answers ``--turns`` more user turns; the median
-   time per turn with ``ContextMiddleware`` is divided by the median without it. Each turn
-   is a full ``invoke``: load the checkpoint, run the hooks, call the (scripted, instant)
-   model, save. The model is instant, so the ratio is the worst case: with a real model the
-   turn is seconds long and the overhead a far smaller share.
+1. Overhead: for each SIZE (messages; 2,000, 10,000 and 50,000 by default), a
+   ``create_agent`` agent whose thread already holds that many messages (far under the
+   window, so nothing is compacted) answers ``--turns`` more user turns; the median time per
+   turn with ``ContextMiddleware`` is set against the median without it. Each turn is a full
+   ``invoke``: load the checkpoint, run the hooks, call the (scripted, instant) model, save.
+   The model is instant, so the ratio is the worst case: with a real model the turn is
+   seconds long and the overhead a far smaller share. The two agents' turns are interleaved.
+   ``--clock cpu`` (the default) times the process's CPU time, every thread of it, so a
+   machine busy with other work slows both agents alike instead of adding its waits to one;
+   ``--clock wall`` times the wall clock. Each turn starts after a full garbage collection
+   (``--no-settle``: not), so that neither agent pays for a collection of what the other left.
 2. Checkpoint size: ``--long-turns`` tool calls, each returning ``--result-chars`` characters,
    with a SQLite checkpointer: the latest checkpoint's size and the database file's size,
    with and without ctxfs.
@@ -18,9 +24,11 @@ Not a test: prints what one run measured. Usage::
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,28 +47,42 @@ def status() -> str:
     return "ok"
 
 
-def _overhead_agent(with_ctxfs: bool, replies: int) -> Any:
+def _overhead_agent(with_ctxfs: bool, replies: int, messages: int = 0) -> Any:
     model = ScriptedChatModel(responses=[f"answer {n}" for n in range(replies)])
     middleware = []
     if with_ctxfs:
-        policy = ContextPolicy(max_input_tokens=2_000_000)
+        # A window the thread stays far under (about 110 tokens a message), so that nothing
+        # is compacted and the turn measures ctxfs's bookkeeping alone.
+        policy = ContextPolicy(max_input_tokens=max(2_000_000, 400 * messages))
         middleware = [ContextMiddleware(Workspace("memory://bench"), policy)]
     return create_agent(model, [status], middleware=middleware, checkpointer=InMemorySaver())
 
 
-def measure_overhead(messages: int, turns: int) -> tuple[float, float]:
-    """Median seconds per turn without and with ctxfs, turns interleaved."""
+def measure_overhead(
+    messages: int, turns: int, clock: Callable[[], float] = time.process_time, settle: bool = True
+) -> tuple[float, float]:
+    """Median seconds per turn without and with ctxfs, turns interleaved.
+
+    With ``settle``, a full garbage collection (not timed) precedes each turn: the two agents
+    share one process, and a full collection scans both, so without it each turn would pay
+    for whatever the turns before it left, whichever agent made it.
+    """
     config: Any = {"configurable": {"thread_id": "bench"}}
-    agents = {flag: _overhead_agent(flag, turns + 2) for flag in (False, True)}
+    agents = {flag: _overhead_agent(flag, turns + 2, messages) for flag in (False, True)}
     for agent in agents.values():
         agent.update_state(config, {"messages": long_history((messages - 1) // 2)})
         agent.invoke({"messages": [("user", "warm up")]}, config)
     times: dict[bool, list[float]] = {False: [], True: []}
     for n in range(turns):
         for flag in (False, True) if n % 2 else (True, False):
-            started = time.perf_counter()
+            if settle:
+                gc.collect()
+            started = clock()
             agents[flag].invoke({"messages": [("user", f"question {n}")]}, config)
-            times[flag].append(time.perf_counter() - started)
+            times[flag].append(clock() - started)
+    kept = {flag: len(agent.get_state(config).values["messages"]) for flag, agent in agents.items()}
+    if kept[True] != kept[False]:
+        raise RuntimeError(f"ctxfs compacted the thread ({kept}): the turns are not comparable")
     return statistics.median(times[False]), statistics.median(times[True])
 
 
@@ -100,19 +122,37 @@ def measure_checkpoints(turns: int, result_chars: int, with_ctxfs: bool) -> tupl
         return len(blob), db.stat().st_size
 
 
+_CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=2_000)
-    parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("sizes", type=int, nargs="*", default=[2_000, 10_000, 50_000])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--clock", choices=sorted(_CLOCKS), default="cpu")
     parser.add_argument("--long-turns", type=int, default=200)
     parser.add_argument("--result-chars", type=int, default=20_000)
+    parser.add_argument("--skip-checkpoints", action="store_true")
+    parser.add_argument(
+        "--no-settle", action="store_true", help="no full garbage collection before each turn"
+    )
     args = parser.parse_args()
 
-    without, with_ = measure_overhead(args.messages, args.turns)
-    print(f"Per-turn time on a {args.messages:,}-message thread (median of {args.turns}):")
-    print(f"  without ctxfs  {without * 1000:8.2f} ms")
-    print(f"  with ctxfs     {with_ * 1000:8.2f} ms")
-    print(f"  overhead       {(with_ / without - 1) * 100:+8.1f} %  (goal: under 5 %)")
+    print(f"Time per turn ({args.clock} time, median of {args.turns} turns each):")
+    print("| thread | without ctxfs | with ctxfs | overhead |")
+    print("|---|---|---|---|")
+    for size in args.sizes:
+        without, with_ = measure_overhead(
+            size, args.turns, _CLOCKS[args.clock], settle=not args.no_settle
+        )
+        print(
+            f"| {size:,} messages | {without * 1000:.1f} ms | {with_ * 1000:.1f} ms "
+            f"| {(with_ / without - 1) * 100:+.1f} % ({(with_ - without) * 1000:+.1f} ms) |",
+            flush=True,
+        )
+    print("(goal: under 5 % at every size)")
+    if args.skip_checkpoints:
+        return
 
     print(
         f"\nCheckpoint size after {args.long_turns} tool calls of "

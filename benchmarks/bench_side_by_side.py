@@ -56,10 +56,12 @@ from pathlib import Path
 from typing import Any
 
 from _peers import FACTORIES, SETTINGS, STORAGE, SYSTEMS
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs import TiktokenCounter, read_trace
 from ctxfs._compaction._prefix import shared_prefix
+from ctxfs._messages import message_text
+from ctxfs._replay._run import IN_VIEW_CHARS, in_view
 
 BUDGETS = (32_000, 64_000, 128_000)
 CLAUDE_CODE_FILE_TOOLS = {"Write": "write_file", "Edit": "edit_file"}
@@ -110,6 +112,9 @@ class Outcome:
     prefix_breaks: int = 0
     summary_input: int = 0
     summary_output: int = 0
+    task_in_view: int = 0
+    user_pairs: int = 0
+    user_in_view: int = 0
     hook_seconds: list[float] = field(default_factory=list, repr=False)
 
 
@@ -127,6 +132,7 @@ def replay(
     }
     out = {s: Outcome(name, budget, s) for s in systems}
     sent: dict[str, list[BaseMessage]] = {s: [] for s in systems}  # each one's last request
+    users: list[str] = []  # the first IN_VIEW_CHARS of every user message so far
     turn = 0
     try:
         for message in history:
@@ -150,7 +156,13 @@ def replay(
                     o.cached_tokens += measure.count_messages(context[:shared])
                     o.prefix_breaks += shared < len(sent[s])
                     sent[s] = list(context)
+                    seen = in_view(users, context)
+                    o.task_in_view += seen[0] if seen else 1
+                    o.user_pairs += len(seen)
+                    o.user_in_view += sum(seen)
                 turn += 1
+            if isinstance(message, HumanMessage) and message_text(message).strip():
+                users.append(message_text(message).strip()[:IN_VIEW_CHARS])
             for s in systems:
                 live[s].add(message)
         for s in systems:
@@ -243,6 +255,11 @@ def summarize(results: list[dict[str, Outcome]], systems: tuple[str, ...]) -> li
                 "removed_bytes": removed,
                 "lost_bytes": lost,
                 "errors": sum(o.errors for o in os_),
+                "task_in_view": sum(o.task_in_view for o in os_)
+                / max(1, sum(o.calls for o in os_)),
+                "user_in_view": sum(o.user_in_view for o in os_)
+                / max(1, sum(o.user_pairs for o in os_)),
+                "task_in_view_worst": min(o.task_in_view / max(1, o.calls) for o in os_),
             }
             row["cost"] = cost(row, PRICES)
             row["cost_openai"] = cost(row, OPENAI_PRICES)
@@ -297,6 +314,18 @@ def print_goals(rows: list[dict[str, Any]]) -> None:
         for name, value, goal, met in checks:
             verdict = "met" if met else "NOT met"
             print(f"{budget // 1000:>5}k {name:26} {value!s:>8} {goal:>7}  {verdict}")
+    print()
+
+
+def print_retention(rows: list[dict[str, Any]]) -> None:
+    """Goal retention: the task statement (first user message) and every user message, in view
+    when their first IN_VIEW_CHARS characters are in the request verbatim."""
+    print(f"{'budget':>6} {'system':11} {'task in view':>12} {'worst run':>9} {'user in view':>12}")
+    for r in rows:
+        print(
+            f"{r['budget'] // 1000:>5}k {r['system']:11} {r['task_in_view']:>12.1%} "
+            f"{r['task_in_view_worst']:>9.1%} {r['user_in_view']:>12.1%}"
+        )
     print()
 
 
@@ -452,6 +481,7 @@ def main() -> None:
         rows = summarize(results, chosen)
         print_summary(rows)
         print_cache(rows)
+        print_retention(rows)
         print_goals(rows)
         per_trace = [
             {k: v for k, v in asdict(o).items() if k != "hook_seconds"}

@@ -49,6 +49,8 @@ from ctxfs._policy._settings import (
     KeepRecentDict,
     KeepToolResults,
     KeepToolResultsDict,
+    Pinning,
+    PinningDict,
     Summarization,
     SummarizationDict,
     SummaryTrigger,
@@ -66,6 +68,7 @@ from ctxfs._replay._recovery import Recovery, check_recovery, restore_messages
 from ctxfs._replay._run import ModelCall, ReplayResult, replay
 from ctxfs._replay._trace import parse_trace, read_trace
 from ctxfs._summary._message import is_summary
+from ctxfs._summary._pins import is_pinned
 from ctxfs._tokens import TiktokenCounter, TokenCounter, as_token_counter
 from ctxfs._workspace._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs._workspace._workspace import Workspace
@@ -108,6 +111,8 @@ __all__ = [
     "PathExistsError",
     "PathNotFoundError",
     "PatternError",
+    "Pinning",
+    "PinningDict",
     "Pointer",
     "PrefixChanged",
     "ReadOnlyPathError",
@@ -147,6 +152,7 @@ __all__ = [
     "WorkspaceError",
     "as_token_counter",
     "check_recovery",
+    "is_pinned",
     "is_summary",
     "parse_trace",
     "pointer_of",

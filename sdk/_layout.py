@@ -37,6 +37,7 @@ __all__ = [
     "MEMORIES_DIR",
     "RESULTS_DIR",
     "SDK_AREAS",
+    "SESSIONS_DIR",
     "TRANSCRIPTS_DIR",
     "candidate_paths",
     "file_name",
@@ -58,7 +59,10 @@ TRANSCRIPTS_DIR = "/transcripts"
 MEMORIES_DIR = "/memories"
 """Long-term memory: one JSON document and its Markdown rendering per namespace."""
 
-SDK_AREAS: tuple[str, ...] = (RESULTS_DIR, INPUTS_DIR, TRANSCRIPTS_DIR, MEMORIES_DIR)
+SESSIONS_DIR = "/sessions"
+"""Staged workflows: each one's state file and its stages' validated outputs."""
+
+SDK_AREAS: tuple[str, ...] = (RESULTS_DIR, INPUTS_DIR, TRANSCRIPTS_DIR, MEMORIES_DIR, SESSIONS_DIR)
 """All areas the SDK writes; the agent's tools treat them as read-only."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -71,6 +71,8 @@ def test_replay_prints_calls_events_and_totals(
         "calls over the window: 0\n"
         "prompt cache: 21 tokens a prefix cache would reuse, 170 read anew (11.0% reused), "
         "0 prefix breaks (* in the cached column)\n"
+        "in view: the task statement in 100.0% of calls, each user message in 100.0% of "
+        "(call, message) pairs, the plan in 100.0% of calls once there is one\n"
         "events: tool result offloaded: 1\n"
         "removed from the context: 980 bytes of 1 message, recoverable byte-exact: 100.0%\n"
     )
@@ -105,6 +107,10 @@ def test_replay_json_is_machine_readable(trace: Path, capsys: pytest.CaptureFixt
             "cached_tokens": 0,
             "uncached_tokens": 21,
             "prefix_broken": False,
+            "task_in_view": True,
+            "user_messages": 1,
+            "user_messages_in_view": 1,
+            "plan_in_view": None,
             "events": [],
         },
         {
@@ -115,6 +121,10 @@ def test_replay_json_is_machine_readable(trace: Path, capsys: pytest.CaptureFixt
             "cached_tokens": 21,
             "uncached_tokens": 149,
             "prefix_broken": False,
+            "task_in_view": True,
+            "user_messages": 1,
+            "user_messages_in_view": 1,
+            "plan_in_view": None,
             "events": [event],
         },
     ]
@@ -127,6 +137,7 @@ def test_replay_json_is_machine_readable(trace: Path, capsys: pytest.CaptureFixt
     assert document["baseline_total_input_tokens"] == 547
     assert document["removed_bytes"] == document["recovered_bytes"] == 980
     assert document["lost_message_ids"] == []
+    assert (document["task_retention"], document["user_retention"]) == (1.0, 1.0)
 
 
 def test_replay_summarizes_a_long_trace_and_names_the_transcript(
@@ -148,6 +159,7 @@ def test_replay_summarizes_a_long_trace_and_names_the_transcript(
     summary = next(e for e in document["events"] if e["kind"] == "summarized")
     assert summary["path"].startswith("/transcripts/long-") and summary["path"].endswith(".jsonl")
     assert document["peak_tokens"] <= 4000 < document["baseline_peak_tokens"]
+    assert document["task_retention"] == 1.0  # "Review every module." after every summary
     assert document["removed_bytes"] == document["recovered_bytes"] > 0
     # The plain table says the same, and the transcript it names can be listed and shown.
     status, out, _ = run(capsys, *argv)

@@ -34,6 +34,8 @@ def test_every_example_is_tested() -> None:
     tested |= {"workflow_research"}
     tested |= {"deepagents_s3"}
     tested |= {"mcp_client"}
+    tested |= {"memory_audit"}  # tests/memory/test_memory_example.py
+    tested |= {"lifecycle_gc"}  # tested in tests/lifecycle/test_lifecycle_cli.py
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 

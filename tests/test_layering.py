@@ -11,7 +11,8 @@ The ranks, lowest first (docs/architecture.md draws them):
 4. the summary step (``ctxfs._summary``);
 5. the compaction (``ctxfs._compaction``);
 6. the agent's tools and replay;
-7. what is built on the core: integrations, memory, sub-agents, workflows, testing;
+7. what is built on the core: integrations, memory, sub-agents, workflows, testing,
+   the workspace lifecycle;
 8. the faces: the command line, the demo, and ``ctxfs`` itself.
 
 Every ``import`` statement counts, wherever it is (inside functions, under
@@ -43,6 +44,7 @@ RANKS: dict[str, int] = {
     "ctxfs.tools": 6,
     "ctxfs._replay": 6,
     "ctxfs.integrations": 7,
+    "ctxfs.lifecycle": 7,
     "ctxfs.memory": 7,
     "ctxfs.subagents": 7,
     "ctxfs.workflows": 7,

@@ -37,6 +37,8 @@ PUBLIC = [
     "PathExistsError",
     "PathNotFoundError",
     "PatternError",
+    "Pinning",
+    "PinningDict",
     "Pointer",
     "PrefixChanged",
     "ReadOnlyPathError",
@@ -76,6 +78,7 @@ PUBLIC = [
     "WorkspaceError",
     "as_token_counter",
     "check_recovery",
+    "is_pinned",
     "is_summary",
     "parse_trace",
     "pointer_of",
@@ -90,7 +93,45 @@ PUBLIC = [
 
 PUBLIC_PACKAGES = {"backends", "sandbox", "tools"}
 ON_DEMAND = {"demo", "integrations", "memory", "subagents", "testing", "workflows"}
+ON_DEMAND |= {"lifecycle"}
 """Subpackages a user may import that ``import ctxfs`` does not load."""
+
+LIFECYCLE = [
+    "DEFAULT_RULES",
+    "Collection",
+    "FileLister",
+    "GarbageCollector",
+    "GcPlan",
+    "GcReport",
+    "Kept",
+    "Reference",
+    "Retention",
+    "RetentionRule",
+    "RuleContext",
+    "StampedFile",
+    "ThreadInfo",
+    "collect_garbage",
+    "format_duration",
+    "list_files",
+    "list_threads",
+    "memory_rule",
+    "messages_rule",
+    "parse_duration",
+    "pointer_rule",
+]
+"""``ctxfs.lifecycle``: the workspace's threads and their garbage collection."""
+
+
+def test_the_lifecycle_api_is_pinned() -> None:
+    import inspect
+
+    import ctxfs.lifecycle
+
+    assert ctxfs.lifecycle.__all__ == LIFECYCLE
+    for name in LIFECYCLE:  # the classes and functions (not the aliases and constants)
+        obj = getattr(ctxfs.lifecycle, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert obj.__doc__, f"ctxfs.lifecycle.{name} has no docstring"
 
 
 def test_all_is_pinned_and_sorted() -> None:

@@ -10,12 +10,14 @@ Subcommands:
     memory       Show, search or forget long-term memory (show | search | forget).
     mcp serve    Serve a workspace to MCP clients (Claude Code, editors) over stdio.
     session      Show the staged workflows of a workspace, or resume one.
+    threads, gc  List the threads of a workspace (size, last activity), or remove whole
+                 threads past retention (a dry run unless --apply).
 
 Every failure is one line on stderr (``ctxfs <command>: <what went wrong>``) and a non-zero
 exit status, never a traceback:
 
-- ``0``: done; ``1``: ``grep`` found nothing, or ``session resume`` halted on an invalid
-  stage output.
+- ``0``: done; ``1``: ``grep`` found nothing, ``session resume`` halted on an invalid
+  stage output, or ``gc --apply`` left a collection unfinished.
 - ``2``: an error in what was asked (arguments, a trace or policy file, the workspace or its
   storage), or a usage error reported by the argument parser.
 - ``70``: an internal error, a defect of ctxfs (the line names the exception; please report
@@ -32,6 +34,7 @@ from typing import IO
 
 from ctxfs import __version__
 from ctxfs._cli._common import CliError, add_storage_arguments, storage_options
+from ctxfs._cli._lifecycle import add_lifecycle_parsers
 from ctxfs._cli._mcp import add_mcp_parser
 from ctxfs._cli._memory import add_memory_parser
 from ctxfs._cli._replay import add_replay_parser
@@ -98,6 +101,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     add_memory_parser(commands)
     add_mcp_parser(commands)
     add_session_parser(commands)
+    add_lifecycle_parsers(commands)
     return parser, grep
 
 

@@ -248,6 +248,10 @@ def replay_json(
                 "cached_tokens": call.cached_tokens,
                 "uncached_tokens": call.uncached_tokens,
                 "prefix_broken": call.prefix_broken,
+                "task_in_view": call.task_in_view,
+                "user_messages": call.user_messages,
+                "user_messages_in_view": call.user_messages_in_view,
+                "plan_in_view": call.plan_in_view,
                 "events": records,
             }
         )
@@ -271,6 +275,9 @@ def replay_json(
         "uncached_tokens": result.uncached_tokens,
         "cache_hit_rate": round(result.cache_hit_rate, 4),
         "prefix_breaks": result.prefix_breaks,
+        "task_retention": round(result.task_retention, 4),
+        "user_retention": round(result.user_retention, 4),
+        "plan_retention": round(result.plan_retention, 4),
         "removed_bytes": recovery.removed_bytes,
         "recovered_bytes": recovery.recovered_bytes,
         "lost_message_ids": list(recovery.lost),
@@ -316,6 +323,9 @@ def _totals(result: ReplayResult, recovery: Recovery) -> list[str]:
         f"prompt cache: {result.cached_tokens:,} tokens a prefix cache would reuse, "
         f"{result.uncached_tokens:,} read anew ({result.cache_hit_rate:.1%} reused), "
         f"{plural(result.prefix_breaks, 'prefix break')} (* in the cached column)",
+        f"in view: the task statement in {result.task_retention:.1%} of calls, each user "
+        f"message in {result.user_retention:.1%} of (call, message) pairs, the plan in "
+        f"{result.plan_retention:.1%} of calls once there is one",
         f"events: {events}",
         f"removed from the context: {recovery.removed_bytes:,} bytes of "
         f"{plural(recovery.removed_messages, 'message')}, recoverable byte-exact: {share:.1%}",
@@ -431,7 +441,8 @@ def write_plot(result: ReplayResult, path: str) -> None:
 
 def replay_figure(result: ReplayResult) -> Figure:
     """The replay as a matplotlib figure: the context per model call, with and without
-    ctxfs, and below it the prompt cache's view of the same calls.
+    ctxfs, below it the prompt cache's view of the same calls, and at the bottom what stayed
+    in view (the task statement, the share of user messages).
 
     The upper panel shows the tokens each call sends, the window and the summaries. The
     lower one splits each call's tokens into those a prefix cache would reuse (cached) and
@@ -446,8 +457,8 @@ def replay_figure(result: ReplayResult) -> Figure:
     except ImportError:
         raise CliError("--plot needs matplotlib: pip install 'ctxfs[plot]'") from None
     calls = [c.index for c in result.calls]
-    figure = Figure(figsize=(10, 7), layout="constrained")
-    axes, cache = figure.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    figure = Figure(figsize=(10, 9), layout="constrained")
+    axes, cache, view = figure.subplots(3, 1, sharex=True, height_ratios=(3, 2, 1.5))
     axes.plot(calls, [c.baseline_tokens for c in result.calls], label="without ctxfs")
     axes.plot(calls, [c.tokens for c in result.calls], label="with ctxfs")
     axes.axhline(result.max_input_tokens, color="grey", linestyle="--", label="window")
@@ -476,11 +487,23 @@ def replay_figure(result: ReplayResult) -> Figure:
             linestyle=":",
             label="prefix break" if n == 0 else None,
         )
-    cache.set_xlabel("model call")
     cache.set_ylabel("tokens sent")
     cache.set_title(
         f"prompt cache: {result.cache_hit_rate:.1%} of input tokens reused, "
         f"{plural(result.prefix_breaks, 'prefix break')}"
     )
     cache.legend()
+    shares = [
+        c.user_messages_in_view / c.user_messages if c.user_messages else 1.0 for c in result.calls
+    ]
+    view.step(calls, [float(c.task_in_view) for c in result.calls], where="mid", label="task")
+    view.step(calls, shares, where="mid", label="user messages (share)")
+    view.set_ylim(-0.05, 1.05)
+    view.set_xlabel("model call")
+    view.set_ylabel("in view")
+    view.set_title(
+        f"goal retention: the task in {result.task_retention:.1%} of calls, user messages in "
+        f"{result.user_retention:.1%}"
+    )
+    view.legend()
     return figure

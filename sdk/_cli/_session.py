@@ -19,8 +19,9 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from ctxfs._cli._common import CliError, add_storage_arguments, open_workspace
+from ctxfs._errors import WorkflowStateError
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.workflows import Workflow, list_workflows, read_state, state_path
+from ctxfs.workflows import Workflow, list_workflows, read_state, runner_status, state_path
 from ctxfs.workflows._state import WorkflowState
 
 __all__ = ["EXIT_HALTED", "add_session_parser", "describe"]
@@ -87,11 +88,17 @@ def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         if not ids:
             out.write(f"no workflows in {workspace.url}\n")
         for workflow_id in ids:
-            state = read_state(workspace, workflow_id)
+            try:
+                state = read_state(workspace, workflow_id)
+            except WorkflowStateError as exc:  # one broken file does not hide the others
+                first, _, rest = str(exc).partition("\n")
+                more = f" (and {rest.count(chr(10)) + 1} more)" if rest else ""
+                out.write(f"{workflow_id}  unreadable: {first}{more}\n")
+                continue
             done = len(state.completed_stages)
             where = f", at {state.current_stage}" if state.current_stage else ""
             out.write(
-                f"{workflow_id}  {state.status}{where}  {done}/{len(state.stages)} stages  "
+                f"{workflow_id}  {runner_status(state)}{where}  {done}/{len(state.stages)} stages  "
                 f"updated {state.updated_at.isoformat()}\n"
             )
         return 0
@@ -107,7 +114,7 @@ def describe(state: WorkflowState) -> str:
     """A workflow's state as a person reads it."""
     done = {record.stage: record for record in state.completed_stages}
     lines = [
-        f"workflow {state.workflow_id}: {state.status} (version {state.version}, "
+        f"workflow {state.workflow_id}: {runner_status(state)} (version {state.version}, "
         f"updated {state.updated_at.isoformat()})",
         f"task: {state.task}",
         f"state file: {state_path(state.workflow_id)}",
@@ -145,7 +152,11 @@ def describe(state: WorkflowState) -> str:
     if state.memory_snapshots:
         lines.append("memory snapshots:")
         lines += [f"  {s.stage}: {s.summary}" for s in state.memory_snapshots]
-    return "\n".join(lines) + "\n"
+    if state.set_aside:
+        lines.append("stage files set aside (not written by the runner, never trusted):")
+        lines += [f"  {s.stage}: {s.path} -> {s.kept_as}" for s in state.set_aside]
+    text = "\n".join(lines) + "\n"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate, escaped
 
 
 def _resume(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

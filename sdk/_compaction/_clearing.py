@@ -72,7 +72,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._archive._transcripts import INDEX_NAME
 from ctxfs._errors import UnsafePathError
-from ctxfs._layout import SDK_AREAS, TRANSCRIPTS_DIR, result_path
+from ctxfs._layout import SDK_AREAS, SESSIONS_DIR, TRANSCRIPTS_DIR, result_path
 from ctxfs._messages import LayoutEntry, pair_results, saved_text, target_path_of
 from ctxfs._pointers._pointer import (
     Pointer,
@@ -205,8 +205,11 @@ def _saved_view(call: Mapping[str, Any] | None) -> str | None:
         return None
     if any(ch.isspace() for ch in path) or not any(is_within(path, a) for a in SDK_AREAS):
         return None
-    # The transcript index is the one SDK file that is rewritten: a view of it is not stable.
+    # The transcript index and the workflows' state files are rewritten: a view of them is
+    # not stable.
     if is_within(path, TRANSCRIPTS_DIR) and posixpath.basename(path) == INDEX_NAME:
+        return None
+    if is_within(path, SESSIONS_DIR):
         return None
     return path
 

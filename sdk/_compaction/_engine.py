@@ -49,6 +49,7 @@ from ctxfs._events import (
     OffloadFailed,
     OffloadResult,
     PrefixChanged,
+    Summarized,
     ToolInputOffloaded,
     ToolResultCleared,
     ToolResultOffloaded,
@@ -177,6 +178,7 @@ class ContextEngine:
         tools: Sequence[Tool] = (),
         model: BaseChatModel | None = None,
         force: bool = False,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
     ) -> CompactionResult:
         """Keeps a request inside the window: offload old inputs, clear old results, summarize.
 
@@ -208,6 +210,10 @@ class ContextEngine:
             force: Compact as hard as the policy allows, whatever the triggers say: clear
                 every old result and summarize all but the most recent block. For a request
                 the provider refused as too long.
+            plan: The live plan (a todo list: ``{"content", "status"}`` dicts, as LangChain's
+                ``TodoListMiddleware`` keeps it, or text): a summary puts it back after
+                itself, from this state, never from its own text
+                (:attr:`~ctxfs.ContextPolicy.pinning`).
 
         Returns:
             The new history, events, tokens before and after, the target and whether it was
@@ -216,11 +222,59 @@ class ContextEngine:
         Raises:
             ValueError: The policy has no window and the model gives none.
         """
-        steps = self._steps(messages, thread_id, self._request(system, tools, model), force)
+        steps = self._steps(messages, thread_id, self._request(system, tools, model), force, plan)
         step = self._advance(steps, None)
         while isinstance(step, str):
             step = self._advance(steps, self._summarize(step))
         return step
+
+    def compact_now(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
+    ) -> CompactionResult:
+        """One compaction now, whatever the triggers say: what ``compact_conversation`` runs.
+
+        The same escalation as :meth:`compact` (old inputs offloaded and results cleared at
+        their own triggers), then a summary of everything outside the policy's protected
+        recent window, archived first as always. Unlike ``compact(force=True)`` it keeps the
+        recent window the policy sets.
+
+        Raises:
+            NothingToCompact: Fewer than :data:`WORTH_COMPACTING` tokens lie outside the
+                recent window (or the archive could not be written): nothing was changed.
+            ValueError: The policy has no window and the model gives none.
+        """
+        request = self._request(system, tools, model)
+        steps = self._steps(messages, thread_id, request, False, plan, now=True)
+        step = self._advance(steps, None)
+        while isinstance(step, str):
+            step = self._advance(steps, self._summarize(step))
+        return _summarized_or_refused(step)
+
+    async def acompact_now(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        system: BaseMessage | str | None = None,
+        tools: Sequence[Tool] = (),
+        model: BaseChatModel | None = None,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
+    ) -> CompactionResult:
+        """Async twin of :meth:`compact_now`."""
+        request = await asyncio.to_thread(self._request, system, tools, model)
+        steps = self._steps(messages, thread_id, request, False, plan, now=True)
+        step = await asyncio.to_thread(self._advance, steps, None)
+        while isinstance(step, str):
+            answer = await self._asummarize(step)
+            step = await asyncio.to_thread(self._advance, steps, answer)
+        return _summarized_or_refused(step)
 
     async def acompact(
         self,
@@ -231,6 +285,7 @@ class ContextEngine:
         tools: Sequence[Tool] = (),
         model: BaseChatModel | None = None,
         force: bool = False,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
     ) -> CompactionResult:
         """Async twin of :meth:`compact`: the same result, without blocking the event loop.
 
@@ -239,7 +294,7 @@ class ContextEngine:
         the summary model is awaited (``ainvoke``) on the loop, with the lock released.
         """
         request = await asyncio.to_thread(self._request, system, tools, model)
-        steps = self._steps(messages, thread_id, request, force)
+        steps = self._steps(messages, thread_id, request, force, plan)
         step = await asyncio.to_thread(self._advance, steps, None)
         while isinstance(step, str):
             answer = await self._asummarize(step)
@@ -313,18 +368,28 @@ class ContextEngine:
             return _Fixed(self._parts.system_tokens(system), self._parts.tool_tokens(tools))
 
     def _steps(
-        self, messages: Sequence[BaseMessage], thread_id: str, fixed: _Fixed, force: bool
+        self,
+        messages: Sequence[BaseMessage],
+        thread_id: str,
+        fixed: _Fixed,
+        force: bool,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
+        *,
+        now: bool = False,
     ) -> _Steps:
         """The escalation, in order; yields a prompt whenever the summary model must answer."""
         policy = self.window_from(None)
         if force:
             policy = _forced(policy)
+        elif now:
+            policy = _requested(policy)
         extra = fixed.system + fixed.tools
         original = list(messages)
         # One compaction at the high-water mark; below it only explicit step triggers act.
-        compacting = self._counter.count_messages(original) + extra >= policy.high_water_tokens
+        counted = self._counter.count_messages(original)
+        compacting = counted + extra >= policy.high_water_tokens
         lossless = self._batch if compacting else self._lossless
-        inputs, cleared = lossless(original, thread_id, policy, extra)
+        inputs, cleared = lossless(original, thread_id, policy, extra, counted)
         current, events = cleared.messages, [*inputs.events, *cleared.events]
         before, tokens = inputs.tokens_before, cleared.tokens_after
         # Summarize only when the lossless steps could not reach the low-water mark, and left
@@ -350,6 +415,9 @@ class ContextEngine:
             thread_id=thread_id,
             tokens=tokens,
             fixed=extra,
+            plan=plan,
+            notes=self._notes(policy),
+            at_least=WORTH_COMPACTING if now else 0,
         )
         repaired = [ArchiveRepaired(reason=reason) for reason in outcome.repairs]
         if outcome.failed is not None:
@@ -389,6 +457,16 @@ class ContextEngine:
             fixed,
             outcome.why_not,
         )
+
+    def _notes(self, policy: ContextPolicy) -> tuple[str, str] | None:
+        """The agent's notes file, ``(path, text)``, when the policy pins one and it is there."""
+        path = policy.pinning.notes_path
+        if path is None:
+            return None
+        try:
+            return path, self._workspace.read_text(path)
+        except (WorkspaceError, UnicodeDecodeError, ValueError):
+            return None  # no notes yet, or not text: nothing to put back
 
     def _result(
         self,
@@ -677,16 +755,22 @@ class ContextEngine:
             return self._offload_inputs(messages, thread_id, self.window_from(None), 0)
 
     def _batch(
-        self, messages: list[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+        self,
+        messages: list[BaseMessage],
+        thread_id: str,
+        policy: ContextPolicy,
+        extra: int,
+        counted: int | None = None,
     ) -> tuple[OffloadResult, OffloadResult]:
         """A compaction's lossless steps: old inputs and old results, oldest first, down to
         the low-water mark, applied at once so the prefix changes once.
 
         Every candidate is priced first (what its pointer frees); the batch then takes every
         candidate before the first message at which the running total reaches the low-water
-        mark, or all of them when it never does.
+        mark, or all of them when it never does. ``counted`` is the messages' tokens if the
+        caller has just counted them.
         """
-        before = self._counter.count_messages(messages)
+        before = self._counter.count_messages(messages) if counted is None else counted
         unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
         need = before + extra - policy.low_water_tokens
         if need <= 0:
@@ -722,19 +806,25 @@ class ContextEngine:
         return inputs, cleared
 
     def _lossless(
-        self, messages: list[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+        self,
+        messages: list[BaseMessage],
+        thread_id: str,
+        policy: ContextPolicy,
+        extra: int,
+        counted: int | None = None,
     ) -> tuple[OffloadResult, OffloadResult]:
         """Below the high-water mark: the steps whose explicit trigger is reached, as one
         batch, so the prefix changes once.
 
         With clearing on, the batch goes when what it frees together is worth the cache
         break (see :func:`ctxfs._compaction._clearing.batch_goes`): inputs never move on
-        their own, a call after the results.
+        their own, a call after the results. ``counted`` is the messages' tokens if the caller
+        has just counted them.
         """
         if not policy.clearing.enabled:
             inputs = self._offload_inputs(messages, thread_id, policy, extra)
             return inputs, self._clear_results(inputs.messages, thread_id, policy, extra)
-        before = self._counter.count_messages(messages)
+        before = self._counter.count_messages(messages) if counted is None else counted
         unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
         if before + extra < policy.clearing_trigger_tokens:
             return unchanged, unchanged
@@ -1034,6 +1124,28 @@ class _Fixed:
 
     system: int = 0
     tools: int = 0
+
+
+WORTH_COMPACTING = 1_000
+"""The fewest tokens :meth:`ContextEngine.compact_now` summarizes: below it a summary would
+save about what it costs to write and to send."""
+
+
+class NothingToCompact(ValueError):
+    """A compaction asked for now found nothing worth compacting; nothing was changed."""
+
+
+def _summarized_or_refused(result: CompactionResult) -> CompactionResult:
+    if any(isinstance(event, Summarized) for event in result.events):
+        return result
+    why = result.reason or "no summary was made"
+    raise NothingToCompact(f"nothing worth compacting now: {why}")
+
+
+def _requested(policy: ContextPolicy) -> ContextPolicy:
+    """The policy with its summary trigger fired: a summary now, keeping the recent window."""
+    summarization = policy.summarization.model_copy(update={"trigger": SummaryTrigger(tokens=1)})
+    return policy.model_copy(update={"summarization": summarization})
 
 
 def _forced(policy: ContextPolicy) -> ContextPolicy:

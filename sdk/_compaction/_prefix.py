@@ -12,6 +12,8 @@ tokens, would reuse.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress, count
+from operator import is_not
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -33,8 +35,11 @@ def same_message(a: BaseMessage, b: BaseMessage) -> bool:
 
 def shared_prefix(previous: Sequence[BaseMessage], current: Sequence[BaseMessage]) -> int:
     """How many leading messages ``current`` shares with ``previous``."""
-    shared = 0
-    for a, b in zip(previous, current, strict=False):
+    # The very same objects first, in C (no Python-level work per message): a history
+    # usually shares a long run of them with the last request.
+    end = min(len(previous), len(current))
+    shared = next(compress(count(), map(is_not, previous, current)), end)
+    for a, b in zip(previous[shared:end], current[shared:end], strict=True):
         if not same_message(a, b):
             break
         shared += 1

@@ -17,6 +17,7 @@ from ctxfs._archive._transcripts import TranscriptArchive
 from ctxfs._pointers._resolve import resolve_pointers
 from ctxfs._replay._run import ReplayResult
 from ctxfs._summary._message import is_summary
+from ctxfs._summary._pins import is_pinned
 from ctxfs._workspace._workspace import Workspace
 
 __all__ = ["Recovery", "check_recovery", "restore_messages"]
@@ -104,7 +105,7 @@ def restore_messages(
         WorkspaceError: The archive or an offloaded file could not be read.
     """
     archived = TranscriptArchive(workspace, thread_id).read_all()
-    kept = [m for m in context if not is_summary(m)]
+    kept = [m for m in context if not is_summary(m) and not is_pinned(m)]
     return {m.id: m for m in resolve_pointers([*archived, *kept], workspace)}
 
 

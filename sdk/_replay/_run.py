@@ -26,18 +26,72 @@ Example:
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._compaction._prefix import shared_prefix
 from ctxfs._compaction._request import Tool
 from ctxfs._events import ContextEvent
+from ctxfs._messages import message_text
 
-__all__ = ["ModelCall", "ReplayResult", "replay"]
+__all__ = [
+    "IN_VIEW_CHARS",
+    "ModelCall",
+    "ReplayResult",
+    "in_view",
+    "plan_in_view",
+    "replay",
+    "todos_of",
+]
+
+IN_VIEW_CHARS = 300
+"""A user message is in view when its first this-many characters are in the request as they
+were written (stripped of surrounding blank space)."""
+
+
+def _snippet(message: BaseMessage) -> str:
+    return message_text(message).strip()[:IN_VIEW_CHARS]
+
+
+def in_view(snippets: Sequence[str], context: Sequence[BaseMessage]) -> list[bool]:
+    """For each snippet, whether it appears verbatim in the text of ``context``'s messages."""
+    text = "\n".join(message_text(m) for m in context)
+    return [snippet in text for snippet in snippets]
+
+
+def todos_of(message: AIMessage) -> list[dict[str, Any]] | None:
+    """The todo list an assistant message writes (a ``write_todos``/``TodoWrite`` call's
+    ``todos`` argument), or ``None`` when it writes none."""
+    found = None
+    for call in message.tool_calls:
+        todos = call["args"].get("todos") if isinstance(call["args"], dict) else None
+        if isinstance(todos, list) and all(isinstance(t, dict) for t in todos):
+            found = [dict(t) for t in todos]
+    return found
+
+
+def plan_in_view(todos: Sequence[Mapping[str, Any]], context: Sequence[BaseMessage]) -> bool:
+    """Whether every todo's text is in the request: in a message, or in a tool call's
+    arguments (the call that wrote the list, while it is still in view)."""
+    parts = [message_text(m) for m in context]
+    for m in context:
+        if isinstance(m, AIMessage):
+            parts += [json.dumps(c["args"], ensure_ascii=False) for c in m.tool_calls]
+            parts += [
+                str(v)
+                for c in m.tool_calls
+                for t in c["args"].get("todos") or []
+                if isinstance(t, dict)
+                for v in t.values()
+            ]
+    text = "\n".join(parts)
+    return all(str(t.get("content", t.get("task", "")))[:IN_VIEW_CHARS] in text for t in todos)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +113,12 @@ class ModelCall:
             (see :mod:`ctxfs._compaction._prefix`).
         prefix_broken: Whether the previous call's messages are no longer a prefix of this
             call's: compaction changed something the cache held.
+        task_in_view: Whether the task statement (the run's first user message) is in the
+            request verbatim (see :data:`IN_VIEW_CHARS`); ``True`` before there is one.
+        user_messages: How many user messages the run had before this call.
+        user_messages_in_view: Of those, how many are in the request verbatim.
+        plan_in_view: Whether every item of the latest todo list the run wrote is in the
+            request; ``None`` before it wrote one.
         seconds: Wall time of the compaction before this call (the before-model hook an
             agent would wait for). Not compared: two replays of one trace are equal.
     """
@@ -71,6 +131,10 @@ class ModelCall:
     reason: str | None = None
     cached_tokens: int = 0
     prefix_broken: bool = False
+    task_in_view: bool = True
+    user_messages: int = 0
+    user_messages_in_view: int = 0
+    plan_in_view: bool | None = None
     seconds: float = field(default=0.0, compare=False)
 
     @property
@@ -146,6 +210,23 @@ class ReplayResult:
         return sum(c.prefix_broken for c in self.calls)
 
     @property
+    def task_retention(self) -> float:
+        """The share of model calls with the task statement in view (1.0 with no calls)."""
+        return sum(c.task_in_view for c in self.calls) / len(self.calls) if self.calls else 1.0
+
+    @property
+    def user_retention(self) -> float:
+        """The share of (call, earlier user message) pairs with the message in view."""
+        pairs = sum(c.user_messages for c in self.calls)
+        return sum(c.user_messages_in_view for c in self.calls) / pairs if pairs else 1.0
+
+    @property
+    def plan_retention(self) -> float:
+        """The share of calls, once the run has a todo list, with all of it in view."""
+        known = [c.plan_in_view for c in self.calls if c.plan_in_view is not None]
+        return sum(known) / len(known) if known else 1.0
+
+    @property
     def calls_over_budget(self) -> int:
         """Model calls whose context, with ctxfs, was larger than the window."""
         return sum(c.tokens > self.max_input_tokens for c in self.calls)
@@ -186,16 +267,19 @@ def replay(
     calls: list[ModelCall] = []
     pending: list[ContextEvent] = []
     sent: list[BaseMessage] = []  # what the previous call sent
+    users: list[str] = []  # what each user message so far must show to be in view
+    plan: list[dict[str, Any]] | None = None  # the latest todo list, the live state
     for position, message in enumerate(history):
         if isinstance(message, AIMessage):  # a model call is about to happen
             started = time.perf_counter()
-            result = engine.compact(context, thread_id=thread_id, tools=tools)
+            result = engine.compact(context, thread_id=thread_id, tools=tools, plan=plan)
             seconds = time.perf_counter() - started
             context = result.messages
             shared = shared_prefix(sent, context)
             cached = fixed + counter.count_messages(context[:shared]) if sent else 0
             broken = bool(sent) and shared < len(sent)
             sent = list(context)
+            seen = in_view(users, context)
             calls.append(
                 ModelCall(
                     index=len(calls) + 1,
@@ -206,10 +290,16 @@ def replay(
                     reason=result.reason,
                     cached_tokens=cached,
                     prefix_broken=broken,
+                    task_in_view=seen[0] if seen else True,
+                    user_messages=len(seen),
+                    user_messages_in_view=sum(seen),
+                    plan_in_view=None if plan is None else plan_in_view(plan, context),
                     seconds=seconds,
                 )
             )
             pending = []
+        if isinstance(message, AIMessage):
+            plan = todos_of(message) or plan
         if isinstance(message, ToolMessage):
             outcome = engine.offload_tool_result_detailed(message, thread_id=thread_id)
             context = [*context, outcome.message]
@@ -217,6 +307,8 @@ def replay(
                 pending.append(outcome.event)
         else:
             context = [*context, message]
+            if isinstance(message, HumanMessage) and _snippet(message):
+                users.append(_snippet(message))
         baseline += counter.count_message(message)
         if on_message is not None:
             on_message(position + 1, len(history))

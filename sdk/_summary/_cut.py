@@ -10,7 +10,9 @@ Rules, in order:
 - **Prefix.** The leading system message(s) form one ``"system"`` block that always stays
   first and untouched. A ctxfs summary right after it (see
   :func:`ctxfs._summary._message.is_summary`) is a ``"summary"`` block: it is folded into the
-  next summary rather than archived again.
+  next summary rather than archived again. The messages that summary put back after itself
+  (pinned user messages, the plan, the notes: :mod:`ctxfs._summary._pins`) are ``"pinned"``
+  blocks of the prefix: the next summary builds them anew.
 - **Tool exchanges.** An AI message with tool calls and *all* of its tool results form one
   ``"tool_exchange"`` block. A result answers the earliest still-open call with its id, so
   duplicate ids pair in order. When results interleave across AI messages (AI1 calls a, b;
@@ -38,10 +40,11 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from ctxfs._messages import pair_results
 from ctxfs._policy._budget import KeepWindow
 from ctxfs._summary._message import is_summary
+from ctxfs._summary._pins import in_view_kind
 
 __all__ = ["Block", "BlockKind", "choose_cut", "prefix_end", "split_blocks"]
 
-BlockKind = Literal["system", "summary", "tool_exchange", "message"]
+BlockKind = Literal["system", "summary", "pinned", "tool_exchange", "message"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,13 @@ def split_blocks(messages: Sequence[BaseMessage]) -> list[Block]:
             kind: BlockKind = "tool_exchange"
         elif i == system_end and stop == i + 1 and is_summary(messages[i]):
             kind = "summary"
+        elif (
+            stop == i + 1
+            and blocks
+            and blocks[-1].kind in ("summary", "pinned")
+            and in_view_kind(messages[i]) is not None
+        ):
+            kind = "pinned"
         else:
             kind = "message"
         block = Block(i, stop, kind, _dedupe(unanswered), block_orphans)
@@ -125,7 +135,7 @@ def split_blocks(messages: Sequence[BaseMessage]) -> list[Block]:
             and block_orphans == (i,)
             and stop == i + 1
             and previous is not None
-            and previous.kind not in ("system", "summary")
+            and previous.kind not in ("system", "summary", "pinned")
         ):
             block = Block(
                 previous.start,
@@ -146,10 +156,11 @@ def _dedupe(ids: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def prefix_end(blocks: Sequence[Block]) -> int:
-    """Returns the index after the protected prefix: the system block and a leading summary."""
+    """Returns the index after the protected prefix: the system block, a leading summary and
+    what that summary put back after itself (pinned messages, the plan, the notes)."""
     end = 0
     for block in blocks:
-        if block.kind == "system" or (block.kind == "summary" and block.start == end):
+        if block.kind == "system" or (block.kind in ("summary", "pinned") and block.start == end):
             end = block.stop
         else:
             break

@@ -15,13 +15,15 @@ values it needs (policy, token counter, archive), never the engine.
 2. Archive them (:class:`ctxfs.TranscriptArchive`): written and read back before anything is
    dropped. On any archive failure nothing is dropped and the outcome says why.
 3. Summarize (model or extractive), record the summary in the index, and return
-   ``[system..., summary, kept...]``.
+   ``[system..., summary, in view..., kept...]``, where *in view* is what
+   :mod:`ctxfs._summary._pins` puts back: the user's words verbatim, the plan, the notes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
@@ -32,6 +34,7 @@ from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._body import ModelAnswer, extractive_body, format_prompt, render_for_model
 from ctxfs._summary._cut import choose_cut, prefix_end, split_blocks
 from ctxfs._summary._message import build_summary_message, next_state, summary_state
+from ctxfs._summary._pins import in_view_message, notes_text, select_pins, user_candidates
 from ctxfs._tokens import TokenCounter
 
 __all__ = ["SummaryOutcome", "summarize_steps", "summary_message_id"]
@@ -71,6 +74,9 @@ def summarize_steps(
     thread_id: str,
     tokens: int,
     fixed: int = 0,
+    plan: Sequence[Mapping[str, Any]] | str | None = None,
+    notes: tuple[str, str] | None = None,
+    at_least: int = 0,
 ) -> Generator[str, ModelAnswer, SummaryOutcome]:
     """Summarizes ``messages``; yields a prompt whenever the summary model must be asked.
 
@@ -85,6 +91,11 @@ def summarize_steps(
         tokens: Tokens of ``messages``.
         fixed: Tokens of the parts of the request sent apart from the messages (a system
             message, tool schemas): the target holds for the whole request.
+        plan: The live todo state, put back after the summary (see
+            :mod:`ctxfs._summary._pins`); ``None`` when there is none.
+        notes: The agent's notes file, ``(path, text)``, put back after the plan.
+        at_least: Summarize only if the messages to archive hold at least this many tokens
+            (a compaction asked for now, not by a trigger).
 
     Returns:
         (as the generator's return value) The :class:`SummaryOutcome`.
@@ -95,7 +106,9 @@ def summarize_steps(
     blocks = split_blocks(current)
     start = prefix_end(blocks)
     system_end = blocks[0].stop if blocks and blocks[0].kind == "system" else 0
-    room = policy.summary_message_room(system_end)
+    message_room = room = policy.summary_message_room(system_end)
+    if room is not None and policy.pinning.enabled and room >= 4:
+        room -= 2  # the task statement's pin and the in-view message
     cut = choose_cut(blocks, counts, policy.keep_window, at_most=room)
     if cut <= start:
         return SummaryOutcome(
@@ -106,7 +119,17 @@ def summarize_steps(
             ),
         )
 
-    previous = summary_state(current[start - 1]) if start > system_end else None
+    if sum(counts[start:cut]) < at_least:
+        return SummaryOutcome(
+            messages=current,
+            why_not=(
+                f"only {sum(counts[start:cut]):,} tokens lie outside the protected recent "
+                f"window (keep {settings.keep.describe()}); a summary is worth it from "
+                f"{at_least:,}"
+            ),
+        )
+    previous = summary_state(current[system_end]) if start > system_end else None
+    earlier = current[system_end + 1 : start]  # what the previous summary put back
     dropped = current[start:cut]
     first_index = previous.next_index if previous is not None else start
     try:
@@ -162,7 +185,20 @@ def summarize_steps(
         if isinstance(recorded, HumanMessage) and recorded.id == message_id:
             summary = recorded  # committed first by an earlier run or a twin writer
 
-    summarized = [*current[:system_end], summary, *current[cut:]]
+    in_view = _in_view(
+        policy,
+        counter,
+        thread_id=thread_id,
+        dropped=dropped,
+        earlier=earlier,
+        first_index=first_index,
+        segment=segment.jsonl_path,
+        used=fixed + sum(counts[:system_end]) + counter.count_message(summary) + sum(counts[cut:]),
+        free_messages=_free_messages(message_room, len(current) - cut, cut - system_end - 1),
+        plan=plan,
+        notes=notes,
+    )
+    summarized = [*current[:system_end], summary, *in_view, *current[cut:]]
     after = counter.count_messages(summarized)
     event = Summarized(
         segment_paths=(segment.jsonl_path, segment.markdown_path),
@@ -179,6 +215,68 @@ def summarize_steps(
         system = [*counts[:system_end], fixed]
         over = _why_over(policy, system, counter.count_message(summary), counts[cut:])
     return SummaryOutcome(messages=summarized, event=event, why_not=over, repairs=archive.repairs)
+
+
+def _in_view(
+    policy: ContextPolicy,
+    counter: TokenCounter,
+    *,
+    thread_id: str,
+    dropped: Sequence[BaseMessage],
+    earlier: Sequence[BaseMessage],
+    first_index: int,
+    segment: str,
+    used: int,
+    free_messages: int,
+    plan: Sequence[Mapping[str, Any]] | str | None,
+    notes: tuple[str, str] | None,
+) -> list[BaseMessage]:
+    """What the summary puts back after itself: pinned user messages, then one message with
+    the pointers, the plan and the notes (see :mod:`ctxfs._summary._pins`)."""
+    settings = policy.pinning
+    if not settings.enabled:
+        return []
+    candidates, counted = user_candidates(
+        dropped,
+        first_index=first_index,
+        segment=segment,
+        machine_made=settings.machine_made,
+        earlier=earlier,
+    )
+    pins, pointed, counted = select_pins(
+        candidates,
+        earlier=counted,
+        thread_id=thread_id,
+        counter=counter,
+        budget=settings.budget.resolve(policy.window),
+        first_room=policy.request_limit_tokens - used,
+        # the pins leave at least a quarter of the target for new turns before the next summary
+        target_room=policy.summary_target_tokens * 3 // 4 - used,
+        pointers=settings.pointers,
+        max_pins=max(0, free_messages - 1) if free_messages > 1 else free_messages,
+    )
+    kept_notes = None
+    if notes is not None:
+        path, text = notes
+        cut = notes_text(text, path=path, counter=counter, max_tokens=settings.notes_tokens)
+        kept_notes = None if cut is None else (path, cut)
+    extra = in_view_message(
+        pointed=pointed, counted=counted, plan=plan, notes=kept_notes, thread_id=thread_id
+    )
+    if extra is not None and len(pins) >= free_messages:
+        extra = None  # no room left: the task statement's pin comes first
+    return [*pins, *([extra] if extra is not None else [])]
+
+
+def _free_messages(room: int | None, kept: int, replaced: int) -> int:
+    """How many messages a summary may put back after itself.
+
+    Never more than the messages it replaces besides the one the summary takes (so the graph
+    state is updated in place: each new message takes the place of one it replaces), and
+    under a ``messages`` trigger never more than the room the kept window left.
+    """
+    free = max(0, replaced)
+    return free if room is None else max(0, min(free, room - kept))
 
 
 def _why_over(

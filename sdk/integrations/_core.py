@@ -28,6 +28,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Any, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -199,7 +200,7 @@ def state_update(
         before: The messages in the state.
         after: What they should become.
     """
-    if len(before) == len(after) and all(a is b for a, b in zip(after, before, strict=True)):
+    if len(before) == len(after) and all(map(is_, after, before)):  # in C: every model call
         return None
     changes = _in_place(before, after)
     if changes is None:
@@ -259,11 +260,15 @@ class RequestShape:
         system: The system message, when it is not among the messages.
         tools: The tools the model is bound to.
         model: The chat model (its profile gives the window when the policy has none).
+        plan: The live todo list (the graph state's ``todos``, as LangChain's
+            ``TodoListMiddleware`` and Deep Agents' ``write_todos`` keep it): a summary puts
+            it back after itself (:attr:`~ctxfs.ContextPolicy.pinning`).
     """
 
     system: BaseMessage | str | None = None
     tools: Sequence[Tool] = ()
     model: BaseChatModel | None = None
+    plan: Sequence[Mapping[str, Any]] | str | None = None
 
 
 class ContextHooks:
@@ -560,7 +565,18 @@ def _compact_args(thread: str, request: RequestShape, force: bool) -> dict[str, 
         "tools": request.tools,
         "model": request.model,
         "force": force,
+        "plan": request.plan,
     }
+
+
+def plan_of(state: object, key: str = "todos") -> Sequence[Mapping[str, Any]] | str | None:
+    """The todo list in a graph state, or ``None`` when it has none (or not of that shape)."""
+    todos = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    if isinstance(todos, str):
+        return todos
+    if isinstance(todos, Sequence) and all(isinstance(t, Mapping) for t in todos):
+        return list(todos)
+    return None
 
 
 def _is_failure(event: ContextEvent) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from operator import is_
 from typing import Any, Literal, cast, get_args, overload
 
 from langgraph.types import Command
@@ -38,7 +39,15 @@ from ctxfs.integrations._core import (
     RequestShape,
     current_thread_id,
     is_context_overflow,
+    plan_of,
     state_update,
+)
+from ctxfs.integrations._on_request import (
+    acompact_on_request,
+    compact_on_request,
+    compact_tool,
+    history_tools,
+    is_compact_tool,
 )
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 
@@ -94,7 +103,7 @@ def _conflict_message(names: Sequence[str]) -> str:
 
 
 def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(map(is_, a, b))  # in C: it runs on every model call
 
 
 def _persisted(
@@ -150,8 +159,10 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     What it does:
 
     - **Tools.** Offers the workspace tools (``ls``, ``read_file``, ``write_file``,
-      ``edit_file``, ``glob``, ``grep``) with each model request and runs them, so the agent
-      can read back what was offloaded. What one call returns is at most the policy's
+      ``edit_file``, ``glob``, ``grep``), the history tools (``history_search``,
+      ``history_read``: the thread's archive, ranked) and ``compact_conversation`` (a
+      compaction now, at the model's request) with each model request and runs them, so the
+      agent can read back what was offloaded. What one call returns is at most the policy's
       ``tool_output`` (a share of the window); the tools page beyond it. When another tool of
       the agent has the same name (Deep Agents brings its own ``ls``, ``read_file``...),
       ``on_tool_conflict`` decides; by default the model call is refused with an error that
@@ -275,6 +286,8 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # Sized to the window, asked at each call: a window read from the model's
             # profile is known only from the first model call on.
             own = workspace_tools(engine.workspace, max_output_tokens=self._tool_budget)
+            own += history_tools(engine, self._tool_budget)
+            own.append(compact_tool())
         else:
             own = list(tools) if tools else []
         self._own = {tool.name: tool for tool in own}
@@ -373,6 +386,17 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return request
         return request.override(tool=tool)
 
+    def _is_compact_call(self, request: ToolCallRequest) -> bool:
+        """Whether the call is this middleware's ``compact_conversation`` (not another's)."""
+        if not self._own or request is None:
+            return False
+        own = self._own.get(request.tool_call["name"])
+        return (
+            own is not None
+            and is_compact_tool(own)
+            and (request.tool is None or request.tool is own)
+        )
+
     def _replacement(self, request: ToolCallRequest) -> BaseTool | None:
         """This middleware's tool, when it runs instead of another's of the same name."""
         if self._on_tool_conflict != "replace" or not self._own:
@@ -384,7 +408,12 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _shape_of(self, request: ModelRequest[Any]) -> RequestShape:
         tools = (*request.tools, *self._output_tools(request.response_format))
-        return RequestShape(system=request.system_message, tools=tools, model=request.model)
+        return RequestShape(
+            system=request.system_message,
+            tools=tools,
+            model=request.model,
+            plan=plan_of(request.state),
+        )
 
     def _output_tools(self, response_format: object) -> tuple[BaseTool, ...]:
         """The tools ``create_agent`` binds for structured output (``ToolStrategy``, or an
@@ -448,6 +477,8 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
     ) -> _ToolOutput:
         """Runs the tool, then offloads its result if it is too large."""
+        if self._is_compact_call(request):
+            return compact_on_request(self._hooks, request, current_thread_id())
         tool = self._replacement(request)
         if tool is not None:
             # Run here: the agent's tool node would give it the arguments it injects into
@@ -464,6 +495,8 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
     ) -> _ToolOutput:
         """The async twin of :meth:`wrap_tool_call` (the offload runs in a worker thread)."""
+        if self._is_compact_call(request):
+            return await acompact_on_request(self._hooks, request, current_thread_id())
         tool = self._replacement(request)
         if tool is not None:
 

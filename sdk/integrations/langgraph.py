@@ -29,6 +29,7 @@ A run without a ``thread_id`` keeps its files under ``run-<run_id>`` if its conf
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -47,6 +48,7 @@ from ctxfs.integrations._core import (
     EventHandler,
     RequestShape,
     current_thread_id,
+    plan_of,
     state_update,
     thread_id_from_config,
 )
@@ -173,10 +175,12 @@ def compaction_node(
     shape = RequestShape(system=system, tools=tuple(tools), model=model)
 
     def run(state: _State) -> _Update:
-        return _keyed(hooks.compact(state[messages_key], request=shape), messages_key)
+        request = dataclasses.replace(shape, plan=plan_of(state))
+        return _keyed(hooks.compact(state[messages_key], request=request), messages_key)
 
     async def arun(state: _State) -> _Update:
-        return _keyed(await hooks.acompact(state[messages_key], request=shape), messages_key)
+        request = dataclasses.replace(shape, plan=plan_of(state))
+        return _keyed(await hooks.acompact(state[messages_key], request=request), messages_key)
 
     return RunnableLambda(run, afunc=arun, name="ctxfs_compact")
 

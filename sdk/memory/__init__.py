@@ -4,9 +4,11 @@ A memory document per namespace (a user, an agent, a user's agent) lives in the 
 under ``/memories/`` (JSON plus a Markdown rendering), so it works on every backend and the
 agent can read it with its tools. :class:`LongTermMemory` learns from conversations with a
 chat model (structured output, validated), keeps facts over a confidence threshold up to a
-cap, injects a ``<memory>`` block within a token budget, and recalls earlier sessions (facts
-and archived transcripts) by keyword search, or through any LangGraph store
-(:class:`StoreRetriever`).
+cap, injects a ``<memory>`` block within a token budget, and recalls earlier sessions (facts,
+archived transcripts and conversation logs) by keyword search, or through any LangGraph
+store (:class:`StoreRetriever`). Every change is a new version (:class:`Change`, history,
+rollback); facts have a scope (user, project, task) and an optional expiry; an explicit
+consolidation merges duplicates and contradictions.
 
 Integrations: :class:`MemoryMiddleware` for ``create_agent`` (needs the ``langchain``
 extra), and nodes for a hand-written ``StateGraph`` (:func:`memory_node`,
@@ -20,9 +22,18 @@ from typing import TYPE_CHECKING, Any
 from ctxfs._errors import MemoryFormatError
 from ctxfs._layout import MEMORIES_DIR
 from ctxfs.memory._basestore import StoreRetriever
+from ctxfs.memory._consolidate import (
+    CONSOLIDATION_PROMPT,
+    Consolidation,
+    ConsolidationPlan,
+    FactMerge,
+    consolidate_document,
+)
 from ctxfs.memory._document import (
+    Change,
     Fact,
     FactCategory,
+    FactScope,
     History,
     MemoryDocument,
     UserContext,
@@ -46,6 +57,7 @@ from ctxfs.memory._graph import (
     remember_node,
     system_with_memory,
 )
+from ctxfs.memory._hybrid import HybridRetriever, reciprocal_rank_fusion
 from ctxfs.memory._inject import InjectedMemory, memory_block, recalled_block, with_memory
 from ctxfs.memory._memory import Learned, LongTermMemory
 from ctxfs.memory._queue import TurnBatch, TurnQueue
@@ -64,14 +76,21 @@ if TYPE_CHECKING:
     from ctxfs.memory._middleware import MemoryMiddleware, MemoryState
 
 __all__ = [
+    "CONSOLIDATION_PROMPT",
     "EXTRACTION_PROMPT",
     "MEMORIES_DIR",
     "AppliedUpdate",
+    "Change",
+    "Consolidation",
+    "ConsolidationPlan",
     "ExtractedFact",
     "Fact",
     "FactCategory",
+    "FactMerge",
+    "FactScope",
     "History",
     "HistoryUpdate",
+    "HybridRetriever",
     "InjectedMemory",
     "KeywordIndex",
     "KeywordRetriever",
@@ -94,6 +113,7 @@ __all__ = [
     "UserContextUpdate",
     "apply_update",
     "collect_entries",
+    "consolidate_document",
     "extract_update",
     "fact_id",
     "memory_block",
@@ -102,6 +122,7 @@ __all__ = [
     "memory_path",
     "parse_document",
     "recalled_block",
+    "reciprocal_rank_fusion",
     "remember_node",
     "render_markdown",
     "system_with_memory",

@@ -8,8 +8,14 @@ store is an index of it, and ``sync`` can rebuild it any time.
 Items, under the ``prefix`` (``("ctxfs",)`` by default)::
 
     (*prefix, "facts", *namespace)        key: fact id         value: Entry fields
-    (*prefix, "docs", *namespace)         key: "threads"       value: {"threads": [...]}
+    (*prefix, "docs", *namespace)         key: "threads"       value: {"folders": [...]}
     (*prefix, "transcripts", <folder>)    key: <ref>           value: Entry fields
+    (*prefix, "conversations", *namespace) key: <ref>          value: Entry fields
+
+Labels: a LangGraph namespace label may not hold a ``.`` (PostgreSQL joins the labels with
+dots), and a memory namespace segment or a thread folder may (``("alice.smith",)``); every
+label ctxfs puts in a store is written with ``%`` escapes (``alice%2Esmith``, ``%`` itself
+as ``%25``), so any namespace and any thread syncs. The values keep the real names.
 
 Ranking: a store built with an embedding index (``InMemoryStore(index=...)``,
 ``PostgresStore(index=...)`` on pgvector) ranks by similarity of the ``text`` field. A
@@ -19,13 +25,15 @@ filters; the candidates it returns are then ranked with BM25 here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from langgraph.store.base import BaseStore, Item, SearchItem
+from langgraph.store.base import BaseStore, Item, PutOp, SearchItem
 
-from ctxfs._archive._transcripts import thread_transcript_dir
+from ctxfs._layout import MEMORIES_DIR, safe_name
 from ctxfs._workspace._workspace import Workspace
+from ctxfs.memory._conversations import conversation_files, namespace_of
+from ctxfs.memory._document import Fact
 from ctxfs.memory._retrieval import (
     Entry,
     KeywordIndex,
@@ -33,11 +41,30 @@ from ctxfs.memory._retrieval import (
     Scope,
     collect_entries,
     memory_documents,
+    namespace_folders,
 )
 
 __all__ = ["StoreRetriever"]
 
 _PAGE = 500
+
+
+def store_label(name: str) -> str:
+    """``name`` as a LangGraph namespace label: ``%`` and ``.`` written ``%25`` and ``%2E``.
+
+    >>> store_label("alice.smith")
+    'alice%2Esmith'
+    """
+    return name.replace("%", "%25").replace(".", "%2E")
+
+
+def _labels(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(store_label(n) for n in names)
+
+
+def _logged(entry: Entry) -> bool:
+    """Whether ``entry`` comes from a memory's conversation log (not the archive)."""
+    return entry.kind == "transcript" and entry.path.startswith(MEMORIES_DIR + "/")
 
 
 def _value(entry: Entry) -> dict[str, Any]:
@@ -49,6 +76,7 @@ def _value(entry: Entry) -> dict[str, Any]:
         "namespace": list(entry.namespace),
         "thread": entry.thread,
         "tags": list(entry.tags),
+        "fact": None if entry.fact is None else entry.fact.model_dump(mode="json"),
     }
 
 
@@ -62,6 +90,7 @@ def _entry(item: Item) -> Entry:
         tuple(v.get("namespace", ())),
         v.get("thread", ""),
         tuple(v.get("tags", ())),
+        None if v.get("fact") is None else Fact.model_validate(v["fact"]),
     )
 
 
@@ -82,7 +111,7 @@ class StoreRetriever:
 
     def __init__(self, store: BaseStore, *, prefix: tuple[str, ...] = ("ctxfs",)) -> None:
         self._store = store
-        self._prefix = tuple(prefix)
+        self._prefix = _labels(prefix)
 
     @property
     def store(self) -> BaseStore:
@@ -102,16 +131,34 @@ class StoreRetriever:
             How many items were put.
         """
         scope = scope or Scope()
-        entries = collect_entries(workspace, scope)
+        entries = collect_entries(workspace, scope, every_fact=True)
         wanted: set[tuple[tuple[str, ...], str]] = set()
-        for _, document in memory_documents(workspace, scope.namespace):
-            namespace = (*self._prefix, "docs", *document.namespace)
-            self._store.put(namespace, "threads", {"threads": list(document.threads)}, index=False)
+        documents = list(memory_documents(workspace, scope.namespace))
+        logs = list(conversation_files(workspace, scope.namespace))
+        namespaces = {d.namespace for _, d in documents} | {namespace_of(p) for p in logs}
+        for name in sorted(namespaces):
+            folders = namespace_folders(
+                workspace,
+                [(p, d) for p, d in documents if d.namespace == name],
+                [p for p in logs if namespace_of(p) == name],
+            )
+            namespace = (*self._prefix, "docs", *_labels(name))
+            self._store.put(namespace, "threads", {"folders": list(folders)}, index=False)
+        # in batches, so the embeddings are computed in batches too; a text twice in one
+        # batch ends it (InMemoryStore embeds each distinct text once and then miscounts)
+        batch: list[PutOp] = []
+        texts: set[str] = set()
         for entry in entries:
             namespace = self._namespace_of(entry)
             wanted.add((namespace, entry.ref))
-            self._store.put(namespace, entry.ref, _value(entry), index=["text"])
-        for kind in ("facts", "transcripts"):
+            if len(batch) >= _PAGE or entry.text in texts:
+                self._store.batch(batch)
+                batch, texts = [], set()
+            batch.append(PutOp(namespace, entry.ref, _value(entry), index=["text"]))
+            texts.add(entry.text)
+        if batch:
+            self._store.batch(batch)
+        for kind in ("facts", "transcripts", "conversations"):
             for item in self._items((*self._prefix, kind)):
                 if (tuple(item.namespace), item.key) not in wanted and self._in_scope(item, scope):
                     self._store.delete(tuple(item.namespace), item.key)
@@ -119,16 +166,19 @@ class StoreRetriever:
 
     def _in_scope(self, item: Item, scope: Scope) -> bool:
         entry = _entry(item)
+        within = entry.namespace[: len(scope.namespace)] == scope.namespace
         if entry.kind == "fact":
-            return (
-                "fact" in scope.kinds and entry.namespace[: len(scope.namespace)] == scope.namespace
-            )
+            return "fact" in scope.kinds and within
+        if _logged(entry):
+            return "transcript" in scope.kinds and scope.threads is None and within
         return "transcript" in scope.kinds and scope.threads is None and not scope.namespace
 
     def _namespace_of(self, entry: Entry) -> tuple[str, ...]:
         if entry.kind == "fact":
-            return (*self._prefix, "facts", *entry.namespace)
-        return (*self._prefix, "transcripts", entry.thread)
+            return (*self._prefix, "facts", *_labels(entry.namespace))
+        if _logged(entry):
+            return (*self._prefix, "conversations", *_labels(entry.namespace))
+        return (*self._prefix, "transcripts", store_label(entry.thread))
 
     def _items(self, namespace: tuple[str, ...]) -> Iterator[SearchItem]:
         offset = 0
@@ -139,27 +189,30 @@ class StoreRetriever:
                 return
             offset += _PAGE
 
-    def _threads(self, namespace: tuple[str, ...]) -> tuple[str, ...]:
+    def _folders(self, namespace: tuple[str, ...]) -> tuple[str, ...]:
+        """The transcript folders of the threads of the namespaces under ``namespace``."""
         found: dict[str, None] = {}
-        for item in self._items((*self._prefix, "docs", *namespace)):
-            found.update(dict.fromkeys(item.value.get("threads", ())))
+        for item in self._items((*self._prefix, "docs", *_labels(namespace))):
+            found.update(dict.fromkeys(item.value.get("folders", ())))
+            # an item synced before conversation logs lists thread ids
+            found.update(dict.fromkeys(safe_name(t) for t in item.value.get("threads", ())))
         return tuple(found)
 
     def _searched(self, scope: Scope) -> list[tuple[tuple[str, ...], dict[str, Any] | None]]:
         """The store namespaces to search, each with its filter."""
         spaces: list[tuple[tuple[str, ...], dict[str, Any] | None]] = []
         if "fact" in scope.kinds:
-            spaces.append(((*self._prefix, "facts", *scope.namespace), None))
+            spaces.append(((*self._prefix, "facts", *_labels(scope.namespace)), None))
         if "transcript" in scope.kinds:
-            threads = scope.threads
-            if threads is None and scope.namespace:
-                threads = self._threads(scope.namespace)
-            if threads is None:
+            folders = None if scope.threads is None else [safe_name(t) for t in scope.threads]
+            if folders is None and scope.namespace:
+                folders = list(self._folders(scope.namespace))
+            spaces.append(((*self._prefix, "conversations", *_labels(scope.namespace)), None))
+            if folders is None:
                 spaces.append(((*self._prefix, "transcripts"), None))
             else:
-                for thread in threads:
-                    folder = thread_transcript_dir(thread).rsplit("/", 1)[-1]
-                    spaces.append(((*self._prefix, "transcripts", folder), None))
+                for folder in dict.fromkeys(folders):
+                    spaces.append(((*self._prefix, "transcripts", store_label(folder)), None))
         return spaces
 
     def search(self, query: str, *, k: int = 5, scope: Scope | None = None) -> list[MemoryHit]:
@@ -168,9 +221,13 @@ class StoreRetriever:
         if k <= 0 or not query.strip():
             return []
         wanted = set(scope.tags)
+        folders = None if scope.threads is None else {safe_name(t) for t in scope.threads}
 
         def keep(entry: Entry) -> bool:
-            return entry.kind != "fact" or not wanted or bool(wanted.intersection(entry.tags))
+            if entry.kind == "fact":
+                tagged = not wanted or bool(wanted.intersection(entry.tags))
+                return tagged and entry.visible(scope)
+            return folders is None or not _logged(entry) or entry.thread in folders
 
         if not self._semantic():
             candidates = [

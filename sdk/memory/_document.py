@@ -14,14 +14,24 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 from ctxfs._errors import MemoryFormatError
+from ctxfs._workspace._json import JsonDepthError, loads_bounded
 
 __all__ = [
     "DOCUMENT_FORMAT",
+    "Change",
     "Fact",
     "FactCategory",
+    "FactScope",
     "History",
     "MemoryDocument",
     "UserContext",
@@ -43,6 +53,9 @@ _SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 _SPACES = re.compile(r"\s+")
 
 Namespace = tuple[str, ...]
+
+ThreadId = Annotated[str, StringConstraints(strip_whitespace=False)]
+"""A thread id, kept exactly (spaces included: it names the thread's transcript folder)."""
 
 
 def check_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
@@ -68,10 +81,26 @@ def normalize_fact(content: str) -> str:
     return _SPACES.sub(" ", text).strip().rstrip(".!").strip()
 
 
-def fact_id(content: str) -> str:
-    """A fact's id, derived from its normalized content (so two writers agree on it)."""
-    digest = hashlib.sha256(normalize_fact(content).encode("utf-8")).hexdigest()
+FactScope = Literal["user", "project", "task"]
+"""Whom a fact is about: the user (every session), a project (its sessions), or one task."""
+
+
+def fact_id(content: str, scope: FactScope = "user", scope_id: str = "") -> str:
+    """A fact's id, derived from its normalized content and its scope (so two writers agree
+    on it; a user fact's id depends on its content only)."""
+    key = normalize_fact(content)
+    if scope != "user":
+        key = f"{scope}\x00{scope_id}\x00{key}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
     return f"fact-{digest[:12]}"
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("a time needs a time zone, e.g. 2026-01-31T12:00:00Z")
+    return value.astimezone(UTC)
 
 
 class _Frozen(BaseModel):
@@ -89,6 +118,11 @@ class Fact(_Frozen):
         created_at: When it was first learned (UTC).
         source: Where it was learned: the thread id of the conversation.
         tags: Topics, to scope retrieval (``"billing"``, ``"infra"``...).
+        scope: Whom it is about (see :data:`FactScope`); only a ``"user"`` fact reaches
+            every session.
+        scope_id: The project or task id of a ``"project"`` or ``"task"`` fact.
+        expires_at: When it stops being true (UTC), ``None`` if it does not: from then on
+            it is neither injected nor retrieved.
     """
 
     id: Annotated[str, Field(min_length=1, max_length=128)]
@@ -96,15 +130,60 @@ class Fact(_Frozen):
     category: FactCategory
     confidence: Annotated[float, Field(ge=0.0, le=1.0)]
     created_at: datetime
-    source: str = ""
+    source: ThreadId = ""
     tags: tuple[str, ...] = ()
+    scope: FactScope = "user"
+    scope_id: ThreadId = ""
+    expires_at: datetime | None = None
 
     @field_validator("created_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            raise ValueError("created_at needs a time zone, e.g. 2026-01-31T12:00:00Z")
-        return value.astimezone(UTC)
+        aware = _aware(value)
+        assert aware is not None
+        return aware
+
+    @field_validator("expires_at")
+    @classmethod
+    def _utc_or_none(cls, value: datetime | None) -> datetime | None:
+        return _aware(value)
+
+    def visible(self, *, task: str | None, project: str | None, now: datetime) -> bool:
+        """Whether this fact belongs in a session of ``task`` in ``project`` at ``now``:
+        not expired, and a user fact, or a fact of that project, or of that very task."""
+        if self.expires_at is not None and self.expires_at <= now:
+            return False
+        if self.scope == "project":
+            return self.scope_id == (project or "")
+        if self.scope == "task":
+            return task is not None and self.scope_id == task
+        return True
+
+
+class Change(_Frozen):
+    """What made a version of a memory document.
+
+    Attributes:
+        kind: What changed it: ``"learn"`` (an extraction), ``"apply"`` (an update from
+            code), ``"forget"``, ``"replace"``, ``"rollback"``, ``"consolidate"``, ``"edit"``.
+        by: Who or what: the extraction model, ``"ctxfs memory forget"``, a name given.
+        thread: The conversation it came from (``""`` if none).
+        at: When (UTC).
+        note: What it did, in a few words (``"added 2, merged 1"``).
+    """
+
+    kind: Annotated[str, Field(min_length=1, max_length=64)]
+    by: str = ""
+    thread: ThreadId = ""
+    at: datetime
+    note: str = ""
+
+    @field_validator("at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        aware = _aware(value)
+        assert aware is not None
+        return aware
 
 
 class UserContext(_Frozen):
@@ -148,6 +227,9 @@ class MemoryDocument(_Frozen):
         threads: The conversations (thread ids) whose turns were learned from, oldest first:
             retrieval scoped to this namespace searches their archived transcripts.
         updated_at: When the document was last written (UTC), ``None`` if never.
+        revision: The number of this version: 1 for the first write, one more for each
+            change (0 for a document never written, or written before versions).
+        change: What made this version (``None`` for revision 0).
     """
 
     format: Literal["ctxfs-memory"] = "ctxfs-memory"
@@ -156,8 +238,10 @@ class MemoryDocument(_Frozen):
     user: UserContext = UserContext()
     history: History = History()
     facts: tuple[Fact, ...] = ()
-    threads: tuple[str, ...] = ()
+    threads: tuple[ThreadId, ...] = ()
     updated_at: datetime | None = None
+    revision: Annotated[int, Field(ge=0)] = 0
+    change: Change | None = None
 
     @field_validator("namespace")
     @classmethod
@@ -178,6 +262,11 @@ class MemoryDocument(_Frozen):
         """The fact with this id, or ``None``."""
         return next((f for f in self.facts if f.id == id), None)
 
+    def content(self) -> tuple[object, ...]:
+        """What the document remembers (not when or why it was written): two versions with
+        the same content are the same memory."""
+        return (self.user, self.history, self.facts, self.threads)
+
 
 def encode_document(document: MemoryDocument) -> bytes:
     """The JSON bytes stored for a document (indented, keys in field order, UTF-8)."""
@@ -193,13 +282,17 @@ def parse_document(data: bytes, path: str) -> MemoryDocument:
         path: Its virtual path, for the error message.
 
     Raises:
-        MemoryFormatError: Not UTF-8 JSON, not an object, or a field is missing or invalid
-            (the first invalid field is named, dotted: ``facts.3.confidence``).
+        MemoryFormatError: Not UTF-8 JSON, nested deeper than a memory document can be (see
+            :data:`~ctxfs._workspace._json.MAX_JSON_DEPTH`), not an object, or a field is
+            missing or invalid (the first invalid field is named, dotted:
+            ``facts.3.confidence``).
     """
     try:
-        raw = json.loads(data.decode("utf-8"))
+        raw = loads_bounded(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise MemoryFormatError(f"not UTF-8 text ({exc.reason})", path=path) from None
+    except JsonDepthError as exc:
+        raise MemoryFormatError(str(exc), path=path) from None
     except json.JSONDecodeError as exc:
         raise MemoryFormatError(
             f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path
@@ -230,7 +323,8 @@ def render_markdown(document: MemoryDocument) -> str:
     """The document for people: user context, history, then facts by confidence."""
     lines = [f"# Memory: {' / '.join(document.namespace)}", ""]
     if document.updated_at is not None:
-        lines += [f"Updated {document.updated_at.isoformat()}.", ""]
+        version = f" (version {document.revision})" if document.revision else ""
+        lines += [f"Updated {document.updated_at.isoformat()}{version}.", ""]
     for title, part, labels in (
         ("User context", document.user, _USER_LABELS),
         ("History", document.history, _HISTORY_LABELS),
@@ -244,10 +338,12 @@ def render_markdown(document: MemoryDocument) -> str:
         lines += ["## Facts", ""]
         for fact in sorted(document.facts, key=lambda f: (-f.confidence, f.id)):
             tags = f" [{', '.join(fact.tags)}]" if fact.tags else ""
+            scope = "" if fact.scope == "user" else f", {fact.scope} {fact.scope_id or '-'}"
+            until = "" if fact.expires_at is None else f", until {fact.expires_at.isoformat()}"
             lines.append(
                 f"- {fact.content} ({fact.category}, confidence {fact.confidence:.2f}, "
-                f"{fact.created_at.date().isoformat()}, from {fact.source or '?'}){tags} "
-                f"`{fact.id}`"
+                f"{fact.created_at.date().isoformat()}, from {fact.source or '?'}"
+                f"{scope}{until}){tags} `{fact.id}`"
             )
         lines.append("")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -26,6 +26,7 @@ from ctxfs._messages import message_text
 from ctxfs.memory._document import (
     Fact,
     FactCategory,
+    FactScope,
     History,
     MemoryDocument,
     UserContext,
@@ -56,6 +57,14 @@ class ExtractedFact(_Strict):
     category: FactCategory = Field(description="preference, knowledge, context, behavior, goal")
     confidence: Annotated[float, Field(ge=0.0, le=1.0, description="How sure, 0 to 1.")]
     tags: list[str] = Field(default_factory=list, description="Topics, lowercase words.")
+    scope: FactScope = Field(
+        default="user",
+        description="user: true across all their work; project: true for the current "
+        "project only; task: true for the current task only.",
+    )
+    expires_in_days: Annotated[float | None, Field(ge=0.0, le=36_500.0)] = Field(
+        default=None, description="Days until it stops being true; null if it does not."
+    )
 
 
 class UserContextUpdate(_Strict):
@@ -92,10 +101,12 @@ below and the current memory, and call MemoryUpdate with:
 mind, only where the conversation changes them (null keeps the current text);
 - history: the same for recent months, earlier context and long-term background;
 - new_facts: durable facts worth remembering across sessions (preferences, knowledge about \
-their work, goals, habits), one sentence each, with a category and a confidence from 0 to 1; \
-do not repeat facts already in memory;
+their work, goals, habits), one sentence each, with a category and a confidence from 0 to 1, \
+a scope (user: true across all their work; project: only for the current project; task: \
+only for the current task, such as its constraints) and, if it stops being true at a known \
+time, expires_in_days; do not repeat facts already in memory;
 - remove_fact_ids: ids of stored facts the conversation shows to be wrong or outdated.
-Ignore small talk and anything only true for this one task."""
+Ignore small talk."""
 
 
 def _conversation(messages: Sequence[BaseMessage]) -> str:
@@ -112,7 +123,7 @@ def extraction_messages(
     """The messages sent to the extraction model."""
     memory = document.model_dump(mode="json", include={"user", "history", "facts"})
     for fact in memory["facts"]:
-        for key in ("created_at", "source"):
+        for key in ("created_at", "source", "scope_id"):
             fact.pop(key, None)
     return [
         SystemMessage(prompt),
@@ -197,6 +208,8 @@ def apply_update(
     settings: MemorySettings,
     now: datetime,
     source: str,
+    task: str | None = None,
+    project: str | None = None,
 ) -> AppliedUpdate:
     """Applies ``update`` to ``document`` (pure: same inputs, same result).
 
@@ -204,8 +217,10 @@ def apply_update(
         document: The current memory.
         update: What the model proposed.
         settings: Threshold and cap.
-        now: The ``created_at`` of new facts.
+        now: The ``created_at`` of new facts (and the start of their expiry).
         source: Where they were learned (the thread id).
+        task: The task a ``"task"`` fact belongs to (``source`` when ``None``).
+        project: The project a ``"project"`` fact belongs to (``""`` when ``None``).
     """
     user = UserContext(
         work=_merged_text(document.user.work, update.user.work),
@@ -230,14 +245,19 @@ def apply_update(
         if proposed.confidence < settings.confidence_threshold:
             low.append(content)
             continue
-        key = fact_id(content)
+        scope_id = {"user": "", "project": project or "", "task": task or source}[proposed.scope]
+        key = fact_id(content, proposed.scope, scope_id)
         tags = tuple(sorted({t.strip().lower() for t in proposed.tags if t.strip()}))
+        expires = None
+        if proposed.expires_in_days is not None:
+            expires = now + timedelta(days=proposed.expires_in_days)
         existing = facts.get(key)
         if existing is not None:
             facts[key] = existing.model_copy(
                 update={
                     "confidence": max(existing.confidence, proposed.confidence),
                     "tags": tuple(sorted({*existing.tags, *tags})),
+                    "expires_at": later(existing.expires_at, expires),
                 }
             )
             if key not in added:
@@ -251,6 +271,9 @@ def apply_update(
             created_at=now,
             source=source,
             tags=tags,
+            scope=proposed.scope,
+            scope_id=scope_id,
+            expires_at=expires,
         )
         added.append(key)
     kept, evicted = cap_facts(tuple(facts.values()), settings.max_facts)
@@ -266,6 +289,11 @@ def apply_update(
         removed=removed,
         evicted=tuple(evicted),
     )
+
+
+def later(a: datetime | None, b: datetime | None) -> datetime | None:
+    """The later of two expiries (``None``, never, is the latest)."""
+    return None if a is None or b is None else max(a, b)
 
 
 def cap_facts(facts: tuple[Fact, ...], max_facts: int) -> tuple[tuple[Fact, ...], list[str]]:

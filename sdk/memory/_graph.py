@@ -73,11 +73,14 @@ def memory_node(
         # ends.
         memory.record(current_thread_id(), list(state.get(messages_key) or []))
         memory.process_due()
-        update: dict[str, Any] = {"memory_prompt": memory.prompt().text}
+        document = memory.load()
+        thread = current_thread_id()
+        update: dict[str, Any] = {"memory_prompt": memory.prompt(document, thread_id=thread).text}
         if recall and not state.get("memory_recalled"):
             query = session_query(list(state.get(messages_key) or []))
             if query is not None:
-                update["memory_recalled"] = memory.recall_prompt(query).text
+                recalled = memory.recall_prompt(query, document=document, session=thread)
+                update["memory_recalled"] = recalled.text
         return update
 
     async def arun(state: _State) -> dict[str, Any]:

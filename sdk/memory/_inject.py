@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from langchain_core.messages import SystemMessage
 
 from ctxfs._sections import SECTION_NAMES, neutralize, one_line
 from ctxfs._tokens import TokenCounter
-from ctxfs.memory._document import MemoryDocument
+from ctxfs.memory._document import Fact, MemoryDocument, now_utc
 from ctxfs.memory._retrieval import MemoryHit
 
 __all__ = ["InjectedMemory", "memory_block", "recalled_block", "with_memory"]
@@ -78,7 +79,7 @@ def _piece(
     return _Piece(section, prefix, one_line(quoted), ref, cuttable)
 
 
-def _pieces(document: MemoryDocument) -> list[_Piece]:
+def _pieces(document: MemoryDocument, facts: Sequence[Fact]) -> list[_Piece]:
     pieces = []
     for name, label in _USER:
         value = getattr(document.user, name)
@@ -88,7 +89,7 @@ def _pieces(document: MemoryDocument) -> list[_Piece]:
         value = getattr(document.history, name)
         if value:
             pieces.append(_piece("History", f"- {label}: ", value, cuttable=True))
-    ranked = sorted(document.facts, key=lambda f: (-f.confidence, -f.created_at.timestamp(), f.id))
+    ranked = sorted(facts, key=lambda f: (-f.confidence, -f.created_at.timestamp(), f.id))
     for fact in ranked:
         prefix = f"- [{fact.category}, {fact.confidence:.2f}] "
         pieces.append(_piece("Facts", prefix, fact.content, fact.id))
@@ -160,9 +161,19 @@ def _cut_to_fit(
 
 
 def memory_block(
-    document: MemoryDocument, counter: TokenCounter, max_tokens: int
+    document: MemoryDocument,
+    counter: TokenCounter,
+    max_tokens: int,
+    *,
+    task: str | None = None,
+    project: str | None = None,
+    now: datetime | None = None,
 ) -> InjectedMemory:
     """The ``<memory>`` block of ``document`` within ``max_tokens`` (see the module docstring).
+
+    Only the facts for a session of ``task`` in ``project`` at ``now`` (the current time by
+    default) go in (:meth:`~ctxfs.memory.Fact.visible`): no expired fact, no fact of another
+    project, no fact of another task (nor any task fact without a ``task``).
 
     Example:
         >>> from ctxfs import TiktokenCounter
@@ -174,7 +185,9 @@ def memory_block(
         - Work: Data engineer.
         </memory>
     """
-    return _fit("memory", _pieces(document), counter, max_tokens)
+    when = now_utc() if now is None else now
+    facts = [f for f in document.facts if f.visible(task=task, project=project, now=when)]
+    return _fit("memory", _pieces(document, facts), counter, max_tokens)
 
 
 def recalled_block(

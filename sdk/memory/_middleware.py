@@ -65,9 +65,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     - **Before the run** (``before_agent``): learns from the threads whose debounce has
       elapsed, renders the ``<memory>`` block (user context, history, top facts, within
-      ``max_injection_tokens``) and, at the start of a session (no answer in the thread
-      yet), retrieves what is relevant to the user's request from earlier sessions (facts
-      and archived transcripts) into a ``<recalled>`` block. Both go into the state
+      ``max_injection_tokens``; the facts of the thread's task, or of the memory's
+      ``task``, and project, none expired) and, at the start of a session (no answer in
+      the thread yet), retrieves what is relevant to the user's request from earlier
+      sessions (facts, archived transcripts, conversation logs; nothing the ``<memory>``
+      block already says) into a ``<recalled>`` block. Both go into the state
       (``memory_prompt``, ``memory_recalled``), so every model call of the session sends the
       same system prompt (a provider's prompt cache stays valid).
     - **Each model call** (``wrap_model_call``): appends the blocks to the system message.
@@ -75,7 +77,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
       in ``middleware=[...]``: the outer one runs first, so the context engine counts the
       system message with the memory in it, as part of the request's budget.
     - **After the run** (``after_agent``): queues the turn's user messages and final answers
-      under the thread, to be learned from once the thread has been quiet for the debounce
+      under the thread (and logs them under the memory, for recall), to be learned from
+      once the thread has been quiet for the debounce
       (the user's messages are queued at the start of the run already, in case compaction
       archives them during it). The queue lives in the process: call
       ``memory.flush()`` before the process ends to learn from turns still waiting.
@@ -119,8 +122,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._memory.record(thread, _messages(state))
         self._learn(self._memory.process_due)
         update: dict[str, Any] = {}
+        document = None
         try:
-            update["memory_prompt"] = self._memory.prompt().text
+            document = self._memory.load()
+            update["memory_prompt"] = self._memory.prompt(document, thread_id=thread).text
         except (WorkspaceError, OSError) as exc:
             _log.warning("ctxfs memory [%s]: no memory injected: %s", thread, exc)
             update["memory_prompt"] = ""
@@ -128,7 +133,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             query = session_query(_messages(state))
             if query is not None:
                 try:
-                    update["memory_recalled"] = self._memory.recall_prompt(query).text
+                    # a memory that did not load injects nothing, so nothing is left out
+                    known = document if document is not None else self._memory.file.empty()
+                    recalled = self._memory.recall_prompt(query, document=known, session=thread)
+                    update["memory_recalled"] = recalled.text
                 except (WorkspaceError, OSError) as exc:
                     _log.warning("ctxfs memory [%s]: nothing recalled: %s", thread, exc)
         return update

@@ -19,8 +19,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxfs._messages import message_text
 from ctxfs._summary._message import is_summary
+from ctxfs._summary._pins import is_pinned
 
-__all__ = ["TurnBatch", "TurnQueue", "conversational"]
+__all__ = ["SeenMessages", "TurnBatch", "TurnQueue", "conversational"]
 
 _MAX_SEEN = 10_000
 
@@ -29,7 +30,7 @@ def conversational(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """The messages worth learning from: user messages and final answers with text."""
     kept: list[BaseMessage] = []
     for message in messages:
-        if is_summary(message) or not message_text(message).strip():
+        if is_summary(message) or is_pinned(message) or not message_text(message).strip():
             continue
         if isinstance(message, HumanMessage) or (
             isinstance(message, AIMessage) and not message.tool_calls
@@ -58,6 +59,45 @@ class TurnBatch:
     messages: tuple[BaseMessage, ...]
 
 
+class SeenMessages:
+    """Which messages of each thread were taken already, so an offer yields only new ones.
+
+    The whole state of a thread is offered after every run, oldest first, so what is new in
+    an offer is what follows the last message already taken: messages before it were in an
+    earlier offer, even those whose keys were forgotten since (at most ``limit`` keys are
+    kept per thread, the newest). So a thread of any length offered again yields nothing,
+    and never its oldest messages again. Not thread-safe (its owners hold their lock).
+
+    Args:
+        limit: The keys kept per thread.
+    """
+
+    def __init__(self, limit: int = _MAX_SEEN) -> None:
+        self._limit = limit
+        self._seen: dict[str, dict[str, None]] = {}
+
+    def take(self, thread_id: str, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """The messages of ``messages`` not taken before for ``thread_id``, now taken."""
+        seen = self._seen.setdefault(thread_id, {})
+        keys = [_key(m) for m in messages]
+        start = next((i + 1 for i in range(len(keys) - 1, -1, -1) if keys[i] in seen), 0)
+        new: list[BaseMessage] = []
+        for key, message in zip(keys[start:], messages[start:], strict=True):
+            if key not in seen:
+                seen[key] = None
+                new.append(message)
+        while len(seen) > self._limit:
+            del seen[next(iter(seen))]
+        return new
+
+    def forget(self, thread_id: str, messages: Sequence[BaseMessage]) -> None:
+        """Un-takes ``messages``, the last ones taken (they could not be used): the next
+        offer yields them again."""
+        seen = self._seen.get(thread_id, {})
+        for message in messages:
+            seen.pop(_key(message), None)
+
+
 @dataclass(slots=True)
 class _Pending:
     messages: list[BaseMessage] = field(default_factory=list)
@@ -69,7 +109,8 @@ class TurnQueue:
 
     Thread-safe. A message is queued once per thread, however often it is offered again (the
     whole state is offered after every run): messages are told apart by id, or by their text
-    when they have none.
+    when they have none, and only what follows the last message queued before is new (see
+    :class:`SeenMessages`), however long the thread.
 
     Args:
         debounce_seconds: How long a thread must be quiet before its turns are due.
@@ -85,7 +126,7 @@ class TurnQueue:
         self._clock = clock
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
-        self._seen: dict[str, dict[str, None]] = {}
+        self._seen = SeenMessages()
 
     def add(self, thread_id: str, messages: Sequence[BaseMessage]) -> int:
         """Queues the conversational messages of ``thread_id`` not queued before.
@@ -95,14 +136,9 @@ class TurnQueue:
         """
         fresh = conversational(messages)
         with self._lock:
-            seen = self._seen.setdefault(thread_id, {})
-            new = [m for m in fresh if _key(m) not in seen]
+            new = self._seen.take(thread_id, fresh)
             if not new:
                 return 0
-            for message in new:
-                seen[_key(message)] = None
-            while len(seen) > _MAX_SEEN:
-                del seen[next(iter(seen))]
             pending = self._pending.setdefault(thread_id, _Pending())
             pending.messages.extend(new)
             pending.due = self._clock() + self._debounce

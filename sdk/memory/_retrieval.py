@@ -1,14 +1,18 @@
 """Retrieval at session start: keyword search over the memory and the archived transcripts.
 
-The corpus is every fact of the memory documents under ``/memories/`` and every message of
-the archived transcripts under ``/transcripts/`` (long messages in chunks of lines), read
-from the workspace, so it needs no infrastructure. :class:`KeywordRetriever` ranks it with
-BM25 (the ``bm25s`` library). :class:`~ctxfs.memory.StoreRetriever` serves the same corpus
-from any LangGraph ``BaseStore`` instead.
+The corpus is every fact of the memory documents under ``/memories/``, every message of the
+archived transcripts under ``/transcripts/`` and every message of the memories' conversation
+logs (``/memories/<namespace>/.conversations/``, so a session that never compacted is
+searchable too; a message both logged and archived is searched once), long messages in
+chunks of lines, read from the workspace, so it needs no infrastructure.
+:class:`KeywordRetriever` ranks it with BM25 (the ``bm25s`` library).
+:class:`~ctxfs.memory.StoreRetriever` serves the same corpus from any LangGraph
+``BaseStore`` instead.
 
 Scopes (:class:`Scope`): a namespace prefix (``("alice",)`` holds ``("alice", "coder")``),
 tags (a fact matches when it has one of them), and threads: a namespace scopes the
-transcripts too, to the threads its documents learned from (:attr:`MemoryDocument.threads`).
+transcripts too, to the threads its documents learned from (:attr:`MemoryDocument.threads`),
+and the conversation logs to its own.
 """
 
 from __future__ import annotations
@@ -16,14 +20,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
-from ctxfs._archive._transcripts import decode_jsonl, thread_transcript_dir
+from langchain_core.messages import BaseMessage
+
+from ctxfs._archive._transcripts import decode_jsonl
 from ctxfs._errors import MemoryFormatError, PathNotFoundError
-from ctxfs._layout import MEMORIES_DIR, TRANSCRIPTS_DIR
+from ctxfs._layout import MEMORIES_DIR, TRANSCRIPTS_DIR, safe_name
 from ctxfs._messages import message_text
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.memory._document import MemoryDocument, parse_document
+from ctxfs.memory._conversations import conversation_files, namespace_of, read_conversation
+from ctxfs.memory._document import Fact, MemoryDocument, now_utc, parse_document
 
 __all__ = [
     "CHUNK_CHARS",
@@ -55,9 +63,10 @@ class MemoryHit:
         path: Where it lives: the memory document, or the transcript's Markdown twin (both
             readable with the agent's tools).
         ref: The fact id, or ``segment-0001.jsonl#12`` (message 12 of that segment, 0-based;
-            ``#12.1`` for its second chunk).
-        namespace: The memory namespace (facts), or ``()``.
-        thread: The transcript's folder name under ``/transcripts/``, or the fact's source.
+            ``#12.1`` for its second chunk), or a conversation log's path and ``#12``.
+        namespace: The memory namespace (facts, conversation logs), or ``()``.
+        thread: The transcript's folder name under ``/transcripts/`` (a conversation log is
+            named alike), or the fact's source.
         tags: The fact's tags.
     """
 
@@ -82,6 +91,14 @@ class Entry:
     namespace: tuple[str, ...] = ()
     thread: str = ""
     tags: tuple[str, ...] = ()
+    fact: Fact | None = None  # a fact entry's fact (its scope and expiry)
+
+    def visible(self, scope: Scope) -> bool:
+        """Whether a search in ``scope`` may return this entry (a fact's scope and expiry)."""
+        if self.fact is None:
+            return True
+        now = now_utc() if scope.now is None else scope.now
+        return self.fact.visible(task=scope.task, project=scope.project, now=now)
 
     def hit(self, score: float) -> MemoryHit:
         """This entry as a hit with ``score``."""
@@ -102,12 +119,20 @@ class Scope:
         threads: Only transcripts of these threads (thread ids); ``None`` for the default
             above; ``()`` for no transcripts.
         kinds: Which kinds of entries to search.
+        task: The task being worked on: its ``"task"`` facts are found, no other task's
+            (``None``: no task fact at all).
+        project: The project: its ``"project"`` facts are found, no other project's
+            (``None``: those of no project).
+        now: Facts expired by then are not found (``None``: the current time).
     """
 
     namespace: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     threads: tuple[str, ...] | None = None
     kinds: tuple[HitKind, ...] = ("fact", "transcript")
+    task: str | None = None
+    project: str | None = None
+    now: datetime | None = None
 
 
 @runtime_checkable
@@ -165,12 +190,41 @@ def _chunks(text: str, limit: int = CHUNK_CHARS) -> list[str]:
     return chunks
 
 
-def _transcript_folders(workspace: Workspace, threads: tuple[str, ...] | None) -> list[str]:
-    if threads is not None:
-        return [thread_transcript_dir(t) for t in threads]
+def _transcript_folders(workspace: Workspace, names: Sequence[str] | None) -> list[str]:
+    if names is not None:
+        return [f"{TRANSCRIPTS_DIR}/{name}" for name in names]
     if not workspace.exists(TRANSCRIPTS_DIR):
         return []
     return [info.path for info in workspace.ls(TRANSCRIPTS_DIR) if info.is_dir]
+
+
+def namespace_folders(
+    workspace: Workspace, documents: Sequence[tuple[str, MemoryDocument]], logs: Sequence[str]
+) -> tuple[str, ...]:
+    """The transcript folder names of the threads of some namespaces: those their documents
+    learned from and those their conversation logs (``logs``, paths) hold."""
+    names = [safe_name(t) for _, d in documents for t in d.threads]
+    names += [path.rsplit("/", 1)[-1][: -len(".jsonl")] for path in logs]
+    return tuple(dict.fromkeys(names))
+
+
+def _segment(workspace: Workspace, path: str) -> list[BaseMessage]:
+    """The messages of one archived segment; ``[]`` (with a warning) if it does not decode.
+
+    A segment that is not the archive's JSON lines (a hand edit, a file nested thousands of
+    levels deep, which makes the JSON reader give up with ``RecursionError``) is skipped by
+    retrieval, named on the ``ctxfs.memory`` logger, instead of stopping the search.
+    """
+    try:
+        return decode_jsonl(workspace.read_bytes(path))
+    except PathNotFoundError:
+        return []
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        _log.warning(
+            "ctxfs memory: %s is skipped by retrieval: not a transcript (%s)", path, reason
+        )
+        return []
 
 
 def transcript_entries(workspace: Workspace, folder: str) -> Iterator[Entry]:
@@ -181,7 +235,8 @@ def transcript_entries(workspace: Workspace, folder: str) -> Iterator[Entry]:
     for path in workspace.glob("segment-*.jsonl", folder, limit=1_000_000).paths:
         name = path.rsplit("/", 1)[-1]
         twin = path[: -len(".jsonl")] + ".md"
-        for index, message in enumerate(decode_jsonl(workspace.read_bytes(path))):
+        messages = _segment(workspace, path)
+        for index, message in enumerate(messages):
             text = message_text(message)
             calls = getattr(message, "tool_calls", None) or []
             text += "".join(f"\n{c['name']} {c['args']}" for c in calls)
@@ -191,8 +246,14 @@ def transcript_entries(workspace: Workspace, folder: str) -> Iterator[Entry]:
                     yield Entry("transcript", chunk, twin, ref, thread=thread)
 
 
-def collect_entries(workspace: Workspace, scope: Scope | None = None) -> list[Entry]:
-    """The corpus of ``scope``: facts first, then transcript chunks, in a fixed order."""
+def collect_entries(
+    workspace: Workspace, scope: Scope | None = None, *, every_fact: bool = False
+) -> list[Entry]:
+    """The corpus of ``scope``: facts first, then transcript chunks, in a fixed order.
+
+    ``every_fact`` keeps the facts of every task and project and the expired ones (what an
+    index of the whole memory holds; its searches filter them).
+    """
     scope = scope or Scope()
     entries: list[Entry] = []
     documents = list(memory_documents(workspace, scope.namespace))
@@ -202,24 +263,47 @@ def collect_entries(workspace: Workspace, scope: Scope | None = None) -> list[En
             for fact in document.facts:
                 if wanted and not wanted.intersection(fact.tags):
                     continue
-                entries.append(
-                    Entry(
-                        "fact",
-                        fact.content,
-                        path,
-                        fact.id,
-                        document.namespace,
-                        fact.source,
-                        fact.tags,
-                    )
+                entry = Entry(
+                    "fact",
+                    fact.content,
+                    path,
+                    fact.id,
+                    document.namespace,
+                    fact.source,
+                    fact.tags,
+                    fact,
                 )
+                if every_fact or entry.visible(scope):
+                    entries.append(entry)
     if "transcript" in scope.kinds:
-        threads = scope.threads
-        if threads is None and scope.namespace:
-            threads = tuple(dict.fromkeys(t for _, d in documents for t in d.threads))
-        for folder in _transcript_folders(workspace, threads):
-            entries.extend(transcript_entries(workspace, folder))
+        logs = list(conversation_files(workspace, scope.namespace))
+        folders = None if scope.threads is None else {safe_name(t) for t in scope.threads}
+        names: Sequence[str] | None = None if folders is None else sorted(folders)
+        if names is None and scope.namespace:
+            names = namespace_folders(workspace, documents, logs)
+        archived: set[tuple[str, str]] = set()
+        for folder in _transcript_folders(workspace, names):
+            for entry in transcript_entries(workspace, folder):
+                archived.add((entry.thread, entry.text))
+                entries.append(entry)
+        for path in logs:
+            for entry in conversation_entries(workspace, path):
+                if folders is not None and entry.thread not in folders:
+                    continue
+                if (entry.thread, entry.text) not in archived:  # archived too: searched once
+                    entries.append(entry)
     return entries
+
+
+def conversation_entries(workspace: Workspace, path: str) -> Iterator[Entry]:
+    """The searchable chunks of one conversation log (see :mod:`ctxfs.memory._conversations`)."""
+    thread = path.rsplit("/", 1)[-1][: -len(".jsonl")]
+    namespace = namespace_of(path)
+    for index, line in enumerate(read_conversation(workspace, path)):
+        for part, chunk in enumerate(_chunks(line.text.strip())):
+            if chunk.strip():
+                ref = f"{path}#{index}" + (f".{part}" if part else "")
+                yield Entry("transcript", chunk, path, ref, namespace, thread)
 
 
 def _tokenize(texts: list[str]) -> object:

@@ -23,6 +23,9 @@ class MemorySettings(BaseModel):
         recall_k: How many retrieval hits are recalled at the start of a session.
         debounce_seconds: Turns of one thread are learned from once the thread has been
             quiet this long, so several turns go to the extraction model in one call.
+        keep_conversations: Log each thread's user messages and final answers under the
+            memory (``/memories/<namespace>/.conversations/``), so retrieval finds a session
+            that never compacted (whose transcript was never archived).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -33,3 +36,4 @@ class MemorySettings(BaseModel):
     max_recall_tokens: Annotated[int, Field(ge=0)] = 1_000
     recall_k: Annotated[int, Field(ge=0)] = 5
     debounce_seconds: Annotated[float, Field(ge=0.0)] = 30.0
+    keep_conversations: bool = True

@@ -10,7 +10,6 @@ one answer concurrently).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,8 +20,10 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
+from ctxfs._errors import WorkspaceError
 from ctxfs._events import CompactionResult
 from ctxfs._messages import target_path_of
+from ctxfs._sections import one_line
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._core import ContextHooks, RequestShape
 from ctxfs.subagents._result import TaskProgress, TaskStatus
@@ -91,6 +92,8 @@ class Run:
     turns: int = 0
     tokens: int = 0
     artifacts: dict[str, None] = field(default_factory=dict)
+    refused_artifacts: dict[str, str] = field(default_factory=dict)
+    task_tool: BaseTool | None = None
     status: TaskStatus = "failed"
     reason: str = ""
 
@@ -145,17 +148,39 @@ class Run:
             return fixed + engine.token_counter.count_messages(self.messages)
 
     def took(self, call: ToolCall, result: ToolMessage) -> None:
-        """Notes what a finished tool call wrote (its artifacts)."""
+        """Notes what a finished tool call wrote (its artifacts).
+
+        A write tool's ``file_path`` counts once the tool accepted it; a nested sub-agent's
+        artifacts count only from the ``task`` tool ctxfs gave this sub-agent (recognised by
+        identity, not by name). Every path is normalised and confined like any path an agent
+        gives: one that climbs out, is a URL or is otherwise refused never becomes an
+        artifact, and is reported in :attr:`refused_artifacts` with the reason.
+        """
         if result.status != "error" and not str(result.text).startswith("Error:"):
             target = target_path_of(call["args"]) if call["name"] in _WRITE_TOOLS else None
             if target is not None:
-                # the tool accepted the path, so it resolves; never fail on it anyway
-                with contextlib.suppress(ValueError):
-                    self.artifacts.setdefault(self.workspace.resolve(target), None)
+                self.artifact(target)
         nested = result.artifact
-        if isinstance(nested, Mapping) and isinstance(nested.get("artifacts"), list | tuple):
+        if (
+            self.task_tool is not None
+            and self.tools.get(call["name"]) is self.task_tool
+            and isinstance(nested, Mapping)
+            and isinstance(nested.get("artifacts"), list | tuple)
+        ):
             for path in nested["artifacts"]:  # what a sub-agent of this one wrote
-                self.artifacts.setdefault(str(path), None)
+                self.artifact(path)
+
+    def artifact(self, path: object) -> None:
+        """Adds ``path`` to the artifacts, normalised, or to the refused ones with why."""
+        try:
+            if not isinstance(path, str):
+                raise ValueError(f"not a path but {type(path).__name__}")
+            resolved = self.workspace.resolve(path)
+        except (ValueError, WorkspaceError) as exc:
+            shown = one_line(repr(path) if isinstance(path, str) else type(path).__name__)
+            self.refused_artifacts.setdefault(shown[:200], one_line(str(exc))[:300])
+            return
+        self.artifacts.setdefault(resolved, None)
 
 
 def steps(run: Run) -> Generator[Effect, Any, None]:

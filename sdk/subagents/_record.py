@@ -12,12 +12,14 @@ working again, and one whose record is still ``running`` (the process died) star
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ctxfs._archive._transcripts import thread_transcript_dir
 from ctxfs._errors import PathNotFoundError
 from ctxfs._layout import TRANSCRIPTS_DIR
+from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.subagents._result import TaskResult
 
@@ -26,6 +28,7 @@ __all__ = [
     "TaskRecord",
     "child_thread_id",
     "describe_relations",
+    "joined_pairs",
     "read_record",
     "record_path",
     "task_records",
@@ -36,6 +39,7 @@ RECORD_NAME = "task.json"
 """File name of a sub-task's record, in its thread's transcript folder."""
 
 _FORMAT = "ctxfs-subagent-task"
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _VERSION = 1
 
 
@@ -115,6 +119,18 @@ class TaskRecord:
             raise ValueError(f"not a sub-task record: {type(exc).__name__}: {exc}") from None
 
 
+def joined_pairs(text: str) -> str:
+    """``text`` with each two halves of a UTF-16 pair joined into the character they make.
+
+    JSON readers join them when a record is read back, so a prompt is compared with its
+    record in this form; a lone half stays as it is.
+
+    >>> joined_pairs("\\ud83d\\ude00 \\ud800") == "\\U0001f600 \\ud800"
+    True
+    """
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def record_path(thread_id: str) -> str:
     """The record file of the sub-task running on ``thread_id``."""
     return f"{thread_transcript_dir(thread_id)}/{RECORD_NAME}"
@@ -133,8 +149,8 @@ def read_record(workspace: Workspace, thread_id: str) -> TaskRecord | None:
     except PathNotFoundError:
         return None
     try:
-        return TaskRecord.from_json(json.loads(data))
-    except (ValueError, RecursionError):
+        return TaskRecord.from_json(loads_bounded(data))
+    except ValueError:  # not JSON, nested too deep, or not a record
         return None
 
 
@@ -145,6 +161,9 @@ def write_record(workspace: Workspace, record: TaskRecord) -> None:
         WorkspaceError: It could not be written.
     """
     data = json.dumps(record.to_json(), indent=1, ensure_ascii=False, sort_keys=True)
+    # A lone surrogate (a model's reply, a prompt may hold one) is written as its escape: the
+    # file stays valid UTF-8 JSON and reads back to the same text.
+    data = _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", data)
     workspace.write_bytes(record_path(record.thread_id), data.encode("utf-8") + b"\n")
 
 
@@ -165,8 +184,8 @@ def task_records(workspace: Workspace) -> tuple[TaskRecord, ...]:
         except PathNotFoundError:
             continue
         try:
-            found.append(TaskRecord.from_json(json.loads(data)))
-        except (ValueError, RecursionError):
+            found.append(TaskRecord.from_json(loads_bounded(data)))
+        except ValueError:  # not JSON, nested too deep, or not a record
             continue
     return tuple(sorted(found, key=lambda r: (r.parent_thread_id, r.thread_id)))
 

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from ctxfs._events import ContextEvent
+from ctxfs._sections import one_line, section
+from ctxfs.sandbox import normalize_path
 
 __all__ = ["TaskProgress", "TaskResult", "TaskStatus", "merge_artifacts"]
 
@@ -47,6 +49,9 @@ class TaskResult:
         turns: Model calls it made.
         tokens: Tokens it spent: every request as its model received it, plus every answer.
         reason: Why it stopped early or failed (empty when completed).
+        refused_artifacts: Paths a nested sub-agent's result claimed as artifacts that are
+            not workspace paths (``../../etc/passwd``, ``s3://other/x``), each with why it was
+            refused; they are never among :attr:`artifacts`.
     """
 
     subagent: str
@@ -61,6 +66,7 @@ class TaskResult:
     turns: int = 0
     tokens: int = 0
     reason: str = ""
+    refused_artifacts: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -68,28 +74,42 @@ class TaskResult:
         return self.status != "failed"
 
     def to_text(self) -> str:
-        """What the parent's model reads as the ``task`` tool's result."""
+        """What the parent's model reads as the ``task`` tool's result.
+
+        The answer is quoted in a ``<subagent_answer>`` section (:mod:`ctxfs._sections`): it
+        cannot close the section, forge a heading or pass for the footer, which ctxfs writes
+        on one line after it (the sub-agent, its turns, the files it wrote, its transcript).
+        A failed sub-task is one ``Error:`` line.
+        """
         where = (
             f"transcript: {self.transcript} (thread {self.thread_id!r})"
             if self.transcript
             else f"thread {self.thread_id!r} (its transcript could not be written)"
         )
         wrote = ", ".join(self.artifacts) if self.artifacts else "none"
-        footer = (
-            f"[sub-agent {self.subagent!r}: {self.turns} turn(s); files written: {wrote}; {where}]"
+        if self.refused_artifacts:
+            wrote += f" (refused as not workspace paths: {'; '.join(self.refused_artifacts)})"
+        name = repr(self.subagent)
+        footer = one_line(
+            f"[sub-agent {name}: {self.turns} turn(s); files written: {wrote}; {where}]"
         )
         if self.status == "completed":
-            return f"{self.answer}\n\n{footer}"
+            return f"{self._quoted(self.answer)}\n{footer}"
         if self.status == "partial":
             said = self.answer or "(it had not written an answer yet)"
-            return (
-                f"[sub-agent {self.subagent!r} stopped before finishing: {self.reason}. "
-                f"Partial result follows; its files and transcript hold the rest.]\n\n"
-                f"{said}\n\n{footer}"
+            head = one_line(
+                f"[sub-agent {name} stopped before finishing: {self.reason}. "
+                "Partial result follows; its files and transcript hold the rest.]"
             )
-        return (
-            f"Error: sub-agent {self.subagent!r} failed: {self.reason}. What it did is in its "
+            return f"{head}\n\n{self._quoted(said)}\n{footer}"
+        return one_line(
+            f"Error: sub-agent {name} failed: {self.reason}. What it did is in its "
             f"{where}; files written: {wrote}. Try the task again, split it, or do it yourself."
+        )
+
+    def _quoted(self, answer: str) -> str:
+        return section(
+            "subagent_answer", answer, {"subagent": self.subagent, "status": self.status}
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -97,6 +117,7 @@ class TaskResult:
         data = asdict(self)
         data["artifacts"] = list(self.artifacts)
         data["transcripts"] = list(self.transcripts)
+        data["refused_artifacts"] = list(self.refused_artifacts)
         return data
 
     @classmethod
@@ -117,15 +138,23 @@ class TaskResult:
                 tool_call_id=str(data["tool_call_id"]),
                 status=status,
                 answer=str(data["answer"]),
-                artifacts=tuple(str(p) for p in data["artifacts"]),
+                artifacts=tuple(_workspace_path(p) for p in data["artifacts"]),
                 transcript=None if data["transcript"] is None else str(data["transcript"]),
                 transcripts=tuple(str(p) for p in data["transcripts"]),
                 turns=int(data["turns"]),
                 tokens=int(data["tokens"]),
                 reason=str(data["reason"]),
+                refused_artifacts=tuple(str(p) for p in data.get("refused_artifacts", ())),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a task result: {type(exc).__name__}: {exc}") from None
+
+
+def _workspace_path(path: object) -> str:
+    """A recorded artifact, which must be a normalised workspace path (else ``ValueError``)."""
+    if not isinstance(path, str) or normalize_path(path) != path:
+        raise ValueError(f"artifact {path!r} is not a normalised workspace path")
+    return path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

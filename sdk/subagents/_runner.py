@@ -16,10 +16,17 @@ from ctxfs._compaction._engine import ContextEngine
 from ctxfs._errors import UnknownSubAgentError, WorkspaceError
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._message import is_summary, summary_state
+from ctxfs._summary._pins import is_pinned
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._core import ContextHooks, EventHandler
 from ctxfs.subagents._loop import Run, adrive, drive
-from ctxfs.subagents._record import TaskRecord, child_thread_id, read_record, write_record
+from ctxfs.subagents._record import (
+    TaskRecord,
+    child_thread_id,
+    joined_pairs,
+    read_record,
+    write_record,
+)
 from ctxfs.subagents._result import TaskResult
 from ctxfs.subagents._spec import SubAgent
 from ctxfs.subagents._spec import general_purpose as _general_purpose
@@ -241,6 +248,8 @@ class SubAgents:
         spec = self.get(name)
         if not 1 <= depth <= self._max_depth:
             raise ValueError(f"depth {depth} is outside 1..max_depth ({self._max_depth})")
+        if isinstance(prompt, str):  # as its record reads back, so a re-run finds it
+            prompt = joined_pairs(prompt)
         thread = self._thread_for(name, prompt, parent, call_id)
         recorded = read_record(self._workspace, thread)
         if recorded is not None and recorded.result is not None:
@@ -258,7 +267,7 @@ class SubAgents:
         )
         policy = spec.policy or self._policy
         engine = ContextEngine(self._workspace, policy, clock=self._clock)
-        tools = self._tools_for(spec, engine, thread, depth)
+        tools, nested = self._tools_for(spec, engine, thread, depth)
         model = spec.model or self._model
         bound = model.bind_tools(tools) if tools else model
         return Run(
@@ -274,6 +283,7 @@ class SubAgents:
             max_turns=spec.max_turns,
             max_tokens=spec.max_tokens,
             messages=[HumanMessage(content=prompt, id=f"{thread}:task")],
+            task_tool=nested,
         )
 
     def _thread_for(self, name: str, prompt: str, parent: str, call_id: str) -> str:
@@ -299,7 +309,8 @@ class SubAgents:
 
     def _tools_for(
         self, spec: SubAgent, engine: ContextEngine, thread: str, depth: int
-    ) -> list[BaseTool]:
+    ) -> tuple[list[BaseTool], BaseTool | None]:
+        """The sub-agent's tools, and the nested ``task`` tool among them (if it has one)."""
         tools: list[BaseTool] = []
         if spec.workspace_tools:
             from ctxfs.tools import workspace_tools
@@ -314,8 +325,10 @@ class SubAgents:
         tools += spec.tools if spec.tools is not None else self._tools
         if spec.subagents and depth < self._max_depth:
             nested = self.task_tool(parent_thread_id=thread, artifacts_key=None, depth=depth + 1)
+            tools = [tool for tool in tools if tool.name != nested.name]
             tools.append(nested)
-        return tools
+            return tools, nested
+        return tools, None
 
     def _failed(self, run: Run, exc: Exception) -> TaskResult:
         _log.warning(
@@ -342,6 +355,9 @@ class SubAgents:
             status=run.status,
             answer=run.answer(),
             artifacts=tuple(run.artifacts),
+            refused_artifacts=tuple(
+                f"{path}: {why}" for path, why in run.refused_artifacts.items()
+            ),
             transcript=transcripts[-1] if transcripts else None,
             transcripts=transcripts,
             turns=run.turns,
@@ -373,7 +389,7 @@ class SubAgents:
         archive = TranscriptArchive(self._workspace, run.thread_id, clock=self._clock)
         summary = next((m for m in run.messages if is_summary(m)), None)
         state = summary_state(summary) if summary is not None else None
-        tail = [m for m in run.messages if not is_summary(m)]
+        tail = [m for m in run.messages if not is_summary(m) and not is_pinned(m)]
         try:
             with engine.lock:
                 committed = archive.segments()

@@ -30,6 +30,11 @@ DEFAULT_READ_LINES = 2000
 DEFAULT_HEAD_LIMIT = 250
 """How many grep entries one call returns by default."""
 
+# Field descriptions are sent with every request: short, and only what the tool's own
+# description does not already say.
+_SKIP = "Entries to skip (paging)."
+_LIMIT = "Most lines to read."
+
 
 def _optional_string(schema: dict[str, JsonValue]) -> None:
     """Show an optional string as a plain string: no ``null`` branch, no ``null`` default."""
@@ -45,36 +50,20 @@ class ToolArgs(BaseModel):
 class LsArgs(ToolArgs):
     """Arguments of ``ls``."""
 
-    path: str = Field(
-        default="/", description="Folder to list, an absolute workspace path such as /notes."
-    )
-    offset: int = Field(
-        default=0, ge=0, description="Skip this many entries first, to see the next page."
-    )
+    path: str = Field(default="/", description="Folder, e.g. /notes.")
+    offset: int = Field(default=0, ge=0, description=_SKIP)
 
 
 class ReadFileArgs(ToolArgs):
     """Arguments of ``read_file``."""
 
-    file_path: str = Field(description="Absolute workspace path of the file, e.g. /notes/a.md.")
+    file_path: str = Field(description="Absolute path, e.g. /notes/a.md.")
     offset: int = Field(
-        default=0,
-        ge=0,
-        description=(
-            "0-based index of the first line to read: offset=0 starts at line 1, offset=100 "
-            "at line 101. Use the offset the previous page told you."
-        ),
+        default=0, ge=0, description="0-based first line: offset=100 starts at line 101."
     )
-    limit: int = Field(
-        default=DEFAULT_READ_LINES, ge=1, description="Most lines to return from offset on."
-    )
+    limit: int = Field(default=DEFAULT_READ_LINES, ge=1, description=_LIMIT)
     column: int = Field(
-        default=0,
-        ge=0,
-        description=(
-            "0-based character of the first line to start at. Only for reading on in a very "
-            "long line that was clipped: use the column the clipped line told you."
-        ),
+        default=0, ge=0, description="To read on in a clipped line: the column it gave."
     )
 
 
@@ -88,7 +77,7 @@ def read_file_args(default_limit: int) -> type[ReadFileArgs]:
         __doc__=ReadFileArgs.__doc__,
         limit=(
             int,
-            Field(default=default_limit, ge=1, description="Most lines to return from offset on."),
+            Field(default=default_limit, ge=1, description=_LIMIT),
         ),
     )
 
@@ -96,88 +85,46 @@ def read_file_args(default_limit: int) -> type[ReadFileArgs]:
 class WriteFileArgs(ToolArgs):
     """Arguments of ``write_file``."""
 
-    file_path: str = Field(
-        description="Absolute workspace path of the file to write, e.g. /notes/plan.md."
-    )
-    content: str = Field(description="The complete new content of the file.")
+    file_path: str = Field(description="Absolute path, e.g. /notes/plan.md.")
+    content: str = Field(description="The whole new content.")
 
 
 class EditFileArgs(ToolArgs):
     """Arguments of ``edit_file``."""
 
-    file_path: str = Field(description="Absolute workspace path of the file to edit.")
-    old_string: str = Field(
-        description=(
-            "The exact text to replace, including whitespace and indentation, without the "
-            "line-number prefix that read_file shows."
-        )
-    )
-    new_string: str = Field(description="The text to put in its place (must differ).")
-    replace_all: bool = Field(
-        default=False,
-        description="Replace every occurrence; otherwise old_string must occur exactly once.",
-    )
+    file_path: str = Field(description="Absolute path.")
+    old_string: str = Field(description="Exact text to replace.")
+    new_string: str = Field(description="Text to put in its place (must differ).")
+    replace_all: bool = Field(default=False, description="Replace every occurrence.")
 
 
 class GlobArgs(ToolArgs):
     """Arguments of ``glob``."""
 
-    pattern: str = Field(description="Glob pattern, e.g. '**/*.py', '*.md', 'src/**/*.{ts,tsx}'.")
-    path: str = Field(
-        default="/", description="Folder to search in; the pattern is relative to it."
-    )
-    offset: int = Field(
-        default=0, ge=0, description="Skip this many matches first, to see the next page."
-    )
+    pattern: str = Field(description="Glob pattern, e.g. '**/*.py'.")
+    path: str = Field(default="/", description="Folder to search in.")
+    offset: int = Field(default=0, ge=0, description=_SKIP)
 
 
 class GrepArgs(ToolArgs):
     """Arguments of ``grep``."""
 
-    pattern: str = Field(
-        description="Regular expression to search for (or literal text with fixed_strings)."
-    )
-    path: str = Field(default="/", description="Folder to search recursively, or one file.")
+    pattern: str = Field(description="Regular expression, or literal text with fixed_strings.")
+    path: str = Field(default="/", description="Folder (recursive) or file.")
     glob: str | SkipJsonSchema[None] = Field(
         default=None,
-        description="Only search files matching this glob, e.g. '*.py' or '**/*.{ts,tsx}'.",
+        description="Only files matching it, e.g. '*.py'.",
         json_schema_extra=_optional_string,
     )
-    output_mode: Literal["files_with_matches", "content", "count"] = Field(
-        default="files_with_matches",
-        description=(
-            "'files_with_matches' lists matching files; 'content' shows matching lines; "
-            "'count' shows the number of matching lines per file."
-        ),
-    )
-    before: int = Field(
-        default=0, ge=0, alias="-B", description="Lines of context before each match (content)."
-    )
-    after: int = Field(
-        default=0, ge=0, alias="-A", description="Lines of context after each match (content)."
-    )
-    context: int = Field(
-        default=0,
-        ge=0,
-        alias="-C",
-        description="Lines of context before and after each match (content); -A/-B override it.",
-    )
-    line_numbers: bool = Field(
-        default=True, alias="-n", description="Show line numbers in content mode."
-    )
+    output_mode: Literal["files_with_matches", "content", "count"] = "files_with_matches"
+    before: int = Field(default=0, ge=0, alias="-B", description="Context lines before a match.")
+    after: int = Field(default=0, ge=0, alias="-A", description="Context lines after a match.")
+    context: int = Field(default=0, ge=0, alias="-C", description="Context lines around a match.")
+    line_numbers: bool = Field(default=True, alias="-n", description="Line numbers (content).")
     ignore_case: bool = Field(default=False, alias="-i", description="Ignore case.")
     head_limit: int = Field(
-        default=DEFAULT_HEAD_LIMIT,
-        ge=0,
-        description="Most entries (files or lines) to return; 0 means no limit.",
+        default=DEFAULT_HEAD_LIMIT, ge=0, description="Most entries (files or lines); 0: all."
     )
-    offset: int = Field(
-        default=0, ge=0, description="Skip this many entries first, to see the next page."
-    )
-    multiline: bool = Field(
-        default=False,
-        description="Let a match span lines; '.' then also matches newlines.",
-    )
-    fixed_strings: bool = Field(
-        default=False, description="Treat pattern as literal text, not a regular expression."
-    )
+    offset: int = Field(default=0, ge=0, description=_SKIP)
+    multiline: bool = Field(default=False, description="Matches may span lines.")
+    fixed_strings: bool = Field(default=False, description="pattern is literal text.")

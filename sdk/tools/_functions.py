@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ctxfs._layout import INPUTS_DIR, MEMORIES_DIR, RESULTS_DIR, SDK_AREAS, TRANSCRIPTS_DIR
+from ctxfs._layout import (
+    INPUTS_DIR,
+    MEMORIES_DIR,
+    RESULTS_DIR,
+    SDK_AREAS,
+    SESSIONS_DIR,
+    TRANSCRIPTS_DIR,
+)
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._grep import OutputMode
 from ctxfs._workspace._workspace import Workspace
@@ -30,10 +37,11 @@ from ctxfs.tools._names import DEFAULT_NAMES, ToolNames
 __all__ = ["ToolSet", "tool_functions"]
 
 _AREA_CONTENTS = {
-    RESULTS_DIR: "the full text of long tool results that were shortened in the conversation",
-    INPUTS_DIR: "the full arguments of earlier tool calls that were shortened",
-    TRANSCRIPTS_DIR: "archived earlier parts of this conversation (JSONL and Markdown)",
-    MEMORIES_DIR: "long-term memory: what was learned in earlier sessions (JSON and Markdown)",
+    RESULTS_DIR: "full text of long tool results shortened in the conversation",
+    INPUTS_DIR: "full arguments of shortened tool calls",
+    TRANSCRIPTS_DIR: "archived earlier parts of this conversation",
+    MEMORIES_DIR: "long-term memory from earlier sessions",
+    SESSIONS_DIR: "staged workflows' state and stage outputs",
 }
 
 
@@ -109,19 +117,17 @@ class ToolSet:
             chars=limits.max_read_chars,
             tokens=tokens,
         )
-        grep_text = _GREP.format(
-            timeout=f"{limits.regex_timeout:g}", line_chars=limits.max_line_chars, tokens=tokens
-        )
+        grep_text = _GREP.format(timeout=f"{limits.regex_timeout:g}", tokens=tokens)
         specs: list[tuple[str, str, type[ToolArgs], Callable[..., str]]] = [
-            ("ls", _LS.format(cap=limits.max_glob_results, tokens=tokens) + areas, LsArgs, self.ls),
+            ("ls", _LS.format(cap=limits.max_glob_results, tokens=tokens), LsArgs, self.ls),
             (
                 "read_file",
                 read_text + areas,
                 read_file_args(limits.default_read_lines),
                 self.read_file,
             ),
-            ("write_file", _WRITE_FILE + areas, WriteFileArgs, self.write_file),
-            ("edit_file", _EDIT_FILE + areas, EditFileArgs, self.edit_file),
+            ("write_file", _WRITE_FILE, WriteFileArgs, self.write_file),
+            ("edit_file", _EDIT_FILE, EditFileArgs, self.edit_file),
             (
                 "glob",
                 _GLOB.format(cap=limits.max_glob_results, tokens=tokens),
@@ -235,88 +241,56 @@ def _areas_note(read_only: Iterable[str]) -> str:
         lines.append(f"- {area}/: {what}" if what else f"- {area}/")
     if not lines:
         return ""
-    return (
-        "\n\nRead-only folders (kept by the system; read, grep and glob them, but do not write, "
-        "edit or delete there):\n" + "\n".join(lines)
-    )
+    return "\n\nRead-only folders kept by the system:\n" + "\n".join(lines)
 
+
+# Every request pays these texts (issue 26: the six cost at most 1,400 tokens with their
+# schemas; tests/sdk/test_tools_cost.py measures them). What stays is what the recorded runs'
+# tool use shows models need: paging (offset is given in about a quarter of the reads), the
+# edit rules (most failed edits there are an old_string not found, often copied with the
+# line-number prefix, or found several times), grep's output modes and context lines, and
+# where the shortened text of the conversation is read back from.
 
 _LS = """\
-List a folder of the workspace: one path per line, folders end with '/'.
-
-Paths are absolute workspace paths starting at '/'. Start with ls('/') to see what there is;
-use glob to find files by name at any depth, and grep to search their contents. A listing
-is paged: at most {cap} entries and {tokens} from offset (default 0); when more remain, the
-last line gives the offset for the next call."""
+List a folder: one absolute path per line, folders end with '/'. Start with ls('/'); glob
+finds files by name, grep searches their contents. Paged: at most {cap} entries and {tokens}
+from offset; the last line gives the next offset."""
 
 _READ_FILE = """\
-Read a text file of the workspace. Lines are numbered like `cat -n`: the line number, a tab,
-then the line (the number and the tab are not part of the file).
+Read a text file. Lines are numbered like `cat -n` (number, tab, line; the prefix is not part
+of the file). Reads {lines} lines from offset (0-based) unless limit says otherwise; a page
+stops before {tokens}, and lines over {line_chars} characters are clipped with the column to
+go on from. When more remains, the last line gives the offset to read from next.
 
-By default up to {lines} lines are read from the start. For a long file, pass offset (0-based:
-offset=100 starts at line 101) and limit. When more of the file remains, the output ends with
-a line saying how many lines are left and the exact offset to call read_file with next. Lines
-longer than {line_chars} characters are clipped and marked with the column to read on from; a
-page also stops before {tokens} (and {chars} characters). Only UTF-8 text files can be
-read.
-
-When the conversation says a tool result, a tool argument or earlier messages were saved to a
-file, read that file with this tool to get the full text back (or grep it for what you
-need)."""
+When the conversation says a tool result, a tool argument or earlier messages were saved to
+a file, read it (or grep it) to get the full text back."""
 
 _WRITE_FILE = """\
-Write a text file of the workspace with the given content, replacing the whole file.
-
-Missing parent folders are created. An existing file is overwritten: the answer says
-'Created' or 'Overwrote', with the path and the size in bytes. To change part of an existing
-file, prefer edit_file. file_path is an absolute workspace path such as /notes/plan.md."""
+Write a whole text file, creating missing folders; an existing file is overwritten. The answer
+says 'Created' or 'Overwrote'. To change part of a file, use edit_file."""
 
 _EDIT_FILE = """\
-Replace exact text in an existing text file of the workspace.
-
-old_string must match the file exactly, including whitespace and indentation: copy it from
-read_file output without the line-number prefix (number and tab). By default old_string must
-occur exactly once; if it occurs several times, include more surrounding lines to make it
-unique, or set replace_all=true to replace every occurrence. The answer says how many
-occurrences were replaced. To write a whole new file, use write_file."""
+Replace exact text in a file. old_string must match exactly, whitespace included: copy it
+from read_file output without the line-number prefix. It must occur once: add surrounding
+lines to make it unique, or set replace_all=true. The answer says how many were replaced."""
 
 _GLOB = """\
-Find files by name pattern, e.g. '**/*.py', '*.md', 'src/**/*.{{ts,tsx}}'. Returns matching
-file paths (files only, not folders), one per line, sorted.
-
-A pattern without '/' matches file names at any depth ('*.md' finds /a/b/c.md); a pattern with
-'/' is matched against the path relative to the path argument (default '/'). Supported: '*'
-(within one folder name), '**' (any number of folders), '?', '[abc]', '{{a,b}}'. Names
-starting with '.' match only when the pattern spells the dot ('.env', '**/.*'). The output is
-paged: at most {cap} paths and {tokens} from offset (default 0); when more match, the last
-line says how many and gives the offset for the next call (or narrow the pattern or the
-path)."""
+Find files by name pattern ('**/*.py', '*.md', 'src/**/*.{{ts,tsx}}'): matching paths, one per
+line, sorted. A pattern without '/' matches names at any depth; one with '/' matches paths
+relative to path. Names starting with '.' match only if the pattern has the dot. Paged: at
+most {cap} paths and {tokens} from offset; the last line gives the next offset."""
 
 _GREP = """\
-Search the contents of the workspace's text files with a regular expression, like ripgrep.
-
-pattern uses Python `regex` syntax: 'def \\w+\\(', 'log.*Error', '\\bTODO\\b'. Escape literal
-special characters ('\\(', '\\{{') or set fixed_strings=true to search for literal text. path is a
-folder (searched recursively) or one file; glob filters the files searched ('*.py',
-'**/*.{{ts,tsx}}'). Files whose name starts with '.' are searched only when glob names them.
+Search file contents with a regular expression (Python `regex` syntax; escape special
+characters, or set fixed_strings=true for literal text), like ripgrep. path is a folder
+(recursive) or a file; glob filters the files.
 
 output_mode:
-- 'files_with_matches' (default): the paths of matching files, one per line.
-- 'content': matching lines as path:line:text; with context lines (-A after, -B before,
-  -C both) shown as path-line-text, and '--' between groups that are not adjacent.
-- 'count': path:count, the number of matching lines per file.
+- 'files_with_matches' (default): matching paths
+- 'content': path:line:text; context lines as path-line-text, '--' between groups
+- 'count': path:count
 
-Set -i to ignore case. A match stays within one line unless multiline=true, which lets a pattern
-span lines and makes '.' match newlines too. Lines longer than {line_chars} characters are
-clipped in the output.
-
-Output is paged: at most head_limit entries (files or lines; default 250, 0 for no entry
-limit) starting at offset, and never more than {tokens}. When more remain, the last line
-gives the offset for the next call. Binary files, and files too large to search, are skipped
-and named in a note. The whole search runs under a {timeout}-second time limit: a pattern
-that backtracks catastrophically, or a search over too much text, returns an error; simplify
-the pattern or narrow the path.
-
-grep also searches the folders where the system keeps offloaded tool results and archived
-conversation (/tool_results, /transcripts): use it to find what was said or returned
-earlier."""
+Paged: head_limit entries (default 250) from offset, at most {tokens}; the last line gives
+the next offset. Binary and too large files are skipped with a note; long lines are
+clipped. Under a {timeout}-second time limit: if it is hit, simplify the pattern or narrow the
+path. Grep /tool_results and /transcripts to find what earlier tools returned or was said."""

@@ -39,10 +39,12 @@ from ctxfs.workflows._state import (
     CompletedStage,
     MemorySnapshot,
     Progress,
+    SetAside,
     StageHalt,
     WorkflowState,
     WorkflowStatus,
 )
+from ctxfs.workflows._status import runner_status
 from ctxfs.workflows._workflow import Workflow, WorkflowRun
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "ModelAgent",
     "PriorOutput",
     "Progress",
+    "SetAside",
     "Stage",
     "StageAgent",
     "StageHalt",
@@ -72,6 +75,7 @@ __all__ = [
     "list_workflows",
     "model_agent",
     "read_state",
+    "runner_status",
     "state_path",
     "subagent_agent",
 ]

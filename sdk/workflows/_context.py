@@ -10,6 +10,12 @@ matters most: each output is shown whole if it fits, else as its summary (cut to
 with the path of the whole output, else not at all. The block's first line says where every
 full output lives, so nothing is out of reach. Memory items are taken in the retriever's
 order, each whole or not at all.
+
+What a stage's agent reads of them is framed by :mod:`ctxfs._sections`: the earlier outputs
+sit in one ``<previous_stages>`` block, each under a heading ctxfs writes (``## <stage>``, its
+confidence, where its full output is) with what the stage wrote quoted in a
+``<stage_output>`` section; the memory items are bullets of one ``<memory>`` block. Quoted
+text cannot close either frame, start a heading or a bullet, or pass for another stage.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ctxfs._sections import one_line, quote_lines, section
 from ctxfs._tokens import TokenCounter
 
 __all__ = [
@@ -125,14 +132,20 @@ def _confidence_line(confidence: str | None) -> str:
 
 
 def _render_entry(entry: StoredOutput, form: Form, summary_chars: int | None = None) -> str:
-    head = f"## {entry.stage}{_confidence_line(entry.confidence)}"
+    # The heading and the path are ctxfs's (stage names are file names; the confidence is
+    # kept to one line); what the stage wrote is quoted in its own section, so it cannot end
+    # the section or pass for another stage's heading.
+    head = one_line(f"## {entry.stage}{_confidence_line(entry.confidence)}")
     if form == "full":
         body = json.dumps(dict(entry.output), indent=2, ensure_ascii=False)
-        return f"{head}\nFull output: {entry.path}\n{body}"
-    summary = _summary_text(entry)
-    if summary_chars is not None and summary_chars < len(summary):
-        summary = summary[:summary_chars] + "…"
-    return f"{head}\nSummarized to fit; the full output is in {entry.path}\nSummary: {summary}"
+        where = one_line(f"Full output: {entry.path}")
+    else:
+        body = _summary_text(entry)
+        if summary_chars is not None and summary_chars < len(body):
+            body = body[:summary_chars] + "…"
+        where = one_line(f"Summarized to fit; the full output is in {entry.path}")
+    quoted = section("stage_output", body, {"stage": entry.stage, "form": form})
+    return f"{head}\n{where}\n{quoted}"
 
 
 def _summary_text(entry: StoredOutput) -> str:
@@ -142,7 +155,10 @@ def _summary_text(entry: StoredOutput) -> str:
 
 
 def _block(header: str, entries: Sequence[str]) -> str:
-    return "\n\n".join([header, *entries]) if entries else ""
+    # Every entry is quoted already (no section tag survives in it), so the frame holds.
+    if not entries:
+        return ""
+    return "\n\n".join([f"<previous_stages>\n{header}", *entries]) + "\n</previous_stages>"
 
 
 def pack_previous(
@@ -219,4 +235,9 @@ def pack_memory(
 
 
 def _memory_block(header: str, items: Sequence[str]) -> str:
-    return "\n".join([header, *(f"- {item}" for item in items)]) if items else ""
+    if not items:
+        return ""
+    # One bullet per item; an item's further lines are indented under it, so a line break in
+    # an item cannot start a bullet (or anything else) of its own.
+    bullets = ["- " + "\n  ".join(quote_lines(item).split("\n")) for item in items]
+    return "\n".join(["<memory>", header, *bullets, "</memory>"])

@@ -1,19 +1,20 @@
-"""Where a workflow's files live, and writing the state file under its version guard.
-
-::
-
-    /sessions/<workflow id>.json                      the state file
-    /sessions/<workflow id>/stages/<NN>-<stage>.json  each validated output on its own
+"""Reading and writing a workflow's files: the state file under its version guard, and the
+stage files (where they live: :mod:`ctxfs.workflows._paths`).
 
 Every write is a whole-file atomic write of the workspace (a reader sees the old file or the
 new one, on every backend). The state file is only ever written over the version its writer
 read or wrote last: the check and the write are one compare-and-swap of the workspace, so of
 two runners the second to write gets :class:`~ctxfs.WorkflowConflictError`.
+
+The state file is the record; a stage file is a copy of one completed output, written after
+the state file recorded it. So a stage file is never trusted on its own: one for a completed
+stage that is missing or differs is written again from the state, and one for a stage the
+state does not record as completed was not written by the runner and is moved aside
+(:func:`set_aside`).
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,15 @@ from ctxfs._errors import (
     WorkflowError,
     WorkflowStateError,
 )
+from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
+from ctxfs.workflows._paths import (
+    SESSIONS_DIR,
+    dumps_json,
+    stage_path,
+    state_path,
+    workflow_folder,
+)
 from ctxfs.workflows._state import WorkflowState, dump_state, load_state
 
 __all__ = [
@@ -34,29 +43,13 @@ __all__ = [
     "read_stage_file",
     "read_state",
     "replace_state",
+    "set_aside",
+    "stage_file_output",
     "stage_path",
     "state_path",
     "workflow_folder",
     "write_stage_file",
 ]
-
-SESSIONS_DIR = "/sessions"
-"""The workspace folder of workflow state files and stage outputs."""
-
-
-def state_path(workflow_id: str) -> str:
-    """The state file of a workflow."""
-    return f"{SESSIONS_DIR}/{workflow_id}.json"
-
-
-def workflow_folder(workflow_id: str) -> str:
-    """The folder of a workflow's stage outputs."""
-    return f"{SESSIONS_DIR}/{workflow_id}/stages"
-
-
-def stage_path(workflow_id: str, index: int, stage: str) -> str:
-    """The file of one stage's validated output (``index`` counts from 0)."""
-    return f"{workflow_folder(workflow_id)}/{index + 1:02d}-{stage}.json"
 
 
 def read_state(workspace: Workspace, workflow_id: str) -> WorkflowState:
@@ -160,7 +153,7 @@ def _stored_version(data: bytes, path: str) -> int:
 
 def _runner(data: bytes) -> str:
     try:
-        return str(json.loads(data)["runner"])
+        return str(loads_bounded(data)["runner"])
     except (ValueError, KeyError, TypeError):
         return "unknown"
 
@@ -172,39 +165,48 @@ def write_stage_file(
     output: dict[str, Any],
     started_at: datetime,
     completed_at: datetime,
-    *,
-    create_only: bool,
 ) -> None:
-    """Writes one validated output on its own.
-
-    Raises:
-        PathExistsError: ``create_only`` and the file exists.
-    """
+    """Writes (or writes again) one completed output on its own, as the state records it."""
     record = {
         "stage": stage,
         "output": output,
         "started_at": started_at.isoformat(),
         "completed_at": completed_at.isoformat(),
     }
-    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
-    workspace.write_bytes(path, text.encode("utf-8"), create_only=create_only)
+    workspace.write_bytes(path, (dumps_json(record) + "\n").encode("utf-8"))
 
 
-def read_stage_file(
-    workspace: Workspace, path: str, stage: str
-) -> tuple[dict[str, Any], datetime, datetime] | None:
-    """The output, start and end kept in a stage file, or ``None`` if it is absent or unusable.
-
-    A file that does not parse is ignored (the stage then runs again and rewrites it).
-    """
+def read_stage_file(workspace: Workspace, path: str) -> bytes | None:
+    """The bytes of a stage file, or ``None`` if there is none."""
     try:
-        record = json.loads(workspace.read_bytes(path))
-        if record["stage"] != stage or not isinstance(record["output"], dict):
-            return None
-        started = datetime.fromisoformat(record["started_at"])
-        completed = datetime.fromisoformat(record["completed_at"])
+        return workspace.read_bytes(path)
     except PathNotFoundError:
         return None
-    except (ValueError, KeyError, TypeError):
+
+
+def stage_file_output(data: bytes) -> dict[str, Any] | None:
+    """The output a stage file holds, or ``None`` if it does not parse as one."""
+    try:
+        record = loads_bounded(data)
+    except ValueError:
         return None
-    return record["output"], started, completed
+    output = record.get("output") if isinstance(record, dict) else None
+    return output if isinstance(output, dict) else None
+
+
+def set_aside(workspace: Workspace, path: str, data: bytes) -> str:
+    """Moves a stage file the runner did not write to ``<path>.set-aside-<n>.json``.
+
+    Returns:
+        Where it is now.
+    """
+    base = path.removesuffix(".json")
+    for number in range(1, 1000):
+        kept_as = f"{base}.set-aside-{number}.json"
+        try:
+            workspace.write_bytes(kept_as, data, create_only=True)
+        except PathExistsError:
+            continue
+        workspace.rm(path)
+        return kept_as
+    raise WorkflowError(f"{path}: 999 files were set aside next to it already", path=path)

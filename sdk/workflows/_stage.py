@@ -174,5 +174,5 @@ class WorkflowPolicy(_Settings):
     previous_outputs_tokens: int = Field(default=4_000, ge=0)
     memory_tokens: int = Field(default=1_000, ge=0)
     memory_items: int = Field(default=8, ge=1)
-    checkpoint_interval: float | None = Field(default=None, ge=0)
+    checkpoint_interval: float | None = Field(default=30.0, ge=0)
     snapshot_chars: int = Field(default=280, ge=1)

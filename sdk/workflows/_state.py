@@ -9,37 +9,48 @@ and edit it::
       "version": 5,
       "task": "...",
       "stages": ["planner", "researcher", "writer"],
-      "status": "running",            # running | halted | completed
+      "status": "running",            # running | halted | interrupted | completed
       "current_stage": "writer",      # the first incomplete stage (null when completed)
       "completed_stages": [{"stage": "planner", "output": {...}, "output_path": "...",
-                            "started_at": "...", "completed_at": "..."}, ...],
+                            "started_at": "...", "completed_at": "...",
+                            "sha256": "..."}, ...],
       "memory": ["facts retrieved for the task at the start"],
       "memory_snapshots": [{"stage": "planner", "summary": "..."}, ...],
       "halt": null,                   # or {"stage", "error", "raw_output", "at"}
       "errors": [],                   # every halt so far, kept after it was fixed
+      "set_aside": [],                # stage files the runner did not write, moved aside
       "progress": null,               # or {"stage", "note", "at"}: the last checkpoint
-      "runner": "...", "created_at": "...", "updated_at": "..."
+      "runner": "...", "host": "...", "pid": 4242,
+      "created_at": "...", "updated_at": "..."
     }
 
 ``version`` goes up by one on every write; a runner writes only over the version it wrote
 last, so a second runner is detected (:class:`~ctxfs.WorkflowConflictError`).
+
+Reading a state file checks it whole (:func:`load_state`): its JSON nests at most
+:data:`~ctxfs._workspace._json.MAX_JSON_DEPTH` levels, its fields have their types, and the
+fields agree with each other (:mod:`ctxfs.workflows._checks`): a hand edit that leaves it
+inconsistent is refused with one line per problem, each naming its field.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ctxfs._errors import WorkflowStateError
+from ctxfs._workspace._json import loads_bounded
+from ctxfs.workflows._checks import inconsistencies
+from ctxfs.workflows._paths import dumps_json
 
 __all__ = [
     "STATE_FORMAT",
     "CompletedStage",
     "MemorySnapshot",
     "Progress",
+    "SetAside",
     "StageHalt",
     "WorkflowState",
     "WorkflowStatus",
@@ -50,8 +61,10 @@ __all__ = [
 STATE_FORMAT: Final = "ctxfs.workflow/1"
 """The ``format`` field of every state file this version writes and reads."""
 
-WorkflowStatus = Literal["running", "halted", "completed"]
-"""``running`` (started or interrupted), ``halted`` (invalid output), ``completed``."""
+WorkflowStatus = Literal["running", "halted", "interrupted", "completed"]
+"""``running`` (a runner is at it, or was killed outright: see
+:func:`~ctxfs.workflows.runner_status`), ``halted`` (an invalid output), ``interrupted`` (a
+stage's agent raised, or the process was interrupted; resume to go on), ``completed``."""
 
 
 class _Record(BaseModel):
@@ -68,6 +81,10 @@ class CompletedStage(_Record):
         started_at: When the runner started it (for a hand-fixed output: when the fixed
             output was accepted).
         completed_at: When its output was validated.
+        sha256: The digest of ``output`` as the runner recorded it
+            (:func:`~ctxfs.workflows._paths.output_digest`): an output changed by hand no
+            longer matches and the state is refused. ``None`` (or removing it) accepts the
+            output as it is; it is validated against the stage's schema on resume either way.
     """
 
     stage: str
@@ -75,6 +92,7 @@ class CompletedStage(_Record):
     output_path: str
     started_at: datetime
     completed_at: datetime
+    sha256: str | None = None
 
 
 class MemorySnapshot(_Record):
@@ -107,6 +125,30 @@ class StageHalt(_Record):
     at: datetime
 
 
+class SetAside(_Record):
+    """A stage file the runner found but had not written, moved aside instead of trusted.
+
+    The runner records an output in the state file before it writes the stage's file, so a
+    file for a stage the state does not record as completed was written by someone else
+    (an agent's own tool, a person, an older ctxfs): it is never taken as the stage's output.
+    A completed stage's file that no longer holds the recorded output is moved aside too,
+    and written again from the state.
+
+    Attributes:
+        stage: The stage whose output file it was.
+        path: Where it was found.
+        kept_as: Where it is now (same folder, ``.set-aside-<n>.json``).
+        reason: Why it was not taken.
+        at: When it was moved.
+    """
+
+    stage: str
+    path: str
+    kept_as: str
+    reason: str
+    at: datetime
+
+
 class Progress(_Record):
     """The last checkpoint a running stage reported.
 
@@ -122,7 +164,11 @@ class Progress(_Record):
 
 
 class WorkflowState(_Record):
-    """The whole state file (see the module docstring for its layout)."""
+    """The whole state file (see the module docstring for its layout).
+
+    ``runner`` is the id of the runner that wrote it last, ``host`` and ``pid`` the machine
+    and process it ran in (``None`` in files of older versions).
+    """
 
     format: Literal["ctxfs.workflow/1"] = STATE_FORMAT
     workflow_id: str
@@ -136,8 +182,11 @@ class WorkflowState(_Record):
     memory_snapshots: list[MemorySnapshot]
     halt: StageHalt | None
     errors: list[StageHalt]
+    set_aside: list[SetAside] = []
     progress: Progress | None
     runner: str
+    host: str | None = None
+    pid: int | None = None
     created_at: datetime
     updated_at: datetime
 
@@ -148,22 +197,22 @@ class WorkflowState(_Record):
 
 def dump_state(state: WorkflowState) -> bytes:
     """The state file's bytes: indented JSON, fields in their documented order."""
-    text = json.dumps(state.model_dump(mode="json"), indent=2, ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
+    return (dumps_json(state.model_dump(mode="json")) + "\n").encode("utf-8")
 
 
 def load_state(data: bytes, path: str) -> WorkflowState:
-    """Parses a state file.
+    """Parses a state file and checks that its fields agree.
 
     Raises:
-        WorkflowStateError: Not UTF-8 JSON, or a field is missing or wrong (named).
+        WorkflowStateError: Not UTF-8 JSON, nested too deep, a field missing or wrong, or
+            fields that contradict each other (each named, one line per problem).
     """
     try:
-        raw = json.loads(data.decode("utf-8"))
+        raw = loads_bounded(data.decode("utf-8"))
     except ValueError as exc:
         raise WorkflowStateError(f"{path} is not valid JSON: {exc}", path=path) from None
     try:
-        return WorkflowState.model_validate(raw)
+        state = WorkflowState.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
@@ -172,3 +221,8 @@ def load_state(data: bytes, path: str) -> WorkflowState:
         raise WorkflowStateError(
             f"{path} is not a ctxfs workflow state file ({problems})", path=path
         ) from None
+    found = inconsistencies(state)
+    if found:
+        lines = "\n".join(f"{path}: {problem}" for problem in found)
+        raise WorkflowStateError(lines, path=path)
+    return state

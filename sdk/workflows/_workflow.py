@@ -3,31 +3,30 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
+import socket
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from ctxfs._errors import (
-    PathExistsError,
-    WorkflowConflictError,
-    WorkflowError,
-    WorkflowStateError,
-)
+from ctxfs._errors import WorkflowError, WorkflowStateError
+from ctxfs._sections import one_line
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._workspace import Workspace
+from ctxfs.workflows._checks import inconsistencies
 from ctxfs.workflows._context import StageInput, StoredOutput, pack_memory, pack_previous
 from ctxfs.workflows._files import (
     create_state,
     read_stage_file,
     read_state,
     replace_state,
-    stage_path,
-    state_path,
-    workflow_folder,
+    set_aside,
+    stage_file_output,
     write_stage_file,
 )
 from ctxfs.workflows._outputs import (
@@ -38,6 +37,7 @@ from ctxfs.workflows._outputs import (
     raw_record,
     summary_of,
 )
+from ctxfs.workflows._paths import output_digest, stage_path, state_path, workflow_folder
 from ctxfs.workflows._stage import (
     MemoryRetriever,
     MemorySearch,
@@ -51,6 +51,7 @@ from ctxfs.workflows._state import (
     CompletedStage,
     MemorySnapshot,
     Progress,
+    SetAside,
     StageHalt,
     WorkflowState,
     WorkflowStatus,
@@ -60,7 +61,11 @@ __all__ = ["Workflow", "WorkflowRun"]
 
 Clock = Callable[[], datetime]
 _Output = TypeVar("_Output", bound=BaseModel)
-_FileMode = Literal["create", "replace", "kept"]
+
+
+_log = logging.getLogger("ctxfs.workflows")
+_NOTE_CHARS = 2_000
+"""The longest checkpoint note kept in the state file."""
 
 
 def _utc_now() -> datetime:
@@ -130,8 +135,8 @@ class Workflow:
     earlier stages' validated outputs within ``policy.previous_outputs_tokens`` and the
     long-term memory retrieved for the task within ``policy.memory_tokens`` (a
     :class:`~ctxfs.workflows.StageInput`). After each stage, its output is validated against
-    the stage's schema, written to the workspace and recorded in the state file
-    ``/sessions/<workflow id>.json``. An output that does not validate halts the workflow
+    the stage's schema, recorded in the state file ``/sessions/<workflow id>.json`` and
+    then copied to its own file. An output that does not validate halts the workflow
     with a record in the state file; fix the output there and :meth:`resume`.
 
     Example:
@@ -228,7 +233,7 @@ class Workflow:
             halt=None,
             errors=[],
             progress=None,
-            runner=_runner_id(),
+            **_runner(),
             created_at=now,
             updated_at=now,
         )
@@ -238,10 +243,14 @@ class Workflow:
     def resume(self, workflow_id: str, *, retry: bool = False) -> WorkflowRun:
         """Continues a workflow from its first incomplete stage.
 
-        Completed stages are never run again. A stage whose output file was written before
-        the process died is taken from that file. A halted stage's ``halt.raw_output`` (fixed
-        by hand in the state file) is validated again: if it passes it becomes the stage's
-        output, else the workflow stays halted with the new error.
+        The state file is checked whole first (every contradiction a hand edit left is named,
+        one line each). Completed stages are never run again; their files are written again
+        from the state when missing or changed. A file for an incomplete stage was not
+        written by the runner: it is moved aside and recorded (``set_aside``), never taken as
+        the output. A halted stage's ``halt.raw_output`` (fixed by hand in the state file) is
+        validated again: if it passes it becomes the stage's output, else the workflow stays
+        halted with the new error. A ``running`` or ``interrupted`` workflow goes on from
+        its first incomplete stage.
 
         Args:
             workflow_id: The workflow's id.
@@ -266,25 +275,19 @@ class Workflow:
         if state.status == "completed":
             return self._result(state)
         progress = _Progress(state, self._now())
-        halt = state.halt
-        self._save(progress, status="running", halt=None, runner=_runner_id())
+        halt = state.halt  # read_state checked that it is the first incomplete stage's
+        self._save(progress, status="running", halt=None, **_runner())
+        for record in state.completed_stages:
+            self._restore_file(progress, record)
         if halt is not None and not retry:
-            index = len(state.completed_stages)  # _outputs checked they are the first ones
-            if halt.stage != names[index]:
-                raise WorkflowStateError(
-                    f"{state_path(workflow_id)}: halt.stage is {halt.stage!r}, but the first "
-                    f"incomplete stage is {names[index]!r}",
-                    path=state_path(workflow_id),
-                )
+            index = len(state.completed_stages)
             stage = self._stages[index]
             try:
                 output = check_output(stage.schema, halt.raw_output)
-            except (ValidationError, TypeError) as exc:
+            except (ValueError, TypeError) as exc:
                 return self._halt(progress, stage, halt.raw_output, exc)
             now = self._now()
-            path = stage_path(workflow_id, index, stage.name)
-            mode: _FileMode = "replace" if self._workspace.exists(path) else "create"
-            self._complete(progress, index, stage, output, now, now, mode)
+            self._complete(progress, index, stage, output, now, now)
         return self._drive(progress)
 
     def state(self, workflow_id: str) -> WorkflowState:
@@ -294,44 +297,98 @@ class Workflow:
     # -- running ---------------------------------------------------------------------------
 
     def _drive(self, progress: _Progress) -> WorkflowRun:
-        done = {record.stage for record in progress.state.completed_stages}
-        for index, stage in enumerate(self._stages):
-            if stage.name in done:
-                continue
-            workflow_id = progress.state.workflow_id
-            path = stage_path(workflow_id, index, stage.name)
-            kept = read_stage_file(self._workspace, path, stage.name)
-            if kept is not None:  # written before the process died; the state was not
-                output_json, started, completed = kept
-                try:
-                    output = stage.schema.model_validate(output_json)
-                except ValidationError:
-                    pass
-                else:
-                    self._complete(progress, index, stage, output, started, completed, "kept")
-                    continue
-            # A file there that could not be taken (another schema, unreadable) is replaced;
-            # otherwise the output file is write-once, so a second runner cannot swap it.
-            mode: _FileMode = "replace" if self._workspace.exists(path) else "create"
+        for index in range(len(progress.state.completed_stages), len(self._stages)):
+            stage = self._stages[index]
+            self._set_aside_foreign(progress, index, stage)
             started = self._now()
             stage_input = self._input(progress, index, stage)
+            note = f"started (attempt {stage_input.attempt})"
+            self._save(progress, progress=Progress(stage=stage.name, note=note, at=started))
             try:
                 reply = stage.agent(stage_input)
-            except Exception as exc:
-                failure = StageHalt(
-                    stage=stage.name,
-                    error=f"the agent raised {type(exc).__name__}: {exc}",
-                    raw_output=None,
-                    at=self._now(),
-                )
-                self._save(progress, errors=[*progress.state.errors, failure], progress=None)
+            except BaseException as exc:
+                self._interrupted(progress, stage, exc)
                 raise
             try:
                 output = check_output(stage.schema, reply)
-            except (ValidationError, TypeError) as exc:
+            except (ValueError, TypeError) as exc:
                 return self._halt(progress, stage, raw_record(reply), exc)
-            self._complete(progress, index, stage, output, started, self._now(), mode)
+            self._complete(progress, index, stage, output, started, self._now())
         return self._result(progress.state)
+
+    def _interrupted(self, progress: _Progress, stage: Stage, exc: BaseException) -> None:
+        """Records that the stage's agent raised (or the process is being stopped)."""
+        failure = StageHalt(
+            stage=stage.name,
+            error=f"the agent raised {type(exc).__name__}: {exc}",
+            raw_output=None,
+            at=self._now(),
+        )
+        errors = progress.state.errors
+        if isinstance(exc, Exception):  # an error of the stage, counted as an attempt
+            errors = [*errors, failure]
+        try:
+            self._save(progress, status="interrupted", errors=errors, progress=None)
+        except Exception:  # the agent's exception is the one to raise
+            _log.warning(
+                "ctxfs: workflow %s: the interruption could not be recorded",
+                progress.state.workflow_id,
+                exc_info=True,
+            )
+
+    def _restore_file(self, progress: _Progress, record: CompletedStage) -> None:
+        """Writes a completed stage's file again when it is missing or differs from the state
+        (the process died between the state write and the file's, or the file was changed:
+        then the changed copy is moved aside and recorded first, not thrown away)."""
+        data = read_stage_file(self._workspace, record.output_path)
+        if data is not None:
+            if stage_file_output(data) == record.output:
+                return
+            self._record_aside(
+                progress,
+                record.stage,
+                record.output_path,
+                data,
+                "it no longer held the output the state file records for this completed "
+                "stage; the runner wrote that output again",
+            )
+        write_stage_file(
+            self._workspace,
+            record.output_path,  # read_state checked it is the stage's path
+            record.stage,
+            record.output,
+            record.started_at,
+            record.completed_at,
+        )
+
+    def _record_aside(
+        self, progress: _Progress, stage: str, path: str, data: bytes, reason: str
+    ) -> None:
+        kept_as = set_aside(self._workspace, path, data)
+        record = SetAside(stage=stage, path=path, kept_as=kept_as, reason=reason, at=self._now())
+        self._save(progress, set_aside=[*progress.state.set_aside, record])
+
+    def _set_aside_foreign(self, progress: _Progress, index: int, stage: Stage) -> None:
+        """Moves aside a file for this stage that the runner did not write (and records it).
+
+        The runner writes a stage's file only after the state file records its output, so a
+        file for a stage not yet completed is someone else's: never trusted as the output.
+        """
+        path = stage_path(progress.state.workflow_id, index, stage.name)
+        data = read_stage_file(self._workspace, path)
+        if data is None:
+            return
+        output = stage_file_output(data)
+        why = "not a stage file" if output is None else "an output the runner did not record"
+        self._record_aside(
+            progress,
+            stage.name,
+            path,
+            data,
+            f"{why}: the state file does not record stage {stage.name!r} as completed, so the "
+            "runner did not write it; the stage runs (to take this output, put it in "
+            "halt.raw_output and resume)",
+        )
 
     def _input(self, progress: _Progress, index: int, stage: Stage) -> StageInput:
         state = progress.state
@@ -360,7 +417,8 @@ class Workflow:
                 return
             now = self._now()
             if (now - progress.written_at).total_seconds() >= interval:
-                self._save(progress, progress=Progress(stage=stage.name, note=str(note), at=now))
+                note = one_line(str(note))[:_NOTE_CHARS]
+                self._save(progress, progress=Progress(stage=stage.name, note=note, at=now))
 
         return StageInput(
             workflow_id=state.workflow_id,
@@ -384,34 +442,17 @@ class Workflow:
         output: BaseModel,
         started: datetime,
         completed: datetime,
-        mode: _FileMode,
     ) -> None:
         state = progress.state
         path = stage_path(state.workflow_id, index, stage.name)
         output_json = output.model_dump(mode="json")
-        if mode != "kept":
-            try:
-                write_stage_file(
-                    self._workspace,
-                    path,
-                    stage.name,
-                    output_json,
-                    started,
-                    completed,
-                    create_only=mode == "create",
-                )
-            except PathExistsError:
-                raise WorkflowConflictError(
-                    f"another runner wrote {path} while this one ran stage {stage.name!r}; "
-                    "this runner stops here, and the workspace keeps the other's output",
-                    path=path,
-                ) from None
         record = CompletedStage(
             stage=stage.name,
             output=output_json,
             output_path=path,
             started_at=started,
             completed_at=completed,
+            sha256=output_digest(output_json),
         )
         summary = summary_of(output) or json.dumps(output_json, ensure_ascii=False)
         limit = self._policy.snapshot_chars
@@ -428,9 +469,11 @@ class Workflow:
             status="running" if following is not None else "completed",
             progress=None,
         )
+        # The state is the record; the file is a copy written after it (see _files).
+        write_stage_file(self._workspace, path, stage.name, output_json, started, completed)
 
     def _halt(
-        self, progress: _Progress, stage: Stage, raw: Any, error: ValidationError | TypeError
+        self, progress: _Progress, stage: Stage, raw: Any, error: ValueError | TypeError
     ) -> WorkflowRun:
         record = StageHalt(
             stage=stage.name, error=error_text(error), raw_output=raw, at=self._now()
@@ -452,6 +495,9 @@ class Workflow:
         )
         # Round-trip through validation: a state that could not be read back is never written.
         state = WorkflowState.model_validate(state.model_dump(mode="json"))
+        problems = inconsistencies(state)
+        if problems:  # pragma: no cover - a defect of the runner
+            raise AssertionError(f"the runner made an inconsistent state: {problems}")
         replace_state(self._workspace, previous, state)
         current.state, current.written_at = state, now
 
@@ -462,13 +508,6 @@ class Workflow:
         outputs: dict[str, BaseModel] = {}
         path = state_path(state.workflow_id)
         for number, record in enumerate(state.completed_stages):
-            expected = self._stages[number].name if number < len(self._stages) else None
-            if record.stage != expected:
-                raise WorkflowStateError(
-                    f"{path}: completed_stages.{number}.stage is {record.stage!r}, but stage "
-                    f"{number + 1} of this workflow is {expected!r} (stages complete in order)",
-                    path=path,
-                )
             schema = schemas[record.stage]
             try:
                 outputs[record.stage] = schema.model_validate(record.output)
@@ -497,5 +536,6 @@ class Workflow:
         return now
 
 
-def _runner_id() -> str:
-    return uuid.uuid4().hex[:12]
+def _runner() -> dict[str, Any]:
+    """The state fields naming this runner: its id, and the machine and process it runs in."""
+    return {"runner": uuid.uuid4().hex[:12], "host": socket.gethostname(), "pid": os.getpid()}

@@ -23,6 +23,7 @@ from ctxfs import (
     Summarized,
     TranscriptArchive,
     Workspace,
+    is_pinned,
     is_summary,
 )
 
@@ -60,7 +61,7 @@ def main() -> None:
     archive = TranscriptArchive(workspace, "shared")
     segments = [s for s in archive.segments() if s.markdown_path in mine]
     archived = [m for s in segments for m in archive.read_segment(s)]
-    kept = [m for m in context if not is_summary(m) and m.id != "sys"]
+    kept = [m for m in context if not (is_summary(m) or is_pinned(m)) and m.id != "sys"]
     rebuilt = [m.id for m in [*archived, *kept]]
     print(json.dumps({"lossless": rebuilt == [m.id for m in everything[1:]]}), flush=True)
 

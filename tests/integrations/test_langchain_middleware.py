@@ -89,7 +89,17 @@ def test_large_result_is_offloaded_before_it_reaches_the_checkpoint(
 def test_middleware_contributes_the_workspace_tools(policy: ContextPolicy) -> None:
     ws = Workspace("memory://mw-tools")
     names = [t.name for t in ContextMiddleware(ws, policy).own_tools]
-    assert names == ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]
+    assert names == [
+        "ls",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "glob",
+        "grep",
+        "history_search",
+        "history_read",
+        "compact_conversation",
+    ]
     assert ContextMiddleware(ws, policy, tools=False).own_tools == ()
     assert ContextMiddleware(ws, policy, tools=[TOOLS[1]]).own_tools == (TOOLS[1],)
 

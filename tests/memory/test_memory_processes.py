@@ -42,6 +42,7 @@ def test_a_sigkill_at_any_write_leaves_a_valid_memory(tmp_path: Path) -> None:
     out, err = child.communicate(timeout=240)
     assert child.returncode == 0, err
     report = json.loads(out.strip().splitlines()[-1])
-    # per update: the document and its rendering, each just before and just after its rename
-    assert report["points"] == 4 * count
+    # per update: the document, its version copy and its rendering, each just before and
+    # just after its rename
+    assert report["points"] == 6 * count
     assert report["failures"] == []

@@ -33,6 +33,7 @@ from ctxfs import (
     Summarized,
     TranscriptArchive,
     Workspace,
+    is_pinned,
     is_summary,
     pointer_of,
     resolve_pointers,
@@ -260,7 +261,7 @@ def test_a_message_with_copied_summary_metadata_is_archived() -> None:
     result = engine.compact(history, thread_id="t")
     assert any(isinstance(e, Summarized) for e in result.events)
     archived = TranscriptArchive(ws, "t").read_all()
-    kept = [m for m in result.messages if not is_summary(m)]
+    kept = [m for m in result.messages if not (is_summary(m) or is_pinned(m))]
     assert "task" in {m.id for m in [*archived, *kept]}
 
 
@@ -372,7 +373,7 @@ def _agent_policy(keep: int) -> ContextPolicy:
 
 def _reconstructed(messages: list[BaseMessage], ws: Workspace) -> list[BaseMessage]:
     archived = TranscriptArchive(ws, "t").read_all()
-    kept = [m for m in messages if not is_summary(m)]
+    kept = [m for m in messages if not (is_summary(m) or is_pinned(m))]
     return resolve_pointers([*archived, *kept], ws)
 
 

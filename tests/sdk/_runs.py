@@ -23,6 +23,7 @@ from ctxfs import (
     ContextPolicy,
     TranscriptArchive,
     Workspace,
+    is_pinned,
     is_summary,
 )
 
@@ -185,6 +186,12 @@ def pairing(messages: Sequence[BaseMessage]) -> tuple[Counter[str], Counter[str]
     return orphans, +pending
 
 
+def _content(message: BaseMessage) -> bool:
+    """Whether a message is the conversation's own: not the system prompt, not something a
+    summary wrote (itself, or what it put back in view)."""
+    return not (isinstance(message, SystemMessage) or is_summary(message) or is_pinned(message))
+
+
 def check_compaction(before: list[BaseMessage], result: CompactionResult) -> None:
     """Invariants 2, 3 and 6 for one compaction."""
     out = result.messages
@@ -197,7 +204,11 @@ def check_compaction(before: list[BaseMessage], result: CompactionResult) -> Non
     # order: system prompt first, kept messages are a suffix of the input, in order
     if before and isinstance(before[0], SystemMessage):
         assert out[0] is before[0] or out[0] == before[0]
-    body = [m for m in out if not isinstance(m, SystemMessage) and not is_summary(m)]
+    body = [
+        m
+        for m in out
+        if not isinstance(m, SystemMessage) and not is_summary(m) and not is_pinned(m)
+    ]
     tail = before[len(before) - len(body) :] if body else []
     assert [m.id for m in body] == [m.id for m in tail]
 
@@ -212,7 +223,11 @@ def reconstruct(engine: ContextEngine, state: list[BaseMessage], thread_id: str)
         position = segment.stop
     archived = archive.read_all()
     system = [m for m in state if isinstance(m, SystemMessage)]
-    kept = [m for m in state if not isinstance(m, SystemMessage) and not is_summary(m)]
+    kept = [
+        m
+        for m in state
+        if not isinstance(m, SystemMessage) and not is_summary(m) and not is_pinned(m)
+    ]
     whole = resolve([*system, *archived, *kept], engine.workspace)
     return [comparable(m) for m in whole]
 

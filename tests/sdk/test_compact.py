@@ -30,6 +30,7 @@ from ctxfs import (
 from ctxfs._policy._budget import KeepWindow
 from ctxfs._summary._cut import choose_cut, split_blocks
 from ctxfs._summary._message import SUMMARY_TAG, is_summary, summary_state
+from ctxfs._summary._pins import in_view_kind, is_pinned
 from ctxfs.testing import ScriptedChatModel
 from ctxfs.tools import tool_functions
 
@@ -84,7 +85,11 @@ def test_compaction_archives_then_summarizes_and_keeps_the_recent_window() -> No
     result = eng.compact(messages, thread_id="t")
     assert result.tokens_before > 2_000 * 0.85 >= result.tokens_after
     assert result.reached_target and result.target == 1_700
-    system, summary, *kept = result.messages
+    system, summary, *rest = result.messages
+    kept = [m for m in rest if not is_pinned(m)]
+    pins = [m.content for m in rest if in_view_kind(m) == "pinned"]
+    assert pins[0] == messages[1].content  # the task statement, verbatim
+    assert set(pins) <= {m.content for m in messages[1::3]}  # user messages only, verbatim
     assert system is messages[0]
     assert is_summary(summary) and str(summary.content).startswith(SUMMARY_TAG)
     assert kept == messages[len(messages) - len(kept) :]

@@ -142,6 +142,7 @@ def test_a_summary_leaves_room_so_new_turns_do_not_summarize_again(
     target = policy.summary_target_tokens
     state: list[BaseMessage] = []
     new_messages = new_tokens = summaries = 0
+    left = 0  # tokens the previous summary left
     for message in history:
         if isinstance(message, AIMessage) and state:
             result = engine.compact(state, thread_id="t")
@@ -149,10 +150,13 @@ def test_a_summary_leaves_room_so_new_turns_do_not_summarize_again(
                 if summaries:  # the first one comes whenever the history first fills up
                     if trigger_kind == "messages":
                         assert limit is not None and new_messages >= -(-limit // 2)
-                    else:
+                    elif left <= target * 3 // 4:
+                        # (a protected window of a few huge messages may hold more: the
+                        # keep setting wins over the room, and the reason says so)
                         assert new_tokens >= target // 4
                 summaries += 1
                 new_messages = new_tokens = 0
+                left = result.tokens_after
             state = result.messages
         state = [*state, message]
         new_messages += 1

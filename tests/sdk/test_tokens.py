@@ -25,6 +25,7 @@ from ctxfs._tokens import (
     as_token_counter,
     count_exceeding,
 )
+from ctxfs._tokens._media import MAX_IMAGE_TOKENS
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,7 @@ def test_message_formula(encoding: tiktoken.Encoding) -> None:
         + _exact(encoding, "Writing.")
         + _exact(encoding, "write_file")
         + _exact(encoding, compact)
+        + MAX_IMAGE_TOKENS  # an image at a URL: its size is unknown
     )
     assert MESSAGE_OVERHEAD_TOKENS == 4
     assert TiktokenCounter().count_message(message) == expected

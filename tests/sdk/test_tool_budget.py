@@ -175,7 +175,7 @@ def test_errors_are_within_the_budget_too() -> None:
 def test_the_budget_has_a_documented_default_and_minimum() -> None:
     ws = Workspace("memory://budget-default")
     read = tools(ws)["read_file"]
-    assert f"a page also stops before {DEFAULT_MAX_OUTPUT_TOKENS} tokens" in read.description
+    assert f"a page stops before {DEFAULT_MAX_OUTPUT_TOKENS} tokens" in read.description
     assert DEFAULT_MAX_OUTPUT_TOKENS == 25_000
     with pytest.raises(ValueError, match=f"max_output_tokens must be at least {MIN_OUTPUT_TOKENS}"):
         tool_functions(ws, max_output_tokens=MIN_OUTPUT_TOKENS - 1)

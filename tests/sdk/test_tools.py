@@ -72,7 +72,7 @@ def test_read_file_default_limit_and_caps_come_from_the_workspace_limits(
         "     1\taaaa\n     2\tbbbb\n... 1 more line; call read_file with offset=2 to read on"
     )
     assert read.parameters["properties"]["limit"]["default"] == 2  # type: ignore[index]
-    assert "up to 2 lines" in read.description
+    assert "Reads 2 lines" in read.description
     # the character cap ends the page early, and the note says why
     assert read(file_path="/a.txt", limit=50) == (
         "     1\taaaa\n     2\tbbbb\n"
@@ -265,7 +265,7 @@ def test_read_only_areas_can_be_chosen(workspace: Workspace) -> None:
     assert mine["write_file"](file_path="/frozen/x.txt", content="x").startswith(
         "Error: /frozen/x.txt is in the read-only area /frozen/"
     )
-    assert "- /frozen/\n" in mine["ls"].description + "\n"
+    assert "- /frozen/\n" in mine["read_file"].description + "\n"
 
 
 # -- ls / glob ---------------------------------------------------------------------------

@@ -89,7 +89,7 @@ def test_json_schemas_name_required_fields_and_aliases(fns: dict[str, ToolFuncti
     ]
     assert properties["-A"] == {
         "default": 0,
-        "description": "Lines of context after each match (content).",
+        "description": "Context lines after a match.",
         "minimum": 0,
         "type": "integer",
     }
@@ -99,31 +99,22 @@ def test_json_schemas_name_required_fields_and_aliases(fns: dict[str, ToolFuncti
     assert grep["additionalProperties"] is False
     assert "title" not in json.dumps(grep)
     assert fns["read_file"].parameters["properties"] == {
-        "file_path": {
-            "description": "Absolute workspace path of the file, e.g. /notes/a.md.",
-            "type": "string",
-        },
+        "file_path": {"description": "Absolute path, e.g. /notes/a.md.", "type": "string"},
         "offset": {
             "default": 0,
-            "description": (
-                "0-based index of the first line to read: offset=0 starts at line 1, "
-                "offset=100 at line 101. Use the offset the previous page told you."
-            ),
+            "description": "0-based first line: offset=100 starts at line 101.",
             "minimum": 0,
             "type": "integer",
         },
         "limit": {
             "default": 2000,
-            "description": "Most lines to return from offset on.",
+            "description": "Most lines to read.",
             "minimum": 1,
             "type": "integer",
         },
         "column": {
             "default": 0,
-            "description": (
-                "0-based character of the first line to start at. Only for reading on in a "
-                "very long line that was clipped: use the column the clipped line told you."
-            ),
+            "description": "To read on in a clipped line: the column it gave.",
             "minimum": 0,
             "type": "integer",
         },
@@ -257,25 +248,27 @@ def test_error_text_adds_a_next_step_only_where_missing() -> None:
 def test_descriptions_are_written_for_the_model() -> None:
     ws = Workspace("memory://desc", limits=Limits(regex_timeout=0.5, max_glob_results=300))
     fns = {f.name: f for f in tool_functions(ws)}
-    for name in ["ls", "read_file", "write_file", "edit_file"]:
-        assert (
-            "Read-only folders (kept by the system; read, grep and glob them, but do not write, "
-            "edit or delete there):\n"
-            "- /memories/: long-term memory: what was learned in earlier sessions (JSON and "
-            "Markdown)\n"
-            "- /tool_inputs/: the full arguments of earlier tool calls that were shortened\n"
-            "- /tool_results/: the full text of long tool results that were shortened in the "
-            "conversation\n"
-            "- /transcripts/: archived earlier parts of this conversation (JSONL and Markdown)"
-        ) in fns[name].description
-    assert "call read_file with next" in fns["read_file"].description
-    assert "0-based" in fns["read_file"].description
+    # The read-only folders are named once, where their text is read back.
+    assert fns["read_file"].description.endswith(
+        "Read-only folders kept by the system:\n"
+        "- /memories/: long-term memory from earlier sessions\n"
+        "- /sessions/: staged workflows' state and stage outputs\n"
+        "- /tool_inputs/: full arguments of shortened tool calls\n"
+        "- /tool_results/: full text of long tool results shortened in the conversation\n"
+        "- /transcripts/: archived earlier parts of this conversation"
+    )
+    for name in ["ls", "write_file", "edit_file", "glob", "grep"]:
+        assert "Read-only folders" not in fns[name].description
+    assert "the offset to read from next" in fns["read_file"].description
+    assert "offset (0-based)" in fns["read_file"].description
+    assert "saved to a file, read it" in fns["read_file"].description
+    assert "without the line-number prefix" in fns["edit_file"].description
     assert "'Created' or 'Overwrote'" in fns["write_file"].description
     assert "replace_all=true" in fns["edit_file"].description
     assert "at most 300 paths" in fns["glob"].description
-    assert "under a 0.5-second time limit" in fns["grep"].description
+    assert "Under a 0.5-second time limit" in fns["grep"].description
     assert "at most 300 entries" in fns["ls"].description
-    assert "\n- 'content': matching lines as path:line:text;" in fns["grep"].description
+    assert "\n- 'content': path:line:text;" in fns["grep"].description
     for function in fns.values():  # paragraphs are unwrapped: no hard line breaks mid-sentence
         for paragraph in function.description.split("\n\n"):
             assert all(line.startswith("- ") for line in paragraph.splitlines()[1:]), paragraph

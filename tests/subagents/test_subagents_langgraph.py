@@ -86,7 +86,8 @@ def test_task_tool_in_a_hand_written_graph(run_async: bool) -> None:
     assert state["artifacts"] == ["/notes/1.md", "/notes/2.md"]
     answers = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in answers] == ["a", "b", "c"]
-    assert all(m.text.startswith("Written.") for m in answers)
+    opening = '<subagent_answer subagent="general-purpose" status="completed">\nWritten.\n'
+    assert all(m.text.startswith(opening) for m in answers)
     assert answers[0].artifact["thread_id"] == "g1/task-a"
     assert {e["thread_id"] for e in progress} == {"g1/task-a", "g1/task-b", "g1/task-c"}
     assert progress[0]["text"].startswith("sub-agent 'general-purpose' (task '")

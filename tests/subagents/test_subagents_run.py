@@ -186,7 +186,8 @@ def test_text_the_parent_reads() -> None:
         tokens=90,
     )
     assert result.to_text() == (
-        "It is 7.\n\n[sub-agent 'gp': 2 turn(s); files written: /a.md; transcript: "
+        '<subagent_answer subagent="gp" status="completed">\nIt is 7.\n</subagent_answer>\n'
+        "[sub-agent 'gp': 2 turn(s); files written: /a.md; transcript: "
         "/transcripts/t/segment-0001.md (thread 'p/task-c')]"
     )
     assert TaskResult.from_json(json.loads(json.dumps(result.to_json()))) == result

@@ -190,8 +190,16 @@ def test_three_delegated_explorations_then_a_detail_recovered(run_async: bool) -
     ]
     answers = [m for m in messages[:6] if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in answers] == ["t1", "t2", "t3"]
-    assert answers[0].text.startswith("retry_limit is 7, set in /repo/config/payments.toml")
-    assert answers[1].text.startswith("The refunds query returned 300 rows; one order was ")
+    assert (
+        answers[0]
+        .text.split("\n", 1)[1]
+        .startswith("retry_limit is 7, set in /repo/config/payments.toml")
+    )
+    assert (
+        answers[1]
+        .text.split("\n", 1)[1]
+        .startswith("The refunds query returned 300 rows; one order was ")
+    )
     assert all(m.status == "success" for m in answers)
     before_recovery = parent.requests[2]  # what the parent was sent after the three tasks
     assert [m.type for m in before_recovery] == ["human", "ai", "tool", "ai", "tool", "tool"]

@@ -8,8 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxfs._sections import quote_lines
 from ctxfs._tokens import TiktokenCounter
-from ctxfs.workflows._context import StoredOutput, pack_memory, pack_previous
+from ctxfs.workflows._context import StoredOutput, _memory_block, pack_memory, pack_previous
 
 COUNTER = TiktokenCounter()
 FOLDER = "/sessions/w/stages"
@@ -53,14 +54,19 @@ def test_earlier_outputs_fit_the_budget_exactly(entries: list[StoredOutput], bud
     ]  # stage order, each at most once
     if shown:
         header = f"Earlier stages (each stage's full output is in {FOLDER}/):"
-        assert text == "\n\n".join([header, *(p.text for p in shown)])
+        assert (
+            text
+            == "\n\n".join([f"<previous_stages>\n{header}", *(p.text for p in shown)])
+            + "\n</previous_stages>"
+        )
     else:
         assert text == ""
     for prior in shown:
         entry = by_stage[prior.stage]
         assert prior.path == entry.path and prior.path in prior.text  # the full output's place
         if prior.form == "full":
-            assert json.dumps(dict(entry.output), indent=2, ensure_ascii=False) in prior.text
+            full = json.dumps(dict(entry.output), indent=2, ensure_ascii=False)
+            assert quote_lines(full) in prior.text
         if entry.confidence == "low":
             assert "confidence: LOW" in prior.text
     # The most recent stage comes first: whole whenever it fits whole on its own.
@@ -81,13 +87,11 @@ def test_memory_fits_its_budget_exactly_whole_items_in_order(items: list[str], b
     # Taken greedily in order: each item is kept exactly when it fits after those kept before.
     expected: list[str] = []
     for item in items:
-        block = "\n".join(
-            ["Long-term memory retrieved for this task:", *(f"- {i}" for i in [*expected, item])]
-        )
+        block = _memory_block("Long-term memory retrieved for this task:", [*expected, item])
         if COUNTER.count_text(block) <= budget:
             expected.append(item)
     assert list(kept) == expected
     if kept:
-        assert text.splitlines()[0] == "Long-term memory retrieved for this task:"
+        assert text.split("\n")[:2] == ["<memory>", "Long-term memory retrieved for this task:"]
     else:
         assert text == ""

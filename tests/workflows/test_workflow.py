@@ -84,13 +84,28 @@ def test_a_stage_gets_only_its_prompt_the_task_earlier_outputs_and_memory() -> N
         "",
     )
     assert first.memory == second.memory == ("remembered for the task",)
-    assert (
-        first.memory_text == "Long-term memory retrieved for this task:\n- remembered for the task"
+    assert first.memory_text == (
+        "<memory>\nLong-term memory retrieved for this task:\n- remembered for the task\n</memory>"
     )
     (prior,) = second.previous
     assert (prior.stage, prior.form, prior.confidence) == ("first", "full", "low")
     assert prior.path == "/sessions/w/stages/01-first.json"
-    assert "confidence: LOW, check it before relying on it" in second.previous_text
+    assert second.previous_text == (  # exactly what the next stage reads
+        "<previous_stages>\n"
+        "Earlier stages (each stage's full output is in /sessions/w/stages/):\n\n"
+        "## first (confidence: LOW, check it before relying on it)\n"
+        "Full output: /sessions/w/stages/01-first.json\n"
+        '<stage_output stage="first" form="full">\n'
+        "{\n"
+        '  "summary": "first done",\n'
+        '  "key_findings": [],\n'
+        '  "confidence": "low",\n'
+        '  "next_stage_recommendations": [],\n'
+        '  "raw_data_refs": []\n'
+        "}\n"
+        "</stage_output>\n"
+        "</previous_stages>"
+    )
     assert second.render() == "\n\n".join(
         ["Task:\nthe task", second.previous_text, second.memory_text]
     )
@@ -235,7 +250,7 @@ def test_an_agent_that_raises_is_recorded_and_the_stage_runs_again_on_resume(
     with pytest.raises(RuntimeError, match="timed out"):
         make().run("t", workflow_id="flaky")
     state = read_state(workspace, "flaky")
-    assert state.status == "running" and state.current_stage == "only"
+    assert state.status == "interrupted" and state.current_stage == "only"
     assert [e.error for e in state.errors] == [
         "the agent raised RuntimeError: the provider timed out"
     ]
@@ -245,10 +260,11 @@ def test_an_agent_that_raises_is_recorded_and_the_stage_runs_again_on_resume(
 def test_checkpoints_are_written_at_the_interval(workspace: Workspace) -> None:
     now = [datetime(2026, 1, 1, tzinfo=UTC)]
     seen: list[str | None] = []
+    step = [timedelta(seconds=1)]
 
     def slow(stage_input: StageInput) -> dict[str, Any]:
         for n in range(6):
-            now[0] += timedelta(seconds=1)
+            now[0] += step[0]
             stage_input.checkpoint(f"step {n}")
             progress = read_state(workspace, stage_input.workflow_id).progress
             seen.append(None if progress is None else f"{progress.stage}: {progress.note}")
@@ -259,11 +275,16 @@ def test_checkpoints_are_written_at_the_interval(workspace: Workspace) -> None:
         return Workflow(stages=stages, workspace=workspace, policy=policy, clock=lambda: now[0])
 
     run = flow(WorkflowPolicy(checkpoint_interval=3)).run("t", workflow_id="cp")
-    assert seen == [None, None, "slow: step 2", "slow: step 2", "slow: step 2", "slow: step 5"]
+    begun = "slow: started (attempt 1)"  # written when the stage starts: where a run is
+    assert seen == [begun, begun, "slow: step 2", "slow: step 2", "slow: step 2", "slow: step 5"]
     assert run.state.progress is None  # cleared when the stage completed
     seen.clear()
-    flow(WorkflowPolicy()).run("t", workflow_id="cp2")  # no interval: no checkpoint writes
-    assert seen == [None] * 6
+    flow(WorkflowPolicy(checkpoint_interval=None)).run("t", workflow_id="cp2")  # none written
+    assert seen == [begun] * 6
+    seen.clear()
+    step[0] = timedelta(seconds=6)  # by default, a note is written every 30 seconds
+    flow(WorkflowPolicy()).run("t", workflow_id="cp3")
+    assert seen == [begun] * 4 + ["slow: step 4"] * 2
 
 
 def test_misuse_is_refused_with_a_clear_message(workspace: Workspace) -> None:
@@ -296,6 +317,14 @@ def test_a_broken_hand_edit_is_named(workspace: Workspace) -> None:
     state = _state_json(workspace)
     state["completed_stages"][0]["output"]["confidence"] = "sure"
     _write_state(workspace, state)
+    # The runner recorded the output's digest: the edit is seen without the stage's schema.
+    changed = r"completed_stages\.0\.output changed since stage 'planner' completed"
+    with pytest.raises(WorkflowStateError, match=changed):
+        workflow(workspace).resume(WORKFLOW_ID)
+    with pytest.raises(WorkflowStateError, match=changed):
+        read_state(workspace, WORKFLOW_ID)  # what `ctxfs session show` reads
+    del state["completed_stages"][0]["sha256"]  # the edit accepted: the schema decides
+    _write_state(workspace, state)
     with pytest.raises(WorkflowStateError, match=r"completed_stages\.0\.output .*confidence"):
         workflow(workspace).resume(WORKFLOW_ID)
     del state["task"]
@@ -326,8 +355,8 @@ def test_a_runner_taken_over_stops_at_its_next_state_write(workspace: Workspace)
     object.__setattr__(analyst, "agent", analyst_while_another_runner_takes_over)
     with pytest.raises(
         WorkflowConflictError,
-        match=r"another runner wrote /sessions/settlement\.json \(version 9, runner [0-9a-f]{12}\) "
-        r"since this one wrote version 7",
+        match=r"another runner wrote /sessions/settlement\.json \(version 13, runner "
+        r"[0-9a-f]{12}\) since this one wrote version 10",
     ):
         first.run(TASK, workflow_id=WORKFLOW_ID)
     state = read_state(workspace, WORKFLOW_ID)
@@ -335,8 +364,9 @@ def test_a_runner_taken_over_stops_at_its_next_state_write(workspace: Workspace)
         "the agent raised RuntimeError: the second runner's model is down"
     ]
     assert [s.stage for s in state.completed_stages] == ["planner", "researcher"]
-    # The first runner's analyst output was written (create-only) before its state write
-    # failed; a resume takes it from there instead of running the stage again.
+    # The first runner's analyst output was never written: the state file records an output
+    # before its file is written, and that state write failed. A resume runs the stage.
+    assert not workspace.exists("/sessions/settlement/stages/03-analyst.json")
     resumed = workflow(workspace).resume(WORKFLOW_ID)
     clean = workflow(Workspace("memory://clean3")).run(TASK, workflow_id=WORKFLOW_ID)
     assert outputs_json(resumed.outputs) == outputs_json(clean.outputs)

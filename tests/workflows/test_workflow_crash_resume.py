@@ -190,7 +190,7 @@ def test_a_second_runner_in_another_process_is_detected(
     # Its analyst's checkpoint is its next write: the state file's version gave it away.
     assert re.match(
         r"conflict: another runner wrote /sessions/settlement\.json \(version \d+, runner "
-        r"[0-9a-f]{12}\) since this one wrote version 7",
+        r"[0-9a-f]{12}\) since this one wrote version 10",
         out,
     ), out
     clean = workflow(Workspace("memory://clean-second")).run(TASK, workflow_id=WORKFLOW_ID)

@@ -9,12 +9,16 @@ A message counts as::
     MESSAGE_OVERHEAD_TOKENS                                  (4: role and framing)
     + sum(count_text(t) for each text block t of the content)
     + sum(count_text(call.name) + count_text(json(call.args)) for each tool call)
+    + media_tokens(content)                                  (images, audio, files)
 
 where a text block is the string content itself, or each ``str`` / ``{"type": "text"}`` block
-of a list content (images and other non-text blocks count 0), and ``json(args)`` is
+of a list content, and ``json(args)`` is
 ``json.dumps(args, ensure_ascii=False, separators=(",", ":"), sort_keys=True)``. An invalid tool
-call counts its name and its raw argument string. The overhead is a fixed approximation of the
-provider's chat framing; everything else is exact.
+call counts its name and its raw argument string. Media blocks are counted as providers bill
+them, never their base64 payload as text (:mod:`ctxfs._tokens._media`): an image by its
+pixels (read from its header), 1,600 tokens when its size cannot be read; other media by
+their payload. The overhead is a fixed approximation of the provider's chat framing; the text
+is exact.
 
 Any other tokenizer plugs in through :func:`as_token_counter`: an object with the
 :class:`TokenCounter` methods, or a plain ``Callable[[str], int]``.
@@ -26,12 +30,15 @@ import copy
 import json
 import weakref
 from collections.abc import Callable, Sequence
+from itertools import compress, repeat
+from operator import itemgetter, ne
 from typing import Protocol, runtime_checkable
 
 import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxfs._messages import text_blocks
+from ctxfs._tokens._media import media_tokens
 
 __all__ = [
     "ENCODING_NAME",
@@ -180,17 +187,83 @@ class _MessageCache:
         entries[key] = (weakref.ref(message, _drop), fingerprint, tokens)
 
 
-class _CachedMessageCounting:
-    """Message counting on top of ``count_text``, with the per-message cache."""
+_CONTENT = itemgetter("content")
+_MAX_HISTORIES = 16
+
+
+class _Counted:
+    """A history counted before, as parallel lists: per position, a private copy of what the
+    message's count depends on (its content, its tool calls and its invalid tool calls,
+    ``None`` for a message that has none) and its tokens; and the sum of those.
+
+    A message's count depends on nothing else (not its id, not its type beyond having tool
+    calls), so a position whose three values equal the new message's keeps its tokens.
+    Parallel lists of shared values keep the comparison with the next history in C (list
+    equality, ``map``) and keep the garbage collector's work small: a few lists, not an
+    object per message per call.
+    """
+
+    __slots__ = ("calls", "contents", "invalid", "tokens", "total")
 
     def __init__(self) -> None:
+        self.contents: list[object] = []
+        self.calls: list[object] = []
+        self.invalid: list[object] = []
+        self.tokens: list[int] = []
+        self.total = 0
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def cut(self, count: int) -> None:
+        """Keeps only the first ``count`` positions."""
+        del self.contents[count:], self.calls[count:], self.invalid[count:], self.tokens[count:]
+        self.total = sum(self.tokens)
+
+    def put(self, index: int, snapshot: _Snapshot) -> None:
+        """Sets position ``index`` (the end: appends) to a message's snapshot."""
+        _, content, calls, invalid, tokens = snapshot
+        if index == len(self.tokens):
+            self.contents.append(content)
+            self.calls.append(calls)
+            self.invalid.append(invalid)
+            self.tokens.append(tokens)
+        else:
+            self.total -= self.tokens[index]
+            self.contents[index], self.calls[index] = content, calls
+            self.invalid[index], self.tokens[index] = invalid, tokens
+        self.total += tokens
+
+    def changed(
+        self, contents: list[object], calls: list[object], invalid: list[object]
+    ) -> list[int]:
+        """The positions, among those both histories have, that count differently now."""
+        n = min(len(self.tokens), len(contents))
+        if (
+            contents[:n] == self.contents[:n]
+            and calls[:n] == self.calls[:n]
+            and invalid[:n] == self.invalid[:n]
+        ):
+            return []  # the common case: the history grew at the end, all in C
+        # Something was replaced: find what, still in C, so that the messages after it are
+        # not looked at one by one.
+        positions = range(n)
+        found = set(compress(positions, map(ne, contents, self.contents)))
+        found.update(compress(positions, map(ne, calls, self.calls)))
+        found.update(compress(positions, map(ne, invalid, self.invalid)))
+        return sorted(found)
+
+
+class _CachedMessageCounting:
+    """Message counting on top of ``count_text``, with the per-message caches."""
+
+    def __init__(self) -> None:
+        # By object identity: single messages counted again (the steps count one at a time).
         self._cache = _MessageCache()
-        # The last history counted: (weak reference to the message, its content object,
-        # tokens) per position. Weak, so a counter never keeps a dropped history alive.
-        self._last: list[tuple[weakref.ref[BaseMessage], object, int]] = []
-        # Counts by message id, checked against a private snapshot of what was counted. A
-        # graph with a checkpointer rebuilds every message object from the checkpoint at each
-        # invoke; this keeps a reloaded history from being tokenized again.
+        # The last histories counted, by the id of their first message (one per thread).
+        self._histories: dict[str | None, _Counted] = {}
+        # Counts by message id, checked against a private snapshot of what was counted: a
+        # history rebuilt after a change somewhere in its middle is counted from here.
         self._by_id: dict[str, _Snapshot] = {}
 
     def count_text(self, text: str) -> int:  # pragma: no cover - overridden
@@ -209,31 +282,39 @@ class _CachedMessageCounting:
         cached = self._cache.get(message, fingerprint)
         if cached is not None:
             return cached
-        return self._count_and_cache(message, fingerprint)
+        return self._snapshot_of(message, fingerprint)[4]
 
-    def _count_and_cache(self, message: BaseMessage, fingerprint: object) -> int:
+    def _snapshot_of(self, message: BaseMessage, fingerprint: object | None = None) -> _Snapshot:
+        """What ``message`` is counted on, with its tokens: from a cache, or tokenized."""
         key = message.id
         known = self._by_id.get(key) if key is not None else None
         if known is not None and _snapshot_matches(message, known):
-            tokens = known[4]
-        else:
-            tokens = MESSAGE_OVERHEAD_TOKENS + sum(
-                self.count_text(part) for part in message_text_parts(message) if part
-            )
-            if key is not None:
-                if len(self._by_id) >= _MAX_ID_ENTRIES:
-                    del self._by_id[next(iter(self._by_id))]  # forget the oldest
-                self._by_id[key] = _snapshot(message, tokens)
-        self._cache.put(message, fingerprint, tokens)
-        return tokens
+            return known
+        if fingerprint is None:
+            fingerprint = _fingerprint(message)
+        tokens = self._cache.get(message, fingerprint)
+        if tokens is None:
+            tokens = MESSAGE_OVERHEAD_TOKENS + media_tokens(message.content)
+            tokens += sum(self.count_text(part) for part in message_text_parts(message) if part)
+            self._cache.put(message, fingerprint, tokens)
+        snapshot = _snapshot(message, tokens)
+        if key is not None:
+            if len(self._by_id) >= _MAX_ID_ENTRIES:
+                del self._by_id[next(iter(self._by_id))]  # forget the oldest
+            self._by_id[key] = snapshot
+        return snapshot
 
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:
         """Returns the total tokens of ``messages``; only new or changed ones are tokenized.
 
-        The longest prefix made of the very same message objects, holding the very same
-        content objects, as the previous call's history is summed from that call without
-        fingerprinting; the rest goes through the per-message cache. So a message must be
-        replaced, not edited in place, once counted (langgraph and ctxfs always replace).
+        The work per call grows with what changed since the last call on the same history
+        (the one that starts with the same message id), not with the history. Each position
+        is compared with what was counted there last time (its content and tool calls, as
+        private copies, so a message edited in place is seen), in passes over the history
+        that run in C: a history rebuilt from a checkpoint (new objects, same contents) costs
+        no Python-level work per message. Only the positions that differ, and the messages
+        appended, are counted one by one: from the id cache when a message was counted
+        before, so only messages never seen are tokenized.
 
         Args:
             messages: A conversation history.
@@ -241,56 +322,34 @@ class _CachedMessageCounting:
         Returns:
             The sum of :meth:`count_message` over the messages.
         """
-        # The hot path, once per model call: an agent's history grows at the end, so first
-        # reuse the longest prefix that is the very same message objects (with the very same
-        # content objects) as the last history counted; only the rest is fingerprinted.
-        last = self._last
-        total = 0
-        reused = 0
-        for message, (previous, content, tokens) in zip(messages, last, strict=False):
-            if previous() is not message or message.content is not content:
-                break
-            total += tokens
-            reused += 1
-        entries = self._cache.entries
-        known_by_id = self._by_id.get
-        ref = weakref.ref
-        fresh: list[tuple[weakref.ref[BaseMessage], object, int]] = []
-        append = fresh.append
-        for message in messages[reused:]:
-            # A history rebuilt from a checkpoint is new objects with known ids: the id cache
-            # answers them first (one comparison with the snapshot, no fingerprint). This is
-            # _snapshot_matches inlined: it runs for every message of a reloaded history.
-            content = message.content
-            known = known_by_id(message.id)  # type: ignore[arg-type]  # no None key is stored
-            if (
-                known is not None
-                and type(message) is known[0]
-                and content == known[1]
-                and (
-                    known[2] is None
-                    or (
-                        message.tool_calls == known[2]  # type: ignore[attr-defined]
-                        and message.invalid_tool_calls == known[3]  # type: ignore[attr-defined]
-                    )
-                )
-            ):
-                tokens = known[4]
-            else:
-                fingerprint = _fingerprint(message)
-                entry = entries.get(id(message))
-                if entry is not None and entry[0]() is message and entry[1] == fingerprint:
-                    tokens = entry[2]
-                else:
-                    tokens = self._count_and_cache(message, fingerprint)
-            append((ref(message), content, tokens))
-            total += tokens
-        self._last = last[:reused] + fresh
+        if not messages:
+            return 0
+        # The hot path, once per model call: passes over the history in C only.
+        fields: list[dict[str, object]] = list(map(vars, messages))
+        contents: list[object] = list(map(_CONTENT, fields))
+        # dict.get straight, not a methodcaller: no bound method made per message.
+        calls: list[object] = list(map(dict.get, fields, repeat("tool_calls")))
+        invalid: list[object] = list(map(dict.get, fields, repeat("invalid_tool_calls")))
+        histories = self._histories
+        key = messages[0].id
+        counted = histories.pop(key, None)
+        if counted is None:
+            counted = _Counted()
+        if len(counted) > len(messages):
+            counted.cut(len(messages))
+        for index in counted.changed(contents, calls, invalid):
+            counted.put(index, self._snapshot_of(messages[index]))
+        for index in range(len(counted), len(messages)):
+            counted.put(index, self._snapshot_of(messages[index]))
+        if len(histories) >= _MAX_HISTORIES:
+            del histories[next(iter(histories))]  # forget the least recently counted
+        histories[key] = counted
         if len(self._by_id) > 2 * len(messages) + 1_024:
             # Forget ids that left the history (archived, dropped): amortised O(1) per call.
+            # Other threads keep their records above; only their changed messages miss.
             current = {m.id for m in messages if m.id is not None}
             self._by_id = {k: v for k, v in self._by_id.items() if k in current}
-        return total
+        return counted.total
 
 
 class TiktokenCounter(_CachedMessageCounting):

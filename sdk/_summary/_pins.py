@@ -1,0 +1,400 @@
+"""What a summary puts back in view: the user's words verbatim, the plan, the agent's notes.
+
+A summary replaces older messages with its text; what the agent needs to stay on task must
+not depend on how that text paraphrases them. So right after the summary come:
+
+1. **Pinned user messages**: copies of archived user messages, verbatim (content and all),
+   each its own message; the originals stay in the transcript, byte-exact. The first user
+   message (the task statement) is kept whenever the request can hold it; the others newest
+   first within the pinning budget.
+2. **One in-view message**: a line for each user message that did not fit (where its
+   archived copy is, its first words, never a paraphrase; the oldest counted in one line),
+   the plan rendered from the live todo state handed to the compaction (never from the
+   summary) in a ``<plan>`` section, and the agent's notes file, capped, in ``<notes>``.
+
+Each carries ``additional_kwargs["ctxfs"]`` saying what it is (``kind``: ``"pinned"`` or
+``"in_view"``) with a digest of its text, so only what ctxfs wrote, as it wrote it, is
+recognised: the next summary drops them from the prefix (a pin's original is already
+archived) and builds them anew. Anything else is content. A pin's text is the user's own
+words, sent as the user's message as before; only the in-view message quotes other text,
+through :mod:`ctxfs._sections`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from ctxfs._layout import safe_name
+from ctxfs._messages import message_text
+from ctxfs._pointers._pointer import digest
+from ctxfs._sections import attribute, one_line, section
+from ctxfs._tokens import TokenCounter
+
+__all__ = [
+    "IN_VIEW_KINDS",
+    "Candidate",
+    "Earlier",
+    "in_view_kind",
+    "in_view_message",
+    "is_pinned",
+    "notes_text",
+    "render_plan",
+    "select_pins",
+    "user_candidates",
+]
+
+IN_VIEW_KINDS = frozenset({"pinned", "in_view"})
+"""The kinds of message a summary puts back after itself."""
+
+_HEAD_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A user message that may be pinned: where its original is, and what of it is at hand.
+
+    Attributes:
+        index: Position of the original in the thread.
+        segment: The transcript segment holding the original (``.jsonl``).
+        first: Whether it is the thread's first user message (the task statement).
+        message: The original message (content untouched), or ``None`` when an earlier
+            summary already left only a pointer to it.
+        head: Its first words, as a pointer shows them.
+    """
+
+    index: int
+    segment: str
+    first: bool = False
+    message: BaseMessage | None = None
+    head: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Earlier:
+    """User messages counted in one line, not pointed to one by one."""
+
+    count: int = 0
+    first_index: int = 0
+    last_index: int = 0
+    segments: tuple[str, ...] = ()
+
+
+def in_view_kind(message: BaseMessage) -> str | None:
+    """The kind of a message a summary put back (see the module docstring), or ``None``."""
+    data = _verified(message)
+    return None if data is None else str(data["kind"])
+
+
+def is_pinned(message: BaseMessage) -> bool:
+    """Whether a summary put ``message`` back (a pin, a pointer, the plan, the notes).
+
+    Such a message is a copy or a rendering of state kept elsewhere (the archive, the live
+    todo list, the notes file): readers that rebuild a thread leave it out, like summaries.
+    """
+    return _verified(message) is not None
+
+
+def _verified(message: BaseMessage) -> Mapping[str, Any] | None:
+    if not isinstance(message, HumanMessage):
+        return None
+    data = message.additional_kwargs.get("ctxfs")
+    if not isinstance(data, Mapping) or data.get("kind") not in IN_VIEW_KINDS:
+        return None
+    if data.get("digest") != digest(_content_text(message)):
+        return None  # metadata copied onto other text, or the text replaced: content
+    return data
+
+
+def user_candidates(
+    messages: Sequence[BaseMessage],
+    *,
+    first_index: int,
+    segment: str,
+    machine_made: str | None,
+    earlier: Sequence[BaseMessage] = (),
+) -> tuple[list[Candidate], Earlier]:
+    """The user messages this summary may put back, and those only counted so far.
+
+    Args:
+        messages: What this summary archives, oldest first.
+        first_index: The thread index of ``messages[0]``.
+        segment: The segment ``messages`` are archived in.
+        machine_made: :attr:`~ctxfs._policy._pinning.Pinning.machine_made`.
+        earlier: The messages the previous summary put back after itself.
+    """
+    found: list[Candidate] = []
+    counted = Earlier()
+    for message in earlier:
+        data = _verified(message)
+        if data is None:
+            continue
+        if data["kind"] == "pinned":
+            original = message.model_copy(
+                update={"additional_kwargs": dict(data.get("kwargs") or {}), "id": data.get("id")}
+            )
+            found.append(_earlier(data, message=original))
+        elif data["kind"] == "in_view":
+            found += [_earlier(p, message=None) for p in data.get("pointers") or ()]
+            c = data.get("counted") or {}
+            if c.get("count"):
+                counted = Earlier(
+                    int(c["count"]),
+                    int(c["first_index"]),
+                    int(c["last_index"]),
+                    tuple(str(s) for s in c.get("segments") or ()),
+                )
+    seen_first = counted.count > 0 or any(c.first for c in found)
+    pattern = re.compile(machine_made) if machine_made else None
+    for offset, message in enumerate(messages):
+        if not isinstance(message, HumanMessage) or message.additional_kwargs.get("ctxfs"):
+            continue  # a summary or another message ctxfs wrote: not the user's words
+        text = _content_text(message)
+        if not text.strip() or (pattern is not None and pattern.match(text)):
+            continue
+        found.append(
+            Candidate(
+                index=first_index + offset,
+                segment=segment,
+                first=not seen_first and not found,
+                message=message,
+                head=_head(text),
+            )
+        )
+    return sorted(found, key=lambda c: c.index), counted
+
+
+def select_pins(
+    candidates: Sequence[Candidate],
+    *,
+    earlier: Earlier = Earlier(),
+    thread_id: str,
+    counter: TokenCounter,
+    budget: int,
+    first_room: int,
+    target_room: int,
+    pointers: int,
+    max_pins: int | None = None,
+) -> tuple[list[HumanMessage], list[Candidate], Earlier]:
+    """The user messages put back verbatim, those pointed to, and those only counted.
+
+    Args:
+        candidates: From :func:`user_candidates`.
+        earlier: User messages an earlier summary only counted.
+        thread_id: Names the pins' ids.
+        counter: Counts the pins as they will be sent.
+        budget: Tokens the user messages other than the first may take (the pinning budget).
+        first_room: Tokens the first user message may take: the room the request has left.
+        target_room: The room pinning may take below the summary's target; the other
+            messages take at most this (less what the first took), so pinning does not
+            bring the next summary much closer.
+        pointers: How many messages that do not fit get a pointer each.
+        max_pins: Most messages pinned (under a ``messages`` trigger); ``None``: no cap.
+
+    Returns:
+        The pins (oldest first), the candidates pointed to (oldest first), and the count of
+        the older ones.
+    """
+    kept: dict[int, HumanMessage] = {}
+    used = 0
+    room = max_pins if max_pins is not None else len(candidates)
+    for candidate in candidates:
+        if candidate.first and candidate.message is not None and room > 0:
+            # The task statement comes first, with an allowance of its own: all the room the
+            # request has left.
+            pin = _pin(candidate, thread_id)
+            cost = counter.count_message(pin)
+            if cost <= max(first_room, 0) or cost <= _pointer_cost(candidate, counter):
+                kept[candidate.index] = pin
+                used = cost
+    # The others, newest first, share one budget: verbatim while it holds, then a pointer
+    # line (or the message itself when it is shorter), and from the first that fits neither,
+    # the older ones are only counted.
+    left = max(0, min(budget, target_room - used))
+    tail: list[Candidate] = []
+    hidden: list[Candidate] = []
+    for candidate in sorted(candidates, key=lambda c: c.index, reverse=True):
+        if candidate.first or candidate.index in kept:
+            continue
+        if hidden:
+            hidden.append(candidate)
+            continue
+        pin = _pin(candidate, thread_id) if candidate.message is not None else None
+        cost = counter.count_message(pin) if pin is not None else None
+        line = _pointer_cost(candidate, counter)
+        if pin is not None and cost is not None and len(kept) < room and cost <= left:
+            kept[candidate.index] = pin
+            left -= cost
+        elif len(tail) < pointers and line <= left:
+            if pin is not None and cost is not None and cost <= line and len(kept) < room:
+                kept[candidate.index] = pin  # shorter than its pointer
+                left -= cost
+            else:
+                tail.append(candidate)
+                left -= line
+        else:
+            hidden.append(candidate)
+    hidden.reverse()
+    first = [c for c in candidates if c.first and c.index not in kept]  # always pointed to
+    counted = earlier
+    if hidden:
+        counted = Earlier(
+            earlier.count + len(hidden),
+            earlier.first_index if earlier.count else hidden[0].index,
+            hidden[-1].index,
+            tuple(dict.fromkeys([*earlier.segments, *(c.segment for c in hidden)]))[-3:],
+        )
+    pins = [kept[index] for index in sorted(kept)]
+    return pins, sorted([*first, *tail], key=lambda c: c.index), counted
+
+
+def render_plan(todos: Sequence[Mapping[str, Any]] | str) -> str:
+    """The plan as the model reads it: one line per todo, its status in brackets.
+
+    >>> print(render_plan([{"content": "read the logs", "status": "completed"},
+    ...                    {"content": "fix the bug", "status": "in_progress"}]))
+    - [completed] read the logs
+    - [in_progress] fix the bug
+    """
+    if isinstance(todos, str):
+        return todos
+    lines = []
+    for todo in todos:
+        content = todo.get("content", todo.get("task", ""))
+        status = todo.get("status", "pending")
+        lines.append(f"- [{one_line(str(status))}] {one_line(str(content))}")
+    return "\n".join(lines)
+
+
+def notes_text(text: str, *, path: str, counter: TokenCounter, max_tokens: int) -> str | None:
+    """The head of the agent's notes file within ``max_tokens``, or ``None`` for none."""
+    if not text.strip() or max_tokens <= 0:
+        return None
+    body = text
+    if counter.count_text(body) > max_tokens:
+        # cut on a line boundary, halving until it fits: a bounded number of counts
+        lines = body.splitlines()
+        while lines and counter.count_text("\n".join(lines)) > max_tokens:
+            lines = lines[: len(lines) // 2]
+        body = "\n".join(lines) + f"\n[... the rest of {path} is in the file]"
+    return body
+
+
+def in_view_message(
+    *,
+    pointed: Sequence[Candidate],
+    counted: Earlier,
+    plan: Sequence[Mapping[str, Any]] | str | None,
+    notes: tuple[str, str] | None,
+    thread_id: str,
+) -> HumanMessage | None:
+    """One message with the pointers to user messages not pinned, the plan and the notes.
+
+    ``notes`` is ``(path, text)``, the text already cut to its budget. ``None`` when there
+    is nothing to say.
+    """
+    parts: list[str] = []
+    lines = [_pointer_line(c) for c in pointed]
+    if counted.count:
+        lines.insert(
+            0,
+            f"- {counted.count} earlier user messages (between messages {counted.first_index} "
+            f"and {counted.last_index}) are archived; the latest of them in "
+            f"{', '.join(one_line(s) for s in counted.segments)}",
+        )
+    if lines:
+        folder = next(iter([*(c.segment for c in pointed), *counted.segments]), "")
+        parts.append(
+            f"[ctxfs: user messages archived in {one_line(folder.rsplit('/', 1)[0])}/, not "
+            "repeated here; read them with history_read]\n" + "\n".join(lines)
+        )
+    body = render_plan(plan) if plan is not None else ""
+    if body.strip():
+        parts.append(
+            "[ctxfs: the plan, from the live todo state at this compaction]\n"
+            + section("plan", body)
+        )
+    if notes is not None:
+        path, text = notes
+        parts.append(
+            f"[ctxfs: the agent's notes, from {one_line(path)}]\n"
+            + section("notes", text, {"path": path})
+        )
+    if not parts:
+        return None
+    extra = {
+        "pointers": [
+            {"index": c.index, "segment": c.segment, "first": c.first, "head": c.head}
+            for c in pointed
+        ],
+        "counted": {
+            "count": counted.count,
+            "first_index": counted.first_index,
+            "last_index": counted.last_index,
+            "segments": list(counted.segments),
+        },
+    }
+    return _stamped(
+        "\n\n".join(parts),
+        kind="in_view",
+        message_id=f"ctxfs-in-view-{safe_name(thread_id)}",
+        extra=extra,
+    )
+
+
+def _pointer_cost(candidate: Candidate, counter: TokenCounter) -> int:
+    """What pointing to ``candidate`` instead of pinning it costs (its line, in tokens)."""
+    return counter.count_text(_pointer_line(candidate))
+
+
+def _pointer_line(candidate: Candidate) -> str:
+    what = "the task statement" if candidate.first else "message"
+    name = candidate.segment.rsplit("/", 1)[-1]
+    return f"- {what} {candidate.index} ({one_line(name)}): {attribute(candidate.head)}"
+
+
+def _earlier(data: Mapping[str, Any], *, message: BaseMessage | None) -> Candidate:
+    return Candidate(
+        index=int(data["index"]),
+        segment=str(data["segment"]),
+        first=bool(data.get("first")),
+        message=message,
+        head=str(data.get("head") or ""),
+    )
+
+
+def _head(text: str) -> str:
+    head = one_line(text.strip())
+    return head if len(head) <= _HEAD_CHARS else head[:_HEAD_CHARS] + "…"
+
+
+def _pin(candidate: Candidate, thread_id: str) -> HumanMessage:
+    original = candidate.message
+    assert original is not None
+    data = {
+        "kind": "pinned",
+        "index": candidate.index,
+        "segment": candidate.segment,
+        "first": candidate.first,
+        "head": candidate.head,
+        "id": original.id,
+        "kwargs": dict(original.additional_kwargs) or None,
+        "digest": digest(_content_text(original)),
+    }
+    pin_id = f"ctxfs-pin-{safe_name(thread_id)}-{candidate.index}"
+    return HumanMessage(content=original.content, id=pin_id, additional_kwargs={"ctxfs": data})
+
+
+def _stamped(
+    text: str, *, kind: str, message_id: str, extra: Mapping[str, Any] | None = None
+) -> HumanMessage:
+    data = {**(extra or {}), "kind": kind, "digest": digest(text)}
+    return HumanMessage(content=text, id=message_id, additional_kwargs={"ctxfs": data})
+
+
+def _content_text(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else message_text(message)

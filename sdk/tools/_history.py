@@ -1,0 +1,333 @@
+"""Searching the past: ``history_search`` and ``history_read`` over what a thread shed.
+
+A summary paraphrases; the archive keeps every message byte-exact. These two tools let the
+model find its way back into it without knowing file names:
+
+- ``history_search`` ranks the archived messages of the thread (the transcript segments'
+  JSONL files) and its offloaded files (``/tool_results/``, ``/tool_inputs/``) by keyword
+  relevance (BM25 over words) and returns the matching lines, each with where it is: the
+  segment, the message in it, the line in that message (or the file and line).
+- ``history_read`` returns a page of one archived message, its lines numbered as the search
+  named them.
+
+Both read the files themselves, not the index, so a segment is searchable as soon as its file
+is written, whatever the state of the index; both are bounded like the other tools (a page
+of at most the output budget, a cap on what one search reads).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import Field
+
+from ctxfs._archive._transcripts import decode_jsonl
+from ctxfs._errors import WorkspaceError
+from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR, safe_name
+from ctxfs._workspace._workspace import Workspace
+from ctxfs.tools._args import ToolArgs
+from ctxfs.tools._budget import OutputBudget
+from ctxfs.tools._format import plural
+from ctxfs.tools._function import ToolFunction
+
+__all__ = [
+    "HistoryHit",
+    "HistoryReadArgs",
+    "HistorySearchArgs",
+    "history_functions",
+    "message_lines",
+    "search_history",
+]
+
+MAX_SCANNED_BYTES: Final = 64 * 1024 * 1024
+"""The most bytes one search reads; beyond it the answer says what was left out."""
+
+_WORD = re.compile(r"\w+")
+_K1, _B = 1.2, 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryHit:
+    """One line that matched.
+
+    Attributes:
+        path: The segment's JSONL file, or the offloaded file.
+        message: The message's position in the segment (0-based); ``None`` for a file.
+        role: The message's role (``user``, ``ai``, ``tool``...); ``""`` for a file.
+        line: The line's number, 1-based, in the message (as ``history_read`` numbers it) or
+            in the file (as ``read_file`` numbers it).
+        text: The line.
+        score: The relevance of its message or file (higher is better).
+    """
+
+    path: str
+    message: int | None
+    role: str
+    line: int
+    text: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Document:
+    path: str
+    message: int | None
+    role: str
+    lines: tuple[str, ...]
+
+
+def message_lines(message: BaseMessage) -> list[str]:
+    """The lines of an archived message as the history tools show them.
+
+    The text content first; then each tool call, its name and each argument (a text
+    argument's lines as they are, others as JSON); other content blocks (images, audio) as
+    one line naming their type.
+    """
+    lines: list[str] = []
+    content = message.content
+    if isinstance(content, str):
+        lines += content.splitlines()
+    else:
+        for block in content:
+            if isinstance(block, str):
+                lines += block.splitlines()
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                lines += str(block["text"]).splitlines()
+            elif isinstance(block, dict):
+                lines.append(f"[{block.get('type', 'block')} block]")
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            lines.append(f"[tool call {call['name']}]")
+            for key, value in call["args"].items():
+                if isinstance(value, str):
+                    lines.append(f"{key}:")
+                    lines += value.splitlines()
+                else:
+                    lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    return lines
+
+
+def _words(text: str) -> list[str]:
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+def _documents(
+    workspace: Workspace, thread_id: str | None, notes: list[str]
+) -> Iterator[_Document]:
+    """Every archived message and offloaded file of the thread (of all threads if ``None``)."""
+    scanned = 0
+    roots = [TRANSCRIPTS_DIR, RESULTS_DIR, INPUTS_DIR]
+    if thread_id is not None:
+        roots = [f"{root}/{safe_name(thread_id)}" for root in roots]
+    for root in roots:
+        try:
+            if not workspace.exists(root):
+                continue
+            paths = sorted(workspace.glob("**/*", root).paths)
+        except WorkspaceError as exc:
+            notes.append(f"{root} could not be listed ({exc})")
+            continue
+        for path in paths:
+            transcript = root.startswith(TRANSCRIPTS_DIR)
+            if transcript and not path.endswith(".jsonl"):
+                continue  # the Markdown twins and the index say the same again
+            try:
+                size = workspace.info(path).size or 0
+                if scanned + size > MAX_SCANNED_BYTES:
+                    notes.append(f"{path} and later files were not searched (over the cap)")
+                    return
+                data = workspace.read_bytes(path)
+            except WorkspaceError:
+                continue  # a folder, or a file gone meanwhile
+            scanned += len(data)
+            if transcript:
+                try:
+                    messages = decode_jsonl(data)
+                except ValueError:
+                    notes.append(f"{path} is not a readable transcript")
+                    continue
+                for number, message in enumerate(messages):
+                    yield _Document(path, number, message.type, tuple(message_lines(message)))
+            else:
+                text = data.decode("utf-8", errors="replace")
+                yield _Document(path, None, "", tuple(text.splitlines()))
+
+
+def search_history(
+    workspace: Workspace,
+    query: str,
+    *,
+    thread_id: str | None = None,
+    notes: list[str] | None = None,
+) -> list[HistoryHit]:
+    """Every line matching ``query`` in a thread's archive and offloaded files, best first.
+
+    Messages and files are ranked by BM25 over the query's words; within one, its lines that
+    hold the whole query (case-insensitive) come first, then lines with most query words.
+    Only lines holding at least one query word are hits.
+
+    Args:
+        workspace: Where the thread's files are.
+        query: Words to look for (or an exact phrase).
+        thread_id: The conversation; ``None`` searches every thread.
+        notes: If given, what could not be searched is appended to it.
+
+    Raises:
+        ValueError: ``query`` holds no word.
+    """
+    terms = list(dict.fromkeys(_words(query)))
+    if not terms:
+        raise ValueError("the query holds no word to search for; give some words")
+    phrase = " ".join(query.split()).casefold()
+    documents = list(_documents(workspace, thread_id, notes if notes is not None else []))
+    if not documents:
+        return []
+    counts = [Counter(_words("\n".join(d.lines))) for d in documents]
+    average = sum(sum(c.values()) for c in counts) / len(counts) or 1.0
+    total = len(documents)
+    frequency = {t: sum(1 for c in counts if c[t]) for t in terms}
+    hits: list[HistoryHit] = []
+    for document, count in zip(documents, counts, strict=True):
+        length = sum(count.values())
+        score = 0.0
+        for term in terms:
+            tf = count[term]
+            if tf:
+                idf = math.log(1 + (total - frequency[term] + 0.5) / (frequency[term] + 0.5))
+                score += idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * length / average))
+        if score <= 0:
+            continue
+        ranked: list[tuple[int, int, int]] = []
+        for number, line in enumerate(document.lines, 1):
+            folded = " ".join(line.split()).casefold()
+            held = set(_words(line)) & set(terms)
+            if held:
+                ranked.append((0 if phrase in folded else 1, -len(held), number))
+        for _, _, number in sorted(ranked):
+            text = document.lines[number - 1]
+            hits.append(
+                HistoryHit(document.path, document.message, document.role, number, text, score)
+            )
+    return sorted(hits, key=lambda h: -h.score)  # stable: line order kept within a document
+
+
+class HistorySearchArgs(ToolArgs):
+    """Arguments of ``history_search``."""
+
+    query: str = Field(description="Words to find in the archived conversation and files.")
+    offset: int = Field(default=0, ge=0, description="Skip this many hits (the next page).")
+
+
+class HistoryReadArgs(ToolArgs):
+    """Arguments of ``history_read``."""
+
+    segment: str = Field(description="The segment's .jsonl path, as history_search named it.")
+    message: int = Field(ge=0, description="The message's number in that segment.")
+    offset: int = Field(default=0, ge=0, description="0-based first line to show.")
+
+
+_SEARCH: Final = (
+    "Search what earlier parts of this conversation said, byte-exact: the archived messages "
+    "that a summary replaced, and long tool results and inputs that were saved to files. "
+    "Ranked by keyword relevance. Each hit names the segment and message (open it with "
+    "history_read) or the file and line (open it with read_file)."
+)
+_READ: Final = (
+    "Read one archived message of this conversation in full, its lines numbered, from the "
+    "segment and message that history_search or a summary named."
+)
+_LINE_CHARS: Final = 500
+
+
+def history_functions(
+    workspace: Workspace,
+    budget: OutputBudget,
+    *,
+    thread_id: str | Callable[[], str | None] | None = None,
+) -> list[ToolFunction]:
+    """``history_search`` and ``history_read`` as :class:`ToolFunction` objects.
+
+    Args:
+        workspace: Where the archive is.
+        budget: Most tokens of one answer.
+        thread_id: The conversation searched, or a function giving it at each call (the
+            current run's); ``None`` searches every thread.
+    """
+
+    def current() -> str | None:
+        return thread_id() if callable(thread_id) else thread_id
+
+    def search(query: str, offset: int = 0) -> str:
+        notes: list[str] = []
+        hits = search_history(workspace, query, thread_id=current(), notes=notes)
+        if not hits:
+            return "No match in the archived conversation or the saved files." + "".join(
+                f"\n({note})" for note in notes
+            )
+        page = budget.fixed()
+        if offset >= len(hits):
+            return f"Error: offset {offset} is past the last of {plural(len(hits), 'hit')}"
+        entries = [_hit_line(h) for h in hits[offset:]]
+
+        def tail(shown: int) -> list[str]:
+            out = [f"({note})" for note in notes]
+            if offset + shown < len(hits):
+                out.append(
+                    f"[{plural(len(hits), 'hit')}; showing {offset + 1}-{offset + shown}: "
+                    f"call history_search with offset={offset + shown} for more]"
+                )
+            return out
+
+        return page.fit(entries, tail)[1]
+
+    def read(segment: str, message: int, offset: int = 0) -> str:
+        path = workspace.resolve(segment)
+        if not path.startswith(TRANSCRIPTS_DIR + "/") or not path.endswith(".jsonl"):
+            raise ValueError(
+                f"{segment}: not a transcript segment; give the .jsonl path history_search "
+                "named (under /transcripts/)"
+            )
+        messages = decode_jsonl(workspace.read_bytes(path))
+        if message >= len(messages):
+            raise ValueError(
+                f"{path} holds {plural(len(messages), 'message')} (numbered from 0); there is "
+                f"no message {message}"
+            )
+        chosen = messages[message]
+        lines = message_lines(chosen)
+        if offset and offset >= len(lines):
+            return f"Error: offset {offset} is past the last of {plural(len(lines), 'line')}"
+        header = f"[{path} message {message} ({chosen.type}), {plural(len(lines), 'line')}]"
+        entries = [header, *(f"{n:6}\t{line}" for n, line in enumerate(lines, 1))]
+        entries = [header, *entries[1 + offset :]]
+        page = budget.fixed()
+
+        def tail(shown: int) -> list[str]:
+            done = offset + max(shown - 1, 0)
+            if done < len(lines):
+                return [f"[call history_read with offset={done} for the next lines]"]
+            return []
+
+        return page.fit(entries, tail)[1]
+
+    def clip(text: str) -> str:
+        return budget.fixed().clip(text)
+
+    return [
+        ToolFunction("history_search", _SEARCH, HistorySearchArgs, search, clip_output=clip),
+        ToolFunction("history_read", _READ, HistoryReadArgs, read, clip_output=clip),
+    ]
+
+
+def _hit_line(hit: HistoryHit) -> str:
+    text = hit.text if len(hit.text) <= _LINE_CHARS else hit.text[:_LINE_CHARS] + "…"
+    if hit.message is None:
+        return f"{hit.path}:{hit.line}: {text}"
+    return f"{hit.path} message {hit.message} ({hit.role}) line {hit.line}: {text}"

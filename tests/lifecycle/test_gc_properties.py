@@ -1,0 +1,263 @@
+"""Garbage collection on generated workspaces, on memory, local disk and S3 (moto server).
+
+The expected outcome comes from the model the workspace was generated from (who points to
+what), never from the code under test: a collection removes exactly the families nothing
+kept reaches, never a file a retained thread or long-term memory points to; a dry run
+changes nothing; applying twice is applying once; and faults during apply lose nothing
+retained, leave nothing pointing to what is gone, and the next runs finish the job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from datetime import timedelta
+
+from _lifecycle_workspaces import (
+    NOW,
+    OUTSIDE,
+    Model,
+    Ref,
+    Thread,
+    build,
+    models,
+    plan_files,
+    snapshot,
+    stamped_lister,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxfs import Workspace, WorkspaceError
+from ctxfs._layout import safe_name
+from ctxfs.lifecycle import GarbageCollector, GcPlan, list_threads
+from ctxfs.testing import Fault, FaultyStore
+
+_SETTINGS = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
+
+
+def _collector(workspace: Workspace, model: Model, **retention: object) -> GarbageCollector:
+    return GarbageCollector(workspace, retention, clock=lambda: NOW, files=stamped_lister(model))
+
+
+def _keys(names: Iterable[str]) -> set[str]:
+    """The transcript folder names of these threads: what identifies a thread even when
+    only a hashed results folder is left of it (its id is then unknown)."""
+    return {safe_name(name) for name in names}
+
+
+def _collected(plan: GcPlan) -> set[str]:
+    return {c.thread.key for c in plan.collect}
+
+
+def _kept(plan: GcPlan) -> set[str]:
+    return {k.thread.key for k in plan.kept}
+
+
+def _root(model: Model, key: str) -> str:
+    return next(root for root in model.roots() if safe_name(root) == key)
+
+
+def _source(model: Model, ref_kind: str, holder: str) -> list[str]:
+    """The files of the holder that carry a reference of this kind."""
+    folder = next(
+        p.rsplit("/", 1)[0]
+        for p, owner in model.files.items()
+        if owner == holder and p.startswith("/transcripts/")
+    )
+    return {
+        "pointer": [f"{folder}/segment-0001.jsonl"],
+        "text": [f"{folder}/segment-0001.jsonl"],
+        "summary": [f"{folder}/segment-0001.json", f"{folder}/index.json"],
+        "artifact": [f"{folder}/task.json"],
+    }[ref_kind]
+
+
+def _check_retained(
+    model: Model, before: dict[str, bytes], after: dict[str, bytes], kept: set[str]
+) -> None:
+    """What the kept families hold, what they and memory point to, and what lies outside
+    the threads' areas, is all there, byte for byte."""
+    for root in kept:
+        for path in model.family_files(root):
+            assert after.get(path) == before[path], f"{path} of kept thread {root!r} lost"
+    for ref in model.refs:
+        if ref.kind == "memory":
+            for path in model.family_files(model.root_of(ref.target)):
+                assert after.get(path) == before[path], f"{path} named by memory lost"
+        elif model.root_of(ref.holder) in kept:
+            assert after.get(ref.target) == before[ref.target], f"{ref} lost its target"
+    for path in before:
+        if path == OUTSIDE or path.startswith("/memories/"):
+            assert after.get(path) == before[path]
+
+
+def _check_nothing_dangles(model: Model, after: dict[str, bytes]) -> None:
+    """Whatever is left never points to what is gone."""
+    for ref in model.refs:
+        if ref.kind == "memory":
+            continue
+        if any(path in after for path in _source(model, ref.kind, ref.holder)):
+            assert ref.target in after, f"{ref.holder!r} still points to {ref.target}, gone"
+
+
+@_SETTINGS
+@given(model=models(), older_than=st.sampled_from([1, 7, 30]))
+def test_collects_exactly_what_nothing_kept_reaches(
+    make_workspace: object, model: Model, older_than: int
+) -> None:
+    workspace = make_workspace()  # type: ignore[operator]
+    build(workspace, model)
+    expected_kept = model.expected_kept(older_than)
+    before = snapshot(workspace)
+    gc = _collector(workspace, model, older_than=timedelta(days=older_than))
+
+    dry = gc.run()
+    assert not dry.applied and snapshot(workspace) == before  # a dry run changes nothing
+    assert _collected(dry.plan) == _keys(set(model.roots()) - expected_kept)
+    assert _kept(dry.plan) == _keys(expected_kept)
+
+    report = gc.run(apply=True)
+    after = snapshot(workspace)
+    assert report.ok and not report.skipped
+    assert len(report.removed) == len(set(model.roots()) - expected_kept)
+    _check_retained(model, before, after, expected_kept)
+    for root in set(model.roots()) - expected_kept:
+        assert not model.family_files(root) & set(after), f"{root!r} was not removed whole"
+    assert report.freed_bytes == sum(len(before[p]) for p in set(before) - set(after))
+
+    again = gc.run(apply=True)  # applying is idempotent
+    assert not again.plan.collect and again.removed == ()
+    assert snapshot(workspace) == after
+
+
+@_SETTINGS
+@given(model=models(), cap=st.integers(0, 6_000))
+def test_the_byte_cap_never_takes_what_is_pointed_to(
+    make_workspace: object, model: Model, cap: int
+) -> None:
+    workspace = make_workspace()  # type: ignore[operator]
+    build(workspace, model)
+    before = snapshot(workspace)
+    gc = _collector(workspace, model, max_bytes=cap, min_idle=timedelta(days=1))
+    report = gc.run(apply=True)
+    after = snapshot(workspace)
+    kept = {_root(model, key) for key in _kept(report.plan)}
+    removed = {_root(model, key) for key in _collected(report.plan)}
+    assert kept | removed == set(model.roots()) and not kept & removed
+    assert len(report.removed) == len(removed)
+    _check_retained(model, before, after, kept)
+    _check_nothing_dangles(model, after)
+    for name in removed:  # the cap took only threads idle a day or more
+        assert model.family_age(name) >= 1
+    if report.plan.bytes_after > cap:  # over the cap: whatever is left may not go
+        for kept_family in report.plan.kept:
+            name = _root(model, kept_family.thread.key)
+            assert model.family_age(name) < 1 or kept_family.referenced or _memory(model, name)
+
+
+def _memory(model: Model, root: str) -> bool:
+    return any(r.kind == "memory" and model.root_of(r.target) == root for r in model.refs)
+
+
+_KINDS = {
+    "error": ["walk", "read", "write", "remove"],
+    "not_found": ["walk", "read", "remove"],
+    "torn_write": ["write"],
+    "lost_response": ["write", "remove"],
+}
+
+
+@st.composite
+def faults(draw: st.DrawFn) -> Fault:
+    kind = draw(st.sampled_from(sorted(_KINDS)))
+    return Fault(
+        method=draw(st.sampled_from(_KINDS[kind])),
+        kind=kind,  # type: ignore[arg-type]
+        nth=draw(st.integers(1, 30)),
+        times=draw(st.integers(1, 4)),
+        keep=draw(st.integers(0, 40)) if kind == "torn_write" else None,
+    )
+
+
+@_SETTINGS
+@given(model=models(), schedule=st.lists(faults(), min_size=1, max_size=4))
+def test_faults_during_apply_lose_nothing_retained(
+    make_workspace: object, model: Model, schedule: list[Fault]
+) -> None:
+    healthy = make_workspace()  # type: ignore[operator]
+    build(healthy, model)
+    before = snapshot(healthy)
+    retention = {"older_than": timedelta(days=7)}
+    plan = _collector(healthy, model, **retention).plan()
+    kept = {_root(model, key) for key in _kept(plan)}
+
+    store = FaultyStore(healthy.store)
+    for fault in schedule:
+        store.add(fault)
+    with contextlib.suppress(WorkspaceError):  # planning again failed: nothing is deleted
+        _collector(Workspace(store), model, **retention).apply(plan)
+    after = snapshot(healthy)
+    _check_retained(model, before, after, kept)
+    _check_nothing_dangles(model, after)
+
+    gc = _collector(healthy, model, **retention)  # the faults are over: the next runs
+    gc.run(apply=True)
+    final = gc.run(apply=True)
+    assert final.ok and not final.plan.collect
+    left = {p for p in snapshot(healthy) if not p.startswith("/memories/") and p != OUTSIDE}
+    assert left == {p for root in kept for p in model.family_files(root)}
+
+
+@_SETTINGS
+@given(model=models(), cut=st.integers(1, 40))
+def test_a_collection_cut_short_anywhere_leaves_nothing_dangling(
+    make_workspace: object, model: Model, cut: int
+) -> None:
+    # every deletion from the cut-th on fails, as if the process died there
+    healthy = make_workspace()  # type: ignore[operator]
+    build(healthy, model)
+    before = snapshot(healthy)
+    retention = {"older_than": timedelta(days=7)}
+    plan = _collector(healthy, model, **retention).plan()
+    kept = {_root(model, key) for key in _kept(plan)}
+    store = FaultyStore(healthy.store)
+    store.add(Fault(method="remove", nth=cut, times=None))
+    report = _collector(Workspace(store), model, **retention).apply(plan)
+    assert report.ok == (store.fired == [])
+    after = snapshot(healthy)
+    _check_retained(model, before, after, kept)
+    _check_nothing_dangles(model, after)
+    final = _collector(healthy, model, **retention).run(apply=True)  # the next run finishes
+    assert final.ok
+    left = {p for p in snapshot(healthy) if not p.startswith("/memories/") and p != OUTSIDE}
+    assert left == {p for root in kept for p in model.family_files(root)}
+
+
+def test_a_thread_pointing_to_an_older_one_goes_first(make_workspace: object) -> None:
+    # "b" (15 days idle) points to a result of "a" (40 days): both go, b first, so that a
+    # collection cut short after any deletion leaves nothing pointing to what is gone
+    for cut in range(1, 14):
+        model = Model(
+            threads=[Thread("a", None, 40.0, 1, 0, True), Thread("b", None, 15.0, 1, 0, True)],
+            refs=[Ref("b", "pointer", "/tool_results/a/c0.txt")],
+        )
+        plan_files(model)
+        healthy = make_workspace()  # type: ignore[operator]
+        build(healthy, model)
+        gc = _collector(healthy, model, older_than=timedelta(days=7))
+        plan = gc.plan()
+        assert [c.thread.name for c in plan.collect] == ["b", "a"]
+        store = FaultyStore(healthy.store)
+        store.add(Fault(method="remove", nth=cut, times=None))
+        _collector(Workspace(store), model, older_than=timedelta(days=7)).apply(plan)
+        _check_nothing_dangles(model, snapshot(healthy))
+        assert gc.run(apply=True).ok and not list_threads(healthy)
