@@ -19,8 +19,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from ctxfs import TranscriptArchive, Workspace, is_summary
-from tests.sdk._branch_check import chain_messages, last_segment
+from ctxfs import TranscriptArchive, Workspace
+from tests.sdk._branch_check import _made_by_ctxfs, chain_messages, last_segment
 
 AGENT = Path(__file__).with_name("_exit_agent.py")
 TURNS = 6
@@ -95,7 +95,7 @@ def test_a_turn_rerun_after_sigkill_compacts_and_its_branch_is_complete(
     last = last_segment(context, "exit")
     assert last is not None, "the run never summarized"
     archived = chain_messages(ws, "exit", last)  # through the record files, parent by parent
-    kept = [m for m in context if not is_summary(m)]
+    kept = [m for m in context if not _made_by_ctxfs(m)]
     assert [_shape(m) for m in [*archived, *kept]] == _expected()
     assert isinstance(kept[0], HumanMessage | AIMessage | ToolMessage)
     # what the killed run committed is reused, or kept (indexed) on a branch of its own

@@ -82,12 +82,20 @@ def check_branch(
     """
     last = last_segment(context, thread)
     archived = chain_messages(workspace, thread, last) if last else []
-    kept = [m for m in context if not is_summary(m) and m.type != "system"]
+    kept = [m for m in context if not _made_by_ctxfs(m) and m.type != "system"]
     want = [m for m in everything if m.type != "system"]
     got = [*archived, *kept]
     assert [m.id for m in got] == [m.id for m in want]
     assert messages_to_dict(got) == messages_to_dict(want)
     return archived
+
+
+_MADE = {"summary", "pinned", "in_view"}  # what ctxfs adds to a context, not the agent's
+
+
+def _made_by_ctxfs(message: BaseMessage) -> bool:
+    meta = message.additional_kwargs.get("ctxfs")
+    return is_summary(message) or (isinstance(meta, dict) and meta.get("kind") in _MADE)
 
 
 def named_segments(context: Sequence[BaseMessage], thread: str) -> list[int]:
