@@ -206,11 +206,9 @@ class ContextEngine(OpenAIMethods):
         Raises:
             ValueError: The policy has no window and the model gives none.
         """
-        steps = self._steps(messages, thread_id, self._request(system, tools, model), force, plan)
-        step = self._advance(steps, None)
-        while isinstance(step, str):
-            step = self._advance(steps, self._summarize(step))
-        return step
+        return self._drive(
+            self._steps(messages, thread_id, self._request(system, tools, model), force, plan)
+        )
 
     def compact_now(
         self,
@@ -236,11 +234,9 @@ class ContextEngine(OpenAIMethods):
             ValueError: The policy has no window and the model gives none.
         """
         request = self._request(system, tools, model)
-        steps = self._steps(messages, thread_id, request, False, plan, now=True)
-        step = self._advance(steps, None)
-        while isinstance(step, str):
-            step = self._advance(steps, self._summarize(step))
-        return summarized_or_refused(step)
+        return summarized_or_refused(
+            self._drive(self._steps(messages, thread_id, request, False, plan, now=True))
+        )
 
     async def acompact_now(
         self,
@@ -255,10 +251,7 @@ class ContextEngine(OpenAIMethods):
         """Async twin of :meth:`compact_now`."""
         request = await asyncio.to_thread(self._request, system, tools, model)
         steps = self._steps(messages, thread_id, request, False, plan, now=True)
-        step = await asyncio.to_thread(self._advance, steps, None)
-        while isinstance(step, str):
-            step = await asyncio.to_thread(self._advance, steps, await self._asummarize(step))
-        return summarized_or_refused(step)
+        return summarized_or_refused(await self._adrive(steps))
 
     async def acompact(
         self,
@@ -278,7 +271,17 @@ class ContextEngine(OpenAIMethods):
         the summary model is awaited (``ainvoke``) on the loop, with the lock released.
         """
         request = await asyncio.to_thread(self._request, system, tools, model)
-        steps = self._steps(messages, thread_id, request, force, plan)
+        return await self._adrive(self._steps(messages, thread_id, request, force, plan))
+
+    def _drive(self, steps: _Steps) -> CompactionResult:
+        """Runs the steps to their result, asking the summary model when they need it."""
+        step = self._advance(steps, None)
+        while isinstance(step, str):
+            step = self._advance(steps, self._summarize(step))
+        return step
+
+    async def _adrive(self, steps: _Steps) -> CompactionResult:
+        """:meth:`_drive` for the event loop: engine work in worker threads, the model awaited."""
         step = await asyncio.to_thread(self._advance, steps, None)
         while isinstance(step, str):
             answer = await self._asummarize(step)
