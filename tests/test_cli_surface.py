@@ -63,10 +63,13 @@ def _argv(words: tuple[str, ...], workspace: str, folder: Path) -> list[str] | N
             argv.append(str(path))
         elif action.dest == "max_input_tokens" and words == ("replay",):
             argv += [action.option_strings[-1], "4000"]  # required, checked by replay itself
+        elif action.dest == "older_than" and words == ("gc",):
+            argv += [action.option_strings[-1], "30d"]  # gc needs a retention, checked by gc
         elif not action.option_strings and action.dest != "help":
             argv.append("x")
         elif action.required:
-            argv += [action.option_strings[-1], "x"]
+            value = "1" if action.type is int else "x"  # e.g. memory rollback --to N
+            argv += [action.option_strings[-1], value]
     return argv if has_workspace else None
 
 

@@ -23,12 +23,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import Field
 
-from ctxfs._archive._transcripts import decode_jsonl
 from ctxfs._errors import WorkspaceError
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR, safe_name
 from ctxfs._workspace._workspace import Workspace
@@ -36,6 +34,9 @@ from ctxfs.tools._args import ToolArgs
 from ctxfs.tools._budget import OutputBudget
 from ctxfs.tools._format import plural
 from ctxfs.tools._function import ToolFunction
+
+if TYPE_CHECKING:  # the archive and LangChain load when a history tool first runs
+    from langchain_core.messages import BaseMessage
 
 __all__ = [
     "HISTORY_ATTRIBUTE",
@@ -107,6 +108,8 @@ def message_lines(message: BaseMessage) -> list[str]:
                 lines += str(block["text"]).splitlines()
             elif isinstance(block, dict):
                 lines.append(f"[{block.get('type', 'block')} block]")
+    from langchain_core.messages import AIMessage
+
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
             lines.append(f"[tool call {call['name']}]")
@@ -154,7 +157,7 @@ def _documents(
             scanned += len(data)
             if transcript:
                 try:
-                    messages = decode_jsonl(data)
+                    messages = _decode(data)
                 except ValueError:
                     notes.append(f"{path} is not a readable transcript")
                     continue
@@ -299,7 +302,7 @@ def history_functions(
                 f"{segment}: not a transcript segment; give the .jsonl path history_search "
                 "named (under /transcripts/)"
             )
-        messages = decode_jsonl(workspace.read_bytes(path))
+        messages = _decode(workspace.read_bytes(path))
         if message >= len(messages):
             raise ValueError(
                 f"{path} holds {plural(len(messages), 'message')} (numbered from 0); there is "
@@ -338,3 +341,9 @@ def _hit_line(hit: HistoryHit) -> str:
     if hit.message is None:
         return f"{hit.path}:{hit.line}: {text}"
     return f"{hit.path} message {hit.message} ({hit.role}) line {hit.line}: {text}"
+
+
+def _decode(data: bytes) -> list[BaseMessage]:
+    from ctxfs._archive._transcripts import decode_jsonl
+
+    return decode_jsonl(data)

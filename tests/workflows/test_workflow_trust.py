@@ -62,7 +62,7 @@ def test_the_agents_tools_cannot_write_the_sessions_area(path: str) -> None:
     answer = tools["edit_file"](file_path="/sessions/w.json", old_string="high", new_string="low")
     assert answer.startswith("Error:")
     assert workspace.read_bytes("/sessions/w.json") == before
-    assert "/sessions/: staged workflows" in tools["write_file"].description
+    assert "/sessions/: staged workflows" in tools["read_file"].description
 
 
 def test_a_stage_file_an_agent_wrote_for_the_next_stage_is_set_aside_and_the_stage_runs() -> None:
