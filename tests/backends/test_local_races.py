@@ -167,9 +167,15 @@ virtual_paths = st.lists(st.sampled_from([*NAMES, "x.txt"]), max_size=5).map(
 
 
 def build(b: Box, shape: list[tuple[str, str]]) -> None:
+    real_root = os.path.realpath(b.root)
     for rel, kind in shape:
         host = os.path.join(b.root, rel)
         if os.path.lexists(host):
+            continue
+        # A link built earlier may lead the rest of the path out of the root: the tree is
+        # built inside the root only, or the outside would change before the store ran.
+        parent = os.path.realpath(os.path.dirname(host))
+        if parent != real_root and not parent.startswith(real_root + os.sep):
             continue
         try:
             os.makedirs(os.path.dirname(host), exist_ok=True)
