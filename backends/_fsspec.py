@@ -124,6 +124,11 @@ class FsspecStore:
         self._bucket = self.root.strip("/").split("/")[0] if self._conditional_put else None
         self._batch_files = fetch_batch_files
         self._batch_bytes = fetch_batch_bytes
+        # s3fs asks for an object's size (a HEAD) before each whole read, to split a large
+        # object into concurrent ranges; the workspace reads small files one at a time or in
+        # concurrent batches already, so one GetObject per file is enough and halves the
+        # requests of every read and search.
+        self._cat_options: dict[str, Any] = {"max_concurrency": 1} if self._conditional_put else {}
 
     @property
     def url(self) -> str:
@@ -215,7 +220,7 @@ class FsspecStore:
     def read_bytes(self, path: str) -> bytes:
         """The whole file."""
         with self._errors(path):
-            return bytes(self.fs.cat_file(self._host(path)))
+            return bytes(self.fs.cat_file(self._host(path), **self._cat_options))
 
     def _batches(self, files: Iterable[FileInfo]) -> Iterator[list[FileInfo]]:
         # A file of unknown size counts as an equal share of the byte budget.
@@ -237,7 +242,9 @@ class FsspecStore:
         for batch in self._batches(files):
             hosts = [self._host(info.path) for info in batch]
             with self._errors(batch[0].path):
-                contents = self.fs.cat([_literal(h) for h in hosts], on_error="return")
+                contents = self.fs.cat(
+                    [_literal(h) for h in hosts], on_error="return", **self._cat_options
+                )
             for info, host in zip(batch, hosts, strict=True):
                 data = contents.get(host)
                 if isinstance(data, FileNotFoundError):
