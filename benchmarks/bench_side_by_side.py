@@ -59,7 +59,7 @@ from _peers import FACTORIES, SETTINGS, STORAGE, SYSTEMS
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs import TiktokenCounter, read_trace
-from ctxfs._compaction._prefix import shared_prefix
+from ctxfs._compaction._request import shared_prefix
 from ctxfs._messages import message_text
 from ctxfs._replay._run import IN_VIEW_CHARS, in_view
 

@@ -12,7 +12,7 @@ if _typing.TYPE_CHECKING:
     from ctxfs._archive._branches import TranscriptBranch
     from ctxfs._archive._transcripts import ArchiveSegment, TranscriptArchive
     from ctxfs._compaction._engine import ContextEngine
-    from ctxfs._compaction._outcome import NothingToCompact
+    from ctxfs._compaction._escalation import NothingToCompact
     from ctxfs._errors import (
         ArchiveError,
         BackendError,
@@ -91,7 +91,7 @@ _LAZY: dict[str, str] = {
     "TranscriptArchive": "ctxfs._archive._transcripts",
     "TranscriptBranch": "ctxfs._archive._branches",
     "ContextEngine": "ctxfs._compaction._engine",
-    "NothingToCompact": "ctxfs._compaction._outcome",
+    "NothingToCompact": "ctxfs._compaction._escalation",
     "ArchiveError": "ctxfs._errors",
     "BackendError": "ctxfs._errors",
     "ConflictError": "ctxfs._errors",

@@ -1,4 +1,4 @@
-"""Typed records of what the context engine did: events and results.
+"""Typed records of what the context engine and its integrations did: events and results.
 
 Every event is a frozen dataclass deriving from :class:`ContextEvent`; match on the class::
 
@@ -25,6 +25,7 @@ __all__ = [
     "ArchiveRepaired",
     "CompactionResult",
     "ContextEvent",
+    "ContextMeasured",
     "ContextOverBudget",
     "OffloadFailed",
     "OffloadResult",
@@ -225,6 +226,37 @@ class ContextOverBudget(ContextEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ContextMeasured(ContextEvent):
+    """Before a model call: how large the request was, and is after compaction.
+
+    The request is what the model is sent: the system message, the messages and the tool
+    schemas (the parts the integration could see).
+
+    Attributes:
+        thread_id: The conversation (with its sub-thread, if any).
+        messages: Messages the model will be sent.
+        tokens_before: Tokens of the request before compaction.
+        tokens_after: Tokens of the request the model will be sent (equal when nothing
+            changed).
+        system_tokens: Of ``tokens_after``, the system message given apart from the messages.
+        tool_tokens: Of ``tokens_after``, the tool schemas.
+        message_tokens: Of ``tokens_after``, the messages.
+        max_input_tokens: The policy's window, for comparison.
+        limit: The most the request may hold: the window minus the room for the answer.
+    """
+
+    thread_id: str
+    messages: int
+    tokens_before: int
+    tokens_after: int
+    system_tokens: int = 0
+    tool_tokens: int = 0
+    message_tokens: int = 0
+    max_input_tokens: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionResult:
     """What :meth:`ContextEngine.compact` returns.
 
@@ -341,6 +373,12 @@ def describe_event(event: ContextEvent) -> str:
                 f"request over budget: {event.tokens:,} tokens for a limit of "
                 f"{event.limit:,} (system {event.system:,}, tools {event.tools:,}, messages "
                 f"{event.messages:,}): {event.reason}"
+            )
+        case ContextMeasured():
+            return (
+                f"request {event.tokens_before:,} -> {event.tokens_after:,} tokens of "
+                f"{event.limit:,} (system {event.system_tokens:,}, tools {event.tool_tokens:,}, "
+                f"{event.messages} messages {event.message_tokens:,})"
             )
     describe = getattr(event, "describe", None)
     if callable(describe):  # an event defined outside the engine says what it is itself

@@ -58,6 +58,8 @@ ONLY_VOCABULARY = {"ctxfs.backends", "ctxfs.sandbox", "ctxfs._policy"}
 """Folders that import nothing of ctxfs but the vocabulary (and their own modules)."""
 
 ROOT_MODULES_AT_MOST = 8
+MODULE_LINES_AT_MOST = 600
+CLASS_LINES_AT_MOST = 500
 
 
 def _sources() -> dict[str, Path]:
@@ -126,6 +128,22 @@ def test_the_root_holds_the_face_and_the_vocabulary_only() -> None:
     modules = sorted(p.stem for p in root.glob("*.py"))
     assert len(modules) <= ROOT_MODULES_AT_MOST, modules
     assert set(modules) <= VOCABULARY | {"__init__", "__main__"}, modules
+
+
+def test_no_module_over_600_lines_and_no_class_over_500() -> None:
+    # Above that, a module or a class is usually two concepts: cut where one ends.
+    too_big = []
+    for name, path in sorted(_sources().items()):
+        source = path.read_text(encoding="utf-8")
+        lines = source.count("\n")
+        if lines > MODULE_LINES_AT_MOST:
+            too_big.append(f"{name}: {lines} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                lines = node.end_lineno - node.lineno + 1
+                if lines > CLASS_LINES_AT_MOST:
+                    too_big.append(f"{name}.{node.name}: {lines} lines")
+    assert too_big == []
 
 
 def test_the_checker_sees_a_climbing_import(tmp_path: Path) -> None:

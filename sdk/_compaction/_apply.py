@@ -14,7 +14,8 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ctxfs._compaction._clearing import ResultToClear, plan_clearing, pointer_for
-from ctxfs._compaction._means import Means, Offered
+from ctxfs._compaction._means import Means
+from ctxfs._compaction._request import Offered
 from ctxfs._errors import WorkspaceError
 from ctxfs._events import (
     ContextEvent,
@@ -30,6 +31,7 @@ from ctxfs._pointers._pointer import (
     point_result,
 )
 from ctxfs._pointers._recovery import BUDGET_KEY, default_tools
+from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._workspace._saving import Unsaved, exists, read_saved, save_text
 
@@ -40,20 +42,22 @@ def clear_results(
     means: Means,
     messages: Sequence[BaseMessage],
     thread_id: str,
-    policy: ContextPolicy,
+    budget: Budget[ContextPolicy],
     extra: int,
     offered: Offered,
     *,
     go: bool = False,
 ) -> OffloadResult:
+    """Step 3: old results cleared, from the clearing trigger on, when the batch is worth it
+    (or now, with ``go``); see :func:`~ctxfs._compaction._clearing.plan_clearing`."""
     counter = means.counter
     before = counter.count_messages(messages)
     out = list(messages)
-    below = before + extra < policy.clearing_trigger_tokens
-    if not policy.clearing.enabled or (below and not go):
+    below = before + extra < budget.clearing_trigger
+    if not budget.policy.clearing.enabled or (below and not go):
         return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
     plan = plan_clearing(
-        out, policy=policy, counter=counter, thread_id=thread_id, tokens=before + extra, go=go
+        out, budget=budget, counter=counter, thread_id=thread_id, tokens=before + extra, go=go
     )
     if not plan.go:
         return OffloadResult(messages=out, tokens_before=before, tokens_after=before)

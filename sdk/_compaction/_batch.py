@@ -1,6 +1,8 @@
 """The lossless steps as one batch: old inputs and old results, planned together, applied at once.
 
 A provider's prompt cache breaks once per compaction: the batch changes the prefix once.
+At the high-water mark the plan is a frozen :class:`Batch` (:func:`plan_batch`), applied by
+:func:`batch`; below it, :func:`lossless` runs the steps whose explicit trigger is reached.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from langchain_core.messages import BaseMessage
 from ctxfs._compaction._apply import apply_clearing, clear_results
 from ctxfs._compaction._clearing import ResultToClear, plan_clearing
 from ctxfs._compaction._inputs import input_frees, offload_inputs
-from ctxfs._compaction._means import Means, Offered
-from ctxfs._events import (
-    OffloadResult,
-)
+from ctxfs._compaction._means import Means
+from ctxfs._compaction._request import Offered
+from ctxfs._events import OffloadResult
+from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 
 __all__ = ["Batch", "batch", "lossless", "plan_batch"]
@@ -37,7 +39,11 @@ class Batch:
 
 
 def plan_batch(
-    means: Means, messages: Sequence[BaseMessage], thread_id: str, policy: ContextPolicy, extra: int
+    means: Means,
+    messages: Sequence[BaseMessage],
+    thread_id: str,
+    budget: Budget[ContextPolicy],
+    extra: int,
 ) -> Batch | None:
     """The batch down to the low-water mark, or ``None`` when there is nothing to do.
 
@@ -46,18 +52,19 @@ def plan_batch(
     mark, or all of them when it never does.
     """
     before = means.counter.count_messages(messages)
-    need = before + extra - policy.low_water_tokens
+    need = before + extra - budget.low_water
     if need <= 0:
         return None
+    policy = budget.policy
     frees: dict[int, int] = {}
     if policy.tool_inputs.enabled:
-        for i, freed in input_frees(means, messages, thread_id, policy):
+        for i, freed in input_frees(means, messages, thread_id, budget):
             frees[i] = frees.get(i, 0) + freed
     results: tuple[ResultToClear, ...] = ()
     if policy.clearing.enabled:
         plan = plan_clearing(
             messages,
-            policy=policy,
+            budget=budget,
             counter=means.counter,
             thread_id=thread_id,
             tokens=before + extra,
@@ -81,18 +88,18 @@ def batch(
     means: Means,
     messages: list[BaseMessage],
     thread_id: str,
-    policy: ContextPolicy,
+    budget: Budget[ContextPolicy],
     extra: int,
     offered: Offered,
 ) -> tuple[OffloadResult, OffloadResult]:
     """A compaction's lossless steps (see :func:`plan_batch`), applied at once so the prefix
     changes once: the inputs, then the results."""
-    plan = plan_batch(means, messages, thread_id, policy, extra)
+    plan = plan_batch(means, messages, thread_id, budget, extra)
     if plan is None:
         before = means.counter.count_messages(messages)
         unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
         return unchanged, unchanged
-    inputs = offload_inputs(means, messages, thread_id, policy, extra, go=True, upto=plan.upto)
+    inputs = offload_inputs(means, messages, thread_id, budget, extra, go=True, upto=plan.upto)
     cleared = apply_clearing(means, inputs.messages, thread_id, plan.results, offered)
     return inputs, cleared
 
@@ -101,7 +108,7 @@ def lossless(
     means: Means,
     messages: list[BaseMessage],
     thread_id: str,
-    policy: ContextPolicy,
+    budget: Budget[ContextPolicy],
     extra: int,
     offered: Offered,
 ) -> tuple[OffloadResult, OffloadResult]:
@@ -112,19 +119,20 @@ def lossless(
     break (see :func:`ctxfs._compaction._clearing.batch_goes`): inputs never move on
     their own, a call after the results.
     """
+    policy = budget.policy
     if not policy.clearing.enabled:
-        inputs = offload_inputs(means, messages, thread_id, policy, extra)
-        return inputs, clear_results(means, inputs.messages, thread_id, policy, extra, offered)
+        inputs = offload_inputs(means, messages, thread_id, budget, extra)
+        return inputs, clear_results(means, inputs.messages, thread_id, budget, extra, offered)
     before = means.counter.count_messages(messages)
     unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
-    if before + extra < policy.clearing_trigger_tokens:
+    if before + extra < budget.clearing_trigger:
         return unchanged, unchanged
     frees = 0
-    if policy.tool_inputs.enabled and before + extra >= policy.input_trigger_tokens:
-        frees = sum(freed for _, freed in input_frees(means, messages, thread_id, policy))
+    if policy.tool_inputs.enabled and before + extra >= budget.input_trigger:
+        frees = sum(freed for _, freed in input_frees(means, messages, thread_id, budget))
     plan = plan_clearing(
         messages,
-        policy=policy,
+        budget=budget,
         counter=means.counter,
         thread_id=thread_id,
         tokens=before + extra,
@@ -132,6 +140,6 @@ def lossless(
     )
     if not plan.go:
         return unchanged, unchanged
-    inputs = offload_inputs(means, messages, thread_id, policy, extra, go=True)
-    cleared = clear_results(means, inputs.messages, thread_id, policy, extra, offered, go=True)
+    inputs = offload_inputs(means, messages, thread_id, budget, extra, go=True)
+    cleared = clear_results(means, inputs.messages, thread_id, budget, extra, offered, go=True)
     return inputs, cleared

@@ -48,7 +48,7 @@ that rare:
 The costs are a cache write of the suffix after the first cleared result once per
 compaction, against reading fewer tokens on every later request.
 
-This module decides (pure functions, no I/O); :meth:`ContextEngine.clear_tool_results` saves,
+This module decides (pure functions, no I/O); :mod:`ctxfs._compaction._apply` saves,
 verifies and replaces. Which results are pointers already is read from their structured
 metadata (:func:`ctxfs._pointers._pointer.result_pointer`), never from their text.
 
@@ -83,7 +83,7 @@ from ctxfs._pointers._pointer import (
     render_reread,
 )
 from ctxfs._pointers._pointer import result_pointer as held_pointer
-from ctxfs._policy._budget import KeepWindow
+from ctxfs._policy._budget import Budget, KeepWindow
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 from ctxfs.sandbox import is_within, normalize_path
@@ -218,7 +218,7 @@ def plan_clearing(
     messages: Sequence[BaseMessage],
     counts: Sequence[int] | None = None,
     *,
-    policy: ContextPolicy,
+    budget: Budget[ContextPolicy],
     counter: TokenCounter,
     thread_id: str,
     tokens: int | None = None,
@@ -227,14 +227,14 @@ def plan_clearing(
 ) -> ClearingPlan:
     """Decides which old tool results to clear, and whether to clear them now.
 
-    Call it only once the history reaches :attr:`ContextPolicy.clearing_trigger_tokens`.
+    Call it only once the history reaches the clearing trigger (``budget.clearing_trigger``).
 
     Args:
         messages: The history (not modified).
         counts: Tokens of every message, if already counted; otherwise ``counter`` is asked
             for the messages the decision looks at (the old, not yet cleared results and the
             kept window), which its per-message cache answers without tokenizing again.
-        policy: The settings.
+        budget: The policy's numbers for the window.
         counter: Counts messages (see ``counts``) and the pointers, for the estimate.
         thread_id: Names the folder saved results go to.
         tokens: Tokens of the whole history, if already counted.
@@ -256,25 +256,25 @@ def plan_clearing(
 
     if tokens is None:
         tokens = sum(counts) if counts is not None else counter.count_messages(messages)
-    eligible = _eligible(messages, size, policy)
+    eligible = _eligible(messages, size, budget)
     # A pointer costs at least the message overhead, so this bounds what the batch frees
     # without writing a pointer out. Between two batches most passes stop here.
     most = sum(max(0, size(i) - MESSAGE_OVERHEAD_TOKENS) for i, _, _ in eligible)
-    if not go and not batch_goes(policy, tokens, len(messages), most + also_frees):
+    if not go and not batch_goes(budget, tokens, len(messages), most + also_frees):
         return ClearingPlan((), 0, False)
-    chosen = _estimate(messages, eligible, size, policy, counter, thread_id)
+    chosen = _estimate(messages, eligible, size, budget.policy, counter, thread_id)
     frees = sum(r.tokens - r.estimate for r in chosen)
-    if not go and not batch_goes(policy, tokens, len(messages), frees + also_frees):
+    if not go and not batch_goes(budget, tokens, len(messages), frees + also_frees):
         return ClearingPlan((), 0, False)
     return ClearingPlan(tuple(chosen), frees, True)
 
 
 def _eligible(
-    messages: Sequence[BaseMessage], size: Callable[[int], int], policy: ContextPolicy
+    messages: Sequence[BaseMessage], size: Callable[[int], int], budget: Budget[ContextPolicy]
 ) -> list[tuple[int, str, Pointer | None]]:
     """The old results clearing may take, with their text and the pointer they hold."""
-    settings = policy.clearing
-    kept = kept_results(messages, size, policy.clearing_keep)
+    settings = budget.policy.clearing
+    kept = kept_results(messages, size, budget.clearing_keep)
     eligible: list[tuple[int, str, Pointer | None]] = []
     for i, message in enumerate(messages):
         if not isinstance(message, ToolMessage) or i in kept:
@@ -386,15 +386,15 @@ def _with_estimate(item: ResultToClear, estimate: int) -> ResultToClear:
     )
 
 
-def batch_goes(policy: ContextPolicy, tokens: int, messages: int, frees: int) -> bool:
+def batch_goes(budget: Budget[ContextPolicy], tokens: int, messages: int, frees: int) -> bool:
     """Whether a batch freeing ``frees`` tokens is worth the cache break now.
 
     Monotone in ``frees``: true for some batch, it is true for every larger one.
     """
     return frees > 0 and (
-        frees >= policy.clear_at_least_tokens
+        frees >= budget.clear_at_least
         or (
-            policy.summary_fires(tokens, messages)
-            and not policy.summary_fires(tokens - frees, messages)
+            budget.summary_fires(tokens, messages)
+            and not budget.summary_fires(tokens - frees, messages)
         )
     )

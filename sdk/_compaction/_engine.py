@@ -1,24 +1,13 @@
-"""The context engine: applies a :class:`~ctxfs._policy._settings.ContextPolicy` to messages.
+"""The context engine: the driver that applies a :class:`~ctxfs.ContextPolicy` to messages.
 
-The engine owns the escalation and runs every step in one place, :meth:`ContextEngine.compact`
-(one pass before each model call), plus result offload when a tool returns:
-
-1. result offload (:meth:`~ContextEngine.offload_tool_result`), when a tool returns
-   (:mod:`ctxfs._compaction._results`);
-2. input offload of old large tool arguments, from its trigger
-   (:mod:`ctxfs._compaction._inputs`);
-3. clearing of old tool results to pointers, planned by :mod:`ctxfs._compaction._clearing`
-   and applied by :mod:`ctxfs._compaction._apply` (at the high-water mark, 2 and 3 go as one
-   batch: :mod:`ctxfs._compaction._batch`);
-4. summarization, by :mod:`ctxfs._summary._step`, only if a summarization trigger still fires.
-
-The steps are functions over values: the policy, the engine's :class:`~ctxfs._compaction.
-_means.Means` (workspace, token counter, caches), the messages; they never call back into
-the engine. Every write goes through :mod:`ctxfs._workspace._saving`:
-create-only and read back before a message is replaced, so a failed or corrupted write leaves
-the content inline and reports an :class:`~ctxfs._events.OffloadFailed` event: nothing is
-ever lost. What a pointer means is structured metadata on the message
-(:mod:`ctxfs._pointers._pointer`).
+It resolves the window once into a frozen :class:`~ctxfs._policy._budget.Budget` (never
+replacing its policy) and hands that budget, its :class:`~ctxfs._compaction._means.Means`
+(workspace, token counter, caches) and the messages to the steps, functions over values that
+never call back into it: result offload when a tool returns (``_results``), and before each
+model call one compaction (:mod:`~ctxfs._compaction._escalation`: old inputs and old results
+as one batch, then a summary only if a trigger still fires). A compaction is a generator
+that yields when the summary model must answer; the sync and the async driver answer it,
+and nothing else differs between them.
 
 One engine may be called from several threads (a sync ``ToolNode`` runs parallel tool calls in
 a thread pool, async callers run engine work in worker threads, concurrent runs of one graph
@@ -37,40 +26,24 @@ from typing import Any, cast
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ctxfs._archive._transcripts import TranscriptArchive
 from ctxfs._compaction._apply import clear_results
-from ctxfs._compaction._batch import batch, lossless
-from ctxfs._compaction._inputs import offload_inputs
-from ctxfs._compaction._means import Means
-from ctxfs._compaction._openai import OpenAIMessages, OpenAIMethods
-from ctxfs._compaction._outcome import (
+from ctxfs._compaction._escalation import (
     WORTH_COMPACTING,
-    Fixed,
-    SentRequests,
-    compaction_result,
+    escalate,
     forced,
     requested,
     summarized_or_refused,
 )
-from ctxfs._compaction._request import RequestParts, Tool, policy_for_window
+from ctxfs._compaction._inputs import offload_inputs
+from ctxfs._compaction._means import Means
+from ctxfs._compaction._openai import OpenAIMessages, OpenAIMethods
+from ctxfs._compaction._request import Fixed, RequestParts, Tool, budget_for_window
 from ctxfs._compaction._results import offload_result
-from ctxfs._errors import WorkspaceError
-from ctxfs._events import (
-    ArchiveFailed,
-    ArchiveRepaired,
-    CompactionResult,
-    ContextEvent,
-    OffloadResult,
-    ToolResultOutcome,
-)
-from ctxfs._pointers._recovery import (
-    offered_tools,
-)
-from ctxfs._policy._settings import (
-    ContextPolicy,
-)
+from ctxfs._events import CompactionResult, OffloadResult, ToolResultOutcome
+from ctxfs._pointers._recovery import offered_tools
+from ctxfs._policy._budget import Budget
+from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._body import ModelAnswer, acall_model, call_model
-from ctxfs._summary._step import summarize_steps
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._workspace import Workspace
 
@@ -112,9 +85,10 @@ class ContextEngine(OpenAIMethods):
         self._clock = clock
         self._lock = threading.RLock()
         self._parts = RequestParts(self._counter)
-        self._means = Means(workspace, self._counter)
-        self._sent = SentRequests()
+        self._means = Means(workspace, self._counter, clock)
         self._openai = OpenAIMessages()
+        # the policy's numbers for its window, resolved once, when the window is known
+        self._budget: Budget[ContextPolicy] | None = None
 
     @property
     def workspace(self) -> Workspace:
@@ -123,8 +97,9 @@ class ContextEngine(OpenAIMethods):
 
     @property
     def policy(self) -> ContextPolicy:
-        """The policy in force."""
-        return self._policy
+        """The policy in force: the one given, with its window once one was read."""
+        budget = self._budget
+        return budget.policy if budget is not None else self._policy
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -228,7 +203,7 @@ class ContextEngine(OpenAIMethods):
         recent window the policy sets.
 
         Raises:
-            NothingToCompact: Fewer than :data:`~ctxfs._compaction._outcome.WORTH_COMPACTING`
+            NothingToCompact: Fewer than :data:`~ctxfs._compaction._escalation.WORTH_COMPACTING`
                 tokens lie outside the recent window (or the archive could not be written):
                 nothing was changed.
             ValueError: The policy has no window and the model gives none.
@@ -316,9 +291,14 @@ class ContextEngine(OpenAIMethods):
             ValueError: Neither the policy nor the model's profile gives the window, or the
                 policy's explicit settings do not fit the window the profile gives.
         """
+        return self._resolve(model).policy
+
+    def _resolve(self, model: BaseChatModel | None) -> Budget[ContextPolicy]:
+        """The policy's numbers for the window, resolved the first time the window is known."""
         with self._lock:
-            self._policy = policy_for_window(self._policy, model)
-            return self._policy
+            if self._budget is None:
+                self._budget = budget_for_window(self._policy, model)
+            return self._budget
 
     def count_request(
         self, *, system: BaseMessage | str | None = None, tools: Sequence[Tool] = ()
@@ -331,7 +311,7 @@ class ContextEngine(OpenAIMethods):
         self, system: BaseMessage | str | None, tools: Sequence[Tool], model: BaseChatModel | None
     ) -> Fixed:
         with self._lock:
-            self.window_from(model)
+            self._resolve(model)
             system_tokens = self._parts.system_tokens(system)
             return Fixed(system_tokens, self._parts.tool_tokens(tools), offered_tools(tools))
 
@@ -345,112 +325,13 @@ class ContextEngine(OpenAIMethods):
         *,
         now: bool = False,
     ) -> _Steps:
-        """The escalation, in order; yields a prompt whenever the summary model must answer."""
-        policy = self.window_from(None)
-        if force:
-            policy = forced(policy)
-        elif now:
-            policy = requested(policy)
-        extra = fixed.system + fixed.tools
-        original = list(messages)
-        # One compaction at the high-water mark; below it only explicit step triggers act.
-        compacting = self._counter.count_messages(original) + extra >= policy.high_water_tokens
-        steps = batch if compacting else lossless
-        inputs, cleared = steps(self._means, original, thread_id, policy, extra, fixed.offered)
-        current, events = cleared.messages, [*inputs.events, *cleared.events]
-        before, tokens = inputs.tokens_before, cleared.tokens_after
-        # Summarize only when the lossless steps could not reach the low-water mark, and left
-        # less than half the gap between the marks before the next compaction.
-        short = compacting and tokens + extra > policy.summary_water_tokens
-        if not (short and policy.summarization.enabled) and not policy.summary_fires(
-            tokens + extra, len(current)
-        ):
-            quiet = (
-                "summarization is off"
-                if not policy.summarization.enabled
-                else "no summarization trigger fired"
-            )
-            return self._result(
-                thread_id, policy, original, current, events, before, tokens, fixed, quiet
-            )
-        archive = TranscriptArchive(self._workspace, thread_id, clock=self._clock)
-        outcome = yield from summarize_steps(
-            current,
-            policy=policy,
-            counter=self._counter,
-            archive=archive,
-            thread_id=thread_id,
-            tokens=tokens,
-            fixed=extra,
-            plan=plan,
-            notes=self._notes(policy),
-            at_least=WORTH_COMPACTING if now else 0,
-        )
-        repaired = [ArchiveRepaired(reason=reason) for reason in outcome.repairs]
-        if outcome.failed is not None:
-            # Nothing is dropped: the input comes back as it was, with only the failure.
-            event = ArchiveFailed(reason=f"{outcome.failed}; nothing was dropped")
-            why = f"the transcript could not be archived ({outcome.failed}), so nothing was dropped"
-            return self._result(
-                thread_id,
-                policy,
-                original,
-                original,
-                [*repaired, event],
-                before,
-                before,
-                fixed,
-                why,
-            )
-        if outcome.event is None:
-            events += repaired
-            why_not = outcome.why_not
-            return self._result(
-                thread_id, policy, original, current, events, before, tokens, fixed, why_not
-            )
-        # The lossless steps once more on the summarized history, in the same batch, so that
-        # compacting the result again changes nothing.
-        again, final = steps(self._means, outcome.messages, thread_id, policy, extra, fixed.offered)
-        events += [*repaired, outcome.event, *again.events, *final.events]
-        after = final.tokens_after
-        return self._result(
-            thread_id,
-            policy,
-            original,
-            final.messages,
-            events,
-            before,
-            after,
-            fixed,
-            outcome.why_not,
-        )
-
-    def _notes(self, policy: ContextPolicy) -> tuple[str, str] | None:
-        """The agent's notes file, ``(path, text)``, when the policy pins one and it is there."""
-        path = policy.pinning.notes_path
-        if path is None:
-            return None
-        try:
-            return path, self._workspace.read_text(path)
-        except (WorkspaceError, UnicodeDecodeError, ValueError):
-            return None  # no notes yet, or not text: nothing to put back
-
-    def _result(
-        self,
-        thread_id: str,
-        policy: ContextPolicy,
-        original: Sequence[BaseMessage],
-        messages: list[BaseMessage],
-        events: Sequence[ContextEvent],
-        before: int,
-        after: int,
-        fixed: Fixed,
-        why_not: str | None,
-    ) -> CompactionResult:
-        changed = self._sent.record(thread_id, original, messages, self._counter)
-        return compaction_result(
-            policy, messages, [*events, *changed], before, after, fixed, why_not
-        )
+        """One compaction (:func:`~ctxfs._compaction._escalation.escalate`), as hard as
+        ``force`` or ``now`` asks; yields a prompt whenever the summary model must answer."""
+        budget = self._resolve(None)
+        budget = forced(budget) if force else requested(budget) if now else budget
+        least = WORTH_COMPACTING if now else 0
+        steps = escalate(self._means, messages, thread_id, budget, fixed, plan, at_least=least)
+        return (yield from steps)
 
     # -- step 1: tool results -------------------------------------------------------------
 
@@ -487,7 +368,7 @@ class ContextEngine(OpenAIMethods):
             when the pointer would not have been smaller than the result).
         """
         with self._lock:
-            return offload_result(self._means, message, thread_id, self.window_from(None), tool)
+            return offload_result(self._means, message, thread_id, self._resolve(None), tool)
 
     # -- step 2: tool inputs --------------------------------------------------------------
 
@@ -514,7 +395,7 @@ class ContextEngine(OpenAIMethods):
             the token counts before and after.
         """
         with self._lock:
-            return offload_inputs(self._means, messages, thread_id, self.window_from(None), 0)
+            return offload_inputs(self._means, messages, thread_id, self._resolve(None), 0)
 
     # -- step 3: clearing old tool results ------------------------------------------------
 
@@ -546,6 +427,5 @@ class ContextEngine(OpenAIMethods):
             the token counts before and after.
         """
         with self._lock:
-            policy = self.window_from(None)
-            offered = offered_tools(tools)
-            return clear_results(self._means, messages, thread_id, policy, 0, offered)
+            budget, offered = self._resolve(None), offered_tools(tools)
+            return clear_results(self._means, messages, thread_id, budget, 0, offered)

@@ -31,21 +31,23 @@ from ctxfs._pointers._pointer import (
     point_input,
     render_input,
 )
-from ctxfs._policy._settings import ContextPolicy
+from ctxfs._policy._budget import Budget
+from ctxfs._policy._settings import ContextPolicy, ToolInputOffload
 from ctxfs._workspace._saving import Unsaved, save_text
 
 __all__ = ["input_frees", "input_pointer", "offload_call_args", "offload_inputs"]
 
 
 def input_frees(
-    means: Means, messages: Sequence[BaseMessage], thread_id: str, policy: ContextPolicy
+    means: Means, messages: Sequence[BaseMessage], thread_id: str, budget: Budget[ContextPolicy]
 ) -> Iterator[tuple[int, int]]:
     """What offloading each old input would free: (message index, tokens), oldest first."""
-    for i in range(max(0, len(messages) - policy.tool_inputs.keep_messages)):
+    settings = budget.policy.tool_inputs
+    for i in range(max(0, len(messages) - settings.keep_messages)):
         message = messages[i]
         if isinstance(message, AIMessage) and message.tool_calls:
             held = input_pointers(message)
-            for index, call, arg, value in _input_candidates(message, policy):
+            for index, call, arg, value in _input_candidates(message, settings):
                 if (index, arg) not in held:
                     _, _, freed = input_pointer(means, call, index, arg, value, thread_id)
                     if freed > 0:
@@ -77,23 +79,34 @@ def offload_inputs(
     means: Means,
     messages: Sequence[BaseMessage],
     thread_id: str,
-    policy: ContextPolicy,
+    budget: Budget[ContextPolicy],
     extra: int,
     *,
     go: bool = False,
     upto: int | None = None,
 ) -> OffloadResult:
+    """Step 2: the old inputs offloaded, from the input trigger on (or now, with ``go``).
+
+    Args:
+        means: The workspace and the counter.
+        messages: The history (not modified).
+        thread_id: Names the folder inputs are saved in.
+        budget: The policy's numbers for the window.
+        extra: Tokens of the request besides the messages.
+        go: Offload whatever the trigger says (a batch of the same compaction).
+        upto: Only in the messages before this index.
+    """
     before = means.counter.count_messages(messages)
-    settings = policy.tool_inputs
+    settings = budget.policy.tool_inputs
     out = list(messages)
-    if not settings.enabled or (not go and before + extra < policy.input_trigger_tokens):
+    if not settings.enabled or (not go and before + extra < budget.input_trigger):
         return OffloadResult(messages=out, tokens_before=before, tokens_after=before)
     events: list[ContextEvent] = []
     end = max(0, len(out) - settings.keep_messages)
     for i in range(end if upto is None else min(end, upto)):
         message = out[i]
         if isinstance(message, AIMessage) and message.tool_calls:
-            out[i] = offload_call_args(means, message, thread_id, policy, events)
+            out[i] = offload_call_args(means, message, thread_id, settings, events)
     after = means.counter.count_messages(out)
     return OffloadResult(
         messages=out, events=tuple(events), tokens_before=before, tokens_after=after
@@ -104,11 +117,12 @@ def offload_call_args(
     means: Means,
     message: AIMessage,
     thread_id: str,
-    policy: ContextPolicy,
+    settings: ToolInputOffload,
     events: list[ContextEvent],
 ) -> AIMessage:
+    """``message`` with its large arguments saved and replaced by pointers."""
     held = input_pointers(message)
-    for index, call, arg, value in _input_candidates(message, policy):
+    for index, call, arg, value in _input_candidates(message, settings):
         if (index, arg) in held:
             continue  # pointers stay
         call_id = call["id"] or ""
@@ -149,11 +163,10 @@ def offload_call_args(
 
 
 def _input_candidates(
-    message: AIMessage, policy: ContextPolicy
+    message: AIMessage, settings: ToolInputOffload
 ) -> Iterator[tuple[int, Mapping[str, Any], str, str]]:
     """The arguments of a message's calls that input offload may move: (call index, call,
     argument, value). Any string argument of any tool, unless ``args`` names the tool."""
-    settings = policy.tool_inputs
     for index, call in enumerate(message.tool_calls):
         names = settings.args.get(call["name"])
         for arg, value in call["args"].items():

@@ -2,23 +2,23 @@
 
 The steps are functions over values (:mod:`~ctxfs._compaction._results`,
 :mod:`~ctxfs._compaction._inputs`, :mod:`~ctxfs._compaction._apply`,
-:mod:`~ctxfs._compaction._batch`); the engine hands each of them its :class:`Means`, and
-holds its lock around them (the token counter's caches are not thread-safe).
+:mod:`~ctxfs._compaction._batch`, :mod:`~ctxfs._compaction._escalation`); the engine hands
+each of them its :class:`Means` and its :class:`~ctxfs._policy._budget.Budget`, and holds its
+lock around them (the token counter's caches are not thread-safe).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from ctxfs._compaction._request import SentRequests
 from ctxfs._pointers._recovery import RecoveryTool
 from ctxfs._tokens import TokenCounter
 from ctxfs._workspace._workspace import Workspace
 
-__all__ = ["Means", "Offered"]
-
-Offered = Mapping[str, RecoveryTool]
-"""ctxfs's recovery tools the model is offered, by name."""
+__all__ = ["Means"]
 
 _ARG_COUNTS = 4_096
 """The most argument token counts a :class:`Means` keeps (then it starts again)."""
@@ -26,21 +26,25 @@ _ARG_COUNTS = 4_096
 
 @dataclass(frozen=True, slots=True)
 class Means:
-    """One engine's workspace and token counter, and the caches its steps share.
+    """One engine's workspace, token counter and clock, and the caches its steps share.
 
     Attributes:
         workspace: Where content is saved.
         counter: What counts tokens.
+        clock: The time recorded in the transcript index (``None``: now, UTC).
         arg_counts: Token counts of old tool arguments (looked at on every call until their
             batch goes).
         tools: ctxfs's recovery tools on the workspace, by output budget (``None``: the
             default), to repeat re-reads with.
+        sent: Per thread, what the last compaction returned (what the provider cached).
     """
 
     workspace: Workspace
     counter: TokenCounter
+    clock: Callable[[], datetime] | None = None
     arg_counts: dict[str, int] = field(default_factory=dict)
     tools: dict[int | None, dict[str, RecoveryTool]] = field(default_factory=dict)
+    sent: SentRequests = field(default_factory=SentRequests)
 
     def arg_tokens(self, value: str) -> int:
         """The tokens of an argument, counted once."""

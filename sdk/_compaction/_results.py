@@ -29,6 +29,7 @@ from ctxfs._pointers._pointer import (
     result_pointer,
 )
 from ctxfs._pointers._recovery import recovery_tool
+from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import count_exceeding
 from ctxfs._workspace._saving import Unsaved, save_text
@@ -40,14 +41,14 @@ def offload_result(
     means: Means,
     message: ToolMessage,
     thread_id: str,
-    policy: ContextPolicy,
+    budget: Budget[ContextPolicy],
     tool: object | None,
 ) -> ToolResultOutcome:
     """Step 1, when a tool returns: ``message``, or a pointer to its saved content.
 
     See :meth:`ContextEngine.offload_tool_result <ctxfs.ContextEngine.offload_tool_result>`.
     """
-    settings = policy.tool_results
+    settings = budget.policy.tool_results
     if not settings.enabled or message.name in settings.exempt_tools:
         return ToolResultOutcome(message=message)
     if recovery_tool(tool) is not None:
@@ -55,7 +56,7 @@ def offload_result(
     if result_pointer(message) is not None:
         return ToolResultOutcome(message=message)
     text = saved_text(message.content)
-    threshold = policy.result_threshold_tokens
+    threshold = budget.result_threshold
     tokens = count_exceeding(means.counter, text or message_text(message), threshold)
     if tokens is None:
         return ToolResultOutcome(message=message)

@@ -19,6 +19,7 @@ from ctxfs._policy._fields import KeepWindow
 
 if TYPE_CHECKING:
     from ctxfs._policy._fields import Threshold
+    from ctxfs._policy._pinning import Pinning
     from ctxfs._policy._steps import (
         Summarization,
         ToolInputOffload,
@@ -51,6 +52,8 @@ class PolicyFields(Protocol):
     def clearing(self) -> ToolResultClearing: ...
     @property
     def summarization(self) -> Summarization: ...
+    @property
+    def pinning(self) -> Pinning: ...
 
 
 P = TypeVar("P", bound=PolicyFields)
@@ -83,6 +86,7 @@ class Budget(Generic[P]):
         summary_tokens: The lowest token count that fires summarization (``None``: none).
         summary_messages: The message count that fires summarization (``None``: none).
         keep_window: The recent window summarization leaves alone.
+        pinned: The most the user messages a summary pins back in view may take.
     """
 
     policy: P
@@ -102,6 +106,7 @@ class Budget(Generic[P]):
     summary_tokens: int | None
     summary_messages: int | None
     keep_window: KeepWindow
+    pinned: int
 
     @classmethod
     def of(cls, policy: P, window: int) -> Budget[P]:
@@ -147,6 +152,7 @@ class Budget(Generic[P]):
             summary_tokens=token_limit,
             summary_messages=summary.trigger.messages,
             keep_window=summary.keep.resolve(window),
+            pinned=policy.pinning.budget.resolve(window),
         )
 
     def summary_fires(self, tokens: int, messages: int) -> bool:

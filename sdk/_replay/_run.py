@@ -35,8 +35,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs._compaction._engine import ContextEngine
-from ctxfs._compaction._prefix import shared_prefix
-from ctxfs._compaction._request import Tool
+from ctxfs._compaction._request import Tool, shared_prefix
 from ctxfs._events import ContextEvent
 from ctxfs._messages import message_text
 
@@ -110,7 +109,7 @@ class ModelCall:
         reason: Why compaction could not reach its target, or ``None``.
         cached_tokens: Of ``tokens``, those a provider's prefix cache would reuse from the
             previous call: the tool schemas and the leading messages it sent unchanged
-            (see :mod:`ctxfs._compaction._prefix`).
+            (see :mod:`ctxfs._compaction._request`).
         prefix_broken: Whether the previous call's messages are no longer a prefix of this
             call's: compaction changed something the cache held.
         task_in_view: Whether the task statement (the run's first user message) is in the

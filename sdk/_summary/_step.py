@@ -4,13 +4,13 @@
 the summary model, with the prompt, and receives ``(answer, error)``; the engine's
 ``compact`` answers with :func:`ctxfs._summary._body.call_model` and ``acompact`` with
 :func:`ctxfs._summary._body.acall_model`. Nothing else differs between the two. It takes the
-values it needs (policy, token counter, archive), never the engine.
+values it needs (the policy's budget, token counter, archive), never the engine.
 
 1. Choose the cut on block boundaries (see :mod:`ctxfs._summary._cut`) so that the protected
    recent window stays, and drop the messages between the prefix (system prompt and previous
    summary) and the cut. With a ``messages`` trigger the window is narrowed so that the
    result holds at most half of ``trigger.messages``
-   (:meth:`~ctxfs._policy._settings.ContextPolicy.summary_message_room`): each summary then buys at
+   (:meth:`~ctxfs._policy._budget.Budget.summary_message_room`): each summary then buys at
    least that many new messages, instead of firing again on every turn.
 2. Archive them (:class:`ctxfs.TranscriptArchive`): written and read back before anything is
    dropped. On any archive failure nothing is dropped and the outcome says why.
@@ -30,6 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from ctxfs._archive._transcripts import ArchiveError, TranscriptArchive
 from ctxfs._events import Summarized
 from ctxfs._layout import safe_name
+from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._body import ModelAnswer, extractive_body, format_prompt, render_for_model
 from ctxfs._summary._cut import choose_cut, prefix_end, split_blocks
@@ -68,7 +69,7 @@ def summary_message_id(thread_id: str, segment_number: int) -> str:
 def summarize_steps(
     messages: Sequence[BaseMessage],
     *,
-    policy: ContextPolicy,
+    budget: Budget[ContextPolicy],
     counter: TokenCounter,
     archive: TranscriptArchive,
     thread_id: str,
@@ -84,7 +85,7 @@ def summarize_steps(
 
     Args:
         messages: The history; never mutated.
-        policy: The settings.
+        budget: The policy's numbers for the window (its settings: ``budget.policy``).
         counter: Counts the messages (its per-message cache answers).
         archive: The thread's transcript archive.
         thread_id: The conversation (names the summary message).
@@ -100,16 +101,17 @@ def summarize_steps(
     Returns:
         (as the generator's return value) The :class:`SummaryOutcome`.
     """
+    policy = budget.policy
     settings = policy.summarization
     current = list(messages)
     counts = [counter.count_message(m) for m in current]
     blocks = split_blocks(current)
     start = prefix_end(blocks)
     system_end = blocks[0].stop if blocks and blocks[0].kind == "system" else 0
-    message_room = room = policy.summary_message_room(system_end)
+    message_room = room = budget.summary_message_room(system_end)
     if room is not None and policy.pinning.enabled and room >= 4:
         room -= 2  # the task statement's pin and the in-view message
-    cut = choose_cut(blocks, counts, policy.keep_window, at_most=room)
+    cut = choose_cut(blocks, counts, budget.keep_window, at_most=room)
     if cut <= start:
         return SummaryOutcome(
             messages=current,
@@ -186,7 +188,7 @@ def summarize_steps(
             summary = recorded  # committed first by an earlier run or a twin writer
 
     in_view = _in_view(
-        policy,
+        budget,
         counter,
         thread_id=thread_id,
         dropped=dropped,
@@ -211,14 +213,14 @@ def summarize_steps(
         model_error=model_error,
     )
     over = None
-    if after + fixed > policy.summary_target_tokens:
+    if after + fixed > budget.summary_target:
         system = [*counts[:system_end], fixed]
-        over = _why_over(policy, system, counter.count_message(summary), counts[cut:])
+        over = _why_over(budget, system, counter.count_message(summary), counts[cut:])
     return SummaryOutcome(messages=summarized, event=event, why_not=over, repairs=archive.repairs)
 
 
 def _in_view(
-    policy: ContextPolicy,
+    budget: Budget[ContextPolicy],
     counter: TokenCounter,
     *,
     thread_id: str,
@@ -233,7 +235,7 @@ def _in_view(
 ) -> list[BaseMessage]:
     """What the summary puts back after itself: pinned user messages, then one message with
     the pointers, the plan and the notes (see :mod:`ctxfs._summary._pins`)."""
-    settings = policy.pinning
+    settings = budget.policy.pinning
     if not settings.enabled:
         return []
     candidates, counted = user_candidates(
@@ -248,10 +250,10 @@ def _in_view(
         earlier=counted,
         thread_id=thread_id,
         counter=counter,
-        budget=settings.budget.resolve(policy.window),
-        first_room=policy.request_limit_tokens - used,
+        budget=budget.pinned,
+        first_room=budget.request_limit - used,
         # the pins leave at least a quarter of the target for new turns before the next summary
-        target_room=policy.summary_target_tokens * 3 // 4 - used,
+        target_room=budget.summary_target * 3 // 4 - used,
         pointers=settings.pointers,
         max_pins=max(0, free_messages - 1) if free_messages > 1 else free_messages,
     )
@@ -280,10 +282,10 @@ def _free_messages(room: int | None, kept: int, replaced: int) -> int:
 
 
 def _why_over(
-    policy: ContextPolicy, system: Sequence[int], summary: int, kept: Sequence[int]
+    budget: Budget[ContextPolicy], system: Sequence[int], summary: int, kept: Sequence[int]
 ) -> str:
-    target = policy.summary_target_tokens
-    keep = policy.summarization.keep.describe()
+    target = budget.summary_target
+    keep = budget.policy.summarization.keep.describe()
     if sum(system) > target:
         return (
             f"the system prompt and tool schemas alone are {sum(system):,} tokens, over the "

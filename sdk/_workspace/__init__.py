@@ -4,8 +4,8 @@
   glob, grep), over one :class:`~ctxfs.backends.Store`;
 - :mod:`~ctxfs._workspace._results`: the typed, frozen results it returns (``FileInfo`` is
   the storage seam's, re-exported);
-- :mod:`~ctxfs._workspace._areas`: the read-only areas of a view;
-- :mod:`~ctxfs._workspace._writes`: checks before a write, updates with no lost change, edits;
+- :mod:`~ctxfs._workspace._writes`: where a view may write (its read-only areas), the checks
+  before a write, updates with no lost change, edits;
 - :mod:`~ctxfs._workspace._find`: glob and grep driven over a store, under one time budget;
 - :mod:`~ctxfs._workspace._literals`: what a pattern says about its literals (prefilter, guard);
 - :mod:`~ctxfs._workspace._glob` (with :mod:`~ctxfs._workspace._automaton`) and

@@ -1,11 +1,10 @@
 """The Workspace: virtual, confined file access on any storage.
 
-The Workspace holds what is the same on every backend: the sandbox rules for paths, read-only
-areas (:mod:`ctxfs._workspace._areas`), typed results, reading pages
-(:mod:`ctxfs._workspace._textread`), updates with no lost write
-(:mod:`ctxfs._workspace._writes`), and glob and grep (:mod:`ctxfs._workspace._find`, over the
-store's ``walk`` and ``fetch``). Everything that differs between backends is behind the
-:class:`~ctxfs.backends.Store` it was opened with.
+The Workspace holds what is the same on every backend: the sandbox rules for paths, typed
+results, reading pages (:mod:`ctxfs._workspace._textread`), read-only areas and updates with
+no lost write (:mod:`ctxfs._workspace._writes`), and glob and grep
+(:mod:`ctxfs._workspace._find`, over the store's ``walk`` and ``fetch``). Everything that
+differs between backends is behind the :class:`~ctxfs.backends.Store` it was opened with.
 """
 
 from __future__ import annotations
@@ -22,13 +21,13 @@ from ctxfs._errors import (
     PathNotFoundError,
     ReadOnlyPathError,
 )
-from ctxfs._workspace._areas import ReadOnlyAreas
 from ctxfs._workspace._find import glob_store, grep_store
 from ctxfs._workspace._grep import GrepOptions, OutputMode
 from ctxfs._workspace._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
 from ctxfs._workspace._textread import check_page_request, decode_text, read_capped, read_page
 from ctxfs._workspace._writes import (
     UPDATE_ATTEMPTS,
+    ReadOnlyAreas,
     Replacement,
     check_write_target,
     update_file,

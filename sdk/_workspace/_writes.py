@@ -1,4 +1,8 @@
-"""Writes that lose nothing: the checks before a write, and updates with no lost change.
+"""Writes that go only where they may and lose nothing.
+
+:class:`ReadOnlyAreas` is the value a workspace (and each of its views) holds: the folders
+that refuse writes, edits and deletes, compared case-folded, which one a path lies in, and
+the message that refuses a write there.
 
 :func:`check_write_target` refuses a write the same way on every store (a folder in the way,
 a file above, a create-only file that exists, a conditional write to a deleted file).
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from ctxfs._errors import (
@@ -22,12 +26,16 @@ from ctxfs._errors import (
     NotADirectoryPathError,
     PathExistsError,
     PathNotFoundError,
+    ReadOnlyPathError,
 )
+from ctxfs._layout import SDK_AREAS
 from ctxfs._workspace._textread import decode_text
 from ctxfs.backends import FileInfo
+from ctxfs.sandbox import case_key, is_within, normalize_path
 
 __all__ = [
     "UPDATE_ATTEMPTS",
+    "ReadOnlyAreas",
     "Replacement",
     "VersionedFiles",
     "check_write_target",
@@ -42,6 +50,60 @@ _BACKOFF_SECONDS = 0.002
 """Longest pause before the second attempt; doubled at each attempt up to _BACKOFF_CAP."""
 
 _BACKOFF_CAP = 0.1
+
+
+class ReadOnlyAreas:
+    """The read-only folders of one workspace view.
+
+    Compared with case folded (:func:`ctxfs.sandbox.case_key`), whatever the store: on a
+    case-insensitive disk ``/TOOL_RESULTS/x`` is ``/tool_results/x``, so it must be refused
+    everywhere the same way.
+
+    Args:
+        folders: Virtual folders (normalised here).
+    """
+
+    def __init__(self, folders: Iterable[str]) -> None:
+        self.folders = tuple(sorted({normalize_path(p) for p in folders}))
+        self._keys = tuple(case_key(p) for p in self.folders)
+
+    def area_of(self, path: str) -> str | None:
+        """The read-only area a normalised virtual path lies in, if any."""
+        key = case_key(path)
+        for area, area_key in zip(self.folders, self._keys, strict=True):
+            if is_within(key, area_key):
+                return area
+        return None
+
+    def inside(self, folder: str) -> bool:
+        """Whether a read-only area lies inside ``folder`` (deleting it would delete one)."""
+        key = case_key(folder)
+        return any(is_within(area_key, key) for area_key in self._keys)
+
+    def check_writable(self, virtual: str, real: str) -> None:
+        """Refuse a write to ``virtual``, which really leads to ``real`` (links followed).
+
+        Checked on the path as given and on where it really leads: a symlink made inside the
+        root must not open a way to write into a read-only area.
+
+        Raises:
+            ReadOnlyPathError: Either lies in a read-only area.
+        """
+        target = virtual if self.area_of(virtual) is not None else real
+        area = self.area_of(target)
+        if area is None:
+            return
+        where = virtual if target == virtual else f"{virtual} (a link to {target})"
+        if area == "/":
+            raise ReadOnlyPathError(
+                f"{where} cannot be written: this workspace was opened read-only", path=virtual
+            )
+        why = " (written by ctxfs itself)" if area in SDK_AREAS else ""
+        raise ReadOnlyPathError(
+            f"{where} is in the read-only area {area}/{why}; "
+            "write your own files elsewhere, e.g. /notes/",
+            path=virtual,
+        )
 
 
 def check_write_target(

@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
-from ctxfs._events import ContextEvent, OffloadFailed, ToolResultOffloaded
+from ctxfs._events import ContextEvent, ContextMeasured, OffloadFailed, ToolResultOffloaded
 from ctxfs._policy._settings import (
     ContextPolicy,
     KeepRecent,
@@ -30,7 +30,6 @@ from ctxfs.backends import protocol_of
 from ctxfs.demo._data import populate, suite_output
 from ctxfs.demo._script import FOLLOW_UP, TASK, script
 from ctxfs.demo._view import LiveView, PlainView, Turn, View, describe_event
-from ctxfs.integrations._core import ContextMeasured
 
 __all__ = ["DemoOptions", "DemoReport", "demo_policy", "run_demo"]
 

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Protocol
 
-from ctxfs._events import ContextEvent
+from ctxfs._events import ContextEvent, ContextMeasured
 from ctxfs._events import describe_event as describe
-from ctxfs.integrations._core import ContextMeasured
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -44,6 +44,7 @@ from ctxfs._events import (
     ArchiveRepaired,
     CompactionResult,
     ContextEvent,
+    ContextMeasured,
     ContextOverBudget,
     OffloadFailed,
     describe_event,
@@ -71,37 +72,6 @@ EventHandler = Callable[[ContextEvent, str], object]
 _log = logging.getLogger("ctxfs.integrations")
 _T = TypeVar("_T")
 _ToolOutput = ToolMessage | Command[Any]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ContextMeasured(ContextEvent):
-    """Before a model call: how large the request was, and is after compaction.
-
-    The request is what the model is sent: the system message, the messages and the tool
-    schemas (the parts the integration could see).
-
-    Attributes:
-        thread_id: The conversation (with its sub-thread, if any).
-        messages: Messages the model will be sent.
-        tokens_before: Tokens of the request before compaction.
-        tokens_after: Tokens of the request the model will be sent (equal when nothing
-            changed).
-        system_tokens: Of ``tokens_after``, the system message given apart from the messages.
-        tool_tokens: Of ``tokens_after``, the tool schemas.
-        message_tokens: Of ``tokens_after``, the messages.
-        max_input_tokens: The policy's window, for comparison.
-        limit: The most the request may hold: the window minus the room for the answer.
-    """
-
-    thread_id: str
-    messages: int
-    tokens_before: int
-    tokens_after: int
-    system_tokens: int = 0
-    tool_tokens: int = 0
-    message_tokens: int = 0
-    max_input_tokens: int
-    limit: int
 
 
 # -- thread ids -----------------------------------------------------------------------------
@@ -505,7 +475,7 @@ class ContextHooks:
 
     def report(self, event: ContextEvent, thread_id: str) -> None:
         """Logs ``event`` and passes it to the callback (whose failures are logged only)."""
-        text = _describe(event)
+        text = describe_event(event)
         if _is_failure(event):
             _log.warning("ctxfs [%s]: %s", thread_id, text)
         elif isinstance(event, ContextMeasured):
@@ -518,16 +488,6 @@ class ContextHooks:
                 self._on_event(event, thread_id)
             except Exception:
                 _log.exception("ctxfs: the on_event callback raised")
-
-
-def _describe(event: ContextEvent) -> str:
-    if isinstance(event, ContextMeasured):
-        return (
-            f"request {event.tokens_before:,} -> {event.tokens_after:,} tokens of "
-            f"{event.limit:,} (system {event.system_tokens:,}, tools {event.tool_tokens:,}, "
-            f"{event.messages} messages {event.message_tokens:,})"
-        )
-    return describe_event(event)
 
 
 def _stream(event: ContextEvent, thread_id: str, text: str) -> None:

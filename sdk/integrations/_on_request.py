@@ -24,7 +24,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from ctxfs._compaction._engine import ContextEngine
-from ctxfs._compaction._outcome import NothingToCompact
+from ctxfs._compaction._escalation import NothingToCompact
 from ctxfs._events import CompactionResult, Summarized
 from ctxfs.integrations._hooks import (
     ContextHooks,

@@ -40,7 +40,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._compaction._request import Tool
-from ctxfs.integrations._core import (
+from ctxfs.integrations._hooks import (
     ContextHooks,
     EventHandler,
     RequestShape,

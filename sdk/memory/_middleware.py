@@ -25,7 +25,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from ctxfs._errors import WorkspaceError
-from ctxfs.integrations._core import current_thread_id
+from ctxfs.integrations._hooks import current_thread_id
 from ctxfs.memory._inject import with_memory
 from ctxfs.memory._memory import Learned, LongTermMemory, session_query
 

@@ -25,7 +25,7 @@ from ctxfs._events import CompactionResult
 from ctxfs._messages import target_path_of
 from ctxfs._sections import one_line
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.integrations._core import ContextHooks, RequestShape
+from ctxfs.integrations._hooks import ContextHooks, RequestShape
 from ctxfs.subagents._result import TaskProgress, TaskStatus
 
 __all__ = ["Ask", "Compact", "Run", "RunTools", "adrive", "drive", "steps"]

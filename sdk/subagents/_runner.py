@@ -18,7 +18,7 @@ from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._message import is_summary, summary_state
 from ctxfs._summary._pins import is_pinned
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.integrations._core import ContextHooks, EventHandler
+from ctxfs.integrations._hooks import ContextHooks, EventHandler
 from ctxfs.subagents._loop import Run, adrive, drive
 from ctxfs.subagents._record import (
     TaskRecord,

@@ -11,7 +11,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from ctxfs._errors import UnknownSubAgentError, WorkspaceError
-from ctxfs.integrations._core import current_thread_id
+from ctxfs.integrations._hooks import current_thread_id
 from ctxfs.subagents._result import TaskResult
 from ctxfs.subagents._spec import SubAgent
 

@@ -23,7 +23,7 @@ from ctxfs import (
     Workspace,
 )
 from ctxfs._pointers._pointer import RESULT_TAG
-from ctxfs.integrations._core import ContextHooks
+from ctxfs.integrations._hooks import ContextHooks
 
 
 def _words(threads: set[int]) -> Any:

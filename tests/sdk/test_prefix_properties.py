@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ctxfs._compaction._prefix import same_message, shared_prefix
+from ctxfs._compaction._request import same_message, shared_prefix
 
 _POOL: list[BaseMessage] = [
     HumanMessage("hello", id="h"),

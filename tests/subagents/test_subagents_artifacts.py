@@ -18,7 +18,7 @@ from langchain_core.tools import StructuredTool
 
 from ctxfs import ContextEngine, ContextPolicy, Workspace
 from ctxfs._sections import one_line
-from ctxfs.integrations._core import ContextHooks
+from ctxfs.integrations._hooks import ContextHooks
 from ctxfs.sandbox import normalize_path
 from ctxfs.subagents import SubAgent, SubAgents, TaskResult
 from ctxfs.subagents._loop import Run

@@ -1,0 +1,248 @@
+"""One compaction, in order of escalation, and what it comes to: functions over values.
+
+:func:`escalate` is the whole of one compaction as a generator: it takes the engine's
+:class:`~ctxfs._compaction._means.Means`, the policy's
+:class:`~ctxfs._policy._budget.Budget` for the window and the request's
+:class:`~ctxfs._compaction._request.Fixed` parts, yields a prompt whenever the summary model
+must answer, and returns the :class:`~ctxfs._events.CompactionResult`. The engine's sync and
+async drivers answer the prompts; nothing else differs between them.
+
+1. The lossless steps as one batch (:mod:`ctxfs._compaction._batch`): at the high-water
+   mark, old inputs and old results down to the low-water mark; below it, the steps whose
+   explicit trigger is reached.
+2. The summary (:mod:`ctxfs._summary._step`), only when the lossless steps left the request
+   above the summary water mark or a summarization trigger still fires; the transcript is
+   archived first, and if it cannot be, the input comes back unchanged.
+3. The lossless steps once more on the summarized history, so that compacting the result
+   again changes nothing.
+4. The result (:func:`compaction_result`), with a :class:`~ctxfs._events.ContextOverBudget`
+   when the request is still over its limit, and a :class:`~ctxfs._events.PrefixChanged`
+   pricing what the provider's cache gave up.
+
+How hard it compacts is the budget it is given: the policy's, :func:`forced` for a request
+the provider refused, :func:`requested` for a summary asked for now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from ctxfs._archive._transcripts import TranscriptArchive
+from ctxfs._compaction._batch import batch, lossless
+from ctxfs._compaction._means import Means
+from ctxfs._compaction._request import Fixed
+from ctxfs._errors import WorkspaceError
+from ctxfs._events import (
+    ArchiveFailed,
+    ArchiveRepaired,
+    CompactionResult,
+    ContextEvent,
+    ContextOverBudget,
+    Summarized,
+)
+from ctxfs._policy._budget import Budget
+from ctxfs._policy._settings import (
+    ContextPolicy,
+    KeepRecent,
+    KeepToolResults,
+    SummaryTrigger,
+    Threshold,
+)
+from ctxfs._summary._body import ModelAnswer
+from ctxfs._summary._step import summarize_steps
+from ctxfs._workspace._workspace import Workspace
+
+__all__ = [
+    "WORTH_COMPACTING",
+    "NothingToCompact",
+    "compaction_result",
+    "escalate",
+    "forced",
+    "requested",
+    "summarized_or_refused",
+]
+
+WORTH_COMPACTING = 1_000
+"""The fewest tokens :meth:`~ctxfs.ContextEngine.compact_now` summarizes: below it a summary
+would save about what it costs to write and to send."""
+
+
+def escalate(
+    means: Means,
+    messages: Sequence[BaseMessage],
+    thread_id: str,
+    budget: Budget[ContextPolicy],
+    fixed: Fixed,
+    plan: Sequence[Mapping[str, Any]] | str | None = None,
+    *,
+    at_least: int = 0,
+) -> Generator[str, ModelAnswer, CompactionResult]:
+    """One compaction of ``messages``; yields a prompt whenever the summary model must answer.
+
+    Args:
+        means: The engine's workspace, counter, clock and caches.
+        messages: The history; never mutated.
+        thread_id: The conversation; names the folders written.
+        budget: The policy's numbers for the window (see :func:`forced`, :func:`requested`).
+        fixed: The parts of the request given apart from the messages.
+        plan: The live plan, put back after a summary.
+        at_least: Summarize only if the messages to archive hold at least this many tokens.
+
+    Returns:
+        (as the generator's return value) The compaction's result.
+    """
+    policy = budget.policy
+    extra = fixed.tokens
+    original = list(messages)
+    # One compaction at the high-water mark; below it only explicit step triggers act.
+    compacting = means.counter.count_messages(original) + extra >= budget.high_water
+    steps = batch if compacting else lossless
+    inputs, cleared = steps(means, original, thread_id, budget, extra, fixed.offered)
+    current, events = cleared.messages, [*inputs.events, *cleared.events]
+    before, tokens = inputs.tokens_before, cleared.tokens_after
+
+    def result(
+        messages: list[BaseMessage], events: Sequence[ContextEvent], after: int, why: str | None
+    ) -> CompactionResult:
+        changed = means.sent.record(thread_id, original, messages, means.counter)
+        return compaction_result(budget, messages, [*events, *changed], before, after, fixed, why)
+
+    # Summarize only when the lossless steps could not reach the low-water mark, and left
+    # less than half the gap between the marks before the next compaction.
+    short = compacting and tokens + extra > budget.summary_water
+    enabled = policy.summarization.enabled
+    if not (short and enabled) and not budget.summary_fires(tokens + extra, len(current)):
+        quiet = "summarization is off" if not enabled else "no summarization trigger fired"
+        return result(current, events, tokens, quiet)
+    outcome = yield from summarize_steps(
+        current,
+        budget=budget,
+        counter=means.counter,
+        archive=TranscriptArchive(means.workspace, thread_id, clock=means.clock),
+        thread_id=thread_id,
+        tokens=tokens,
+        fixed=extra,
+        plan=plan,
+        notes=_notes(means.workspace, policy),
+        at_least=at_least,
+    )
+    repaired = [ArchiveRepaired(reason=reason) for reason in outcome.repairs]
+    if outcome.failed is not None:
+        # Nothing is dropped: the input comes back as it was, with only the failure.
+        event = ArchiveFailed(reason=f"{outcome.failed}; nothing was dropped")
+        why = f"the transcript could not be archived ({outcome.failed}), so nothing was dropped"
+        return result(original, [*repaired, event], before, why)
+    if outcome.event is None:
+        return result(current, [*events, *repaired], tokens, outcome.why_not)
+    again, final = steps(means, outcome.messages, thread_id, budget, extra, fixed.offered)
+    events += [*repaired, outcome.event, *again.events, *final.events]
+    return result(final.messages, events, final.tokens_after, outcome.why_not)
+
+
+def _notes(workspace: Workspace, policy: ContextPolicy) -> tuple[str, str] | None:
+    """The agent's notes file, ``(path, text)``, when the policy pins one and it is there."""
+    path = policy.pinning.notes_path
+    if path is None:
+        return None
+    try:
+        return path, workspace.read_text(path)
+    except (WorkspaceError, UnicodeDecodeError, ValueError):
+        return None  # no notes yet, or not text: nothing to put back
+
+
+def compaction_result(
+    budget: Budget[ContextPolicy],
+    messages: list[BaseMessage],
+    events: Sequence[ContextEvent],
+    before: int,
+    after: int,
+    fixed: Fixed,
+    why_not: str | None,
+) -> CompactionResult:
+    """The result of a compaction that left ``after`` tokens of messages."""
+    target = budget.summary_target
+    extra = fixed.tokens
+    reached = after + extra <= target
+    request, limit = after + extra, budget.request_limit
+    if request > limit:
+        reason = why_not or _why_not_compacted(budget.policy)
+        if extra > limit:  # nothing compaction does can help: say so first
+            reason = (
+                f"the system prompt and tool schemas alone are {extra:,} tokens (system "
+                f"{fixed.system:,}, tools {fixed.tools:,}), over the limit {limit:,}"
+            )
+        over = ContextOverBudget(
+            tokens=request,
+            limit=limit,
+            system=fixed.system,
+            tools=fixed.tools,
+            messages=after,
+            reason=reason,
+        )
+        events = [*events, over]
+    return CompactionResult(
+        messages=messages,
+        events=tuple(events),
+        tokens_before=before,
+        tokens_after=after,
+        fixed_tokens=extra,
+        target=target,
+        reached_target=reached,
+        reason=None if reached else why_not,
+    )
+
+
+def _why_not_compacted(policy: ContextPolicy) -> str:
+    if not policy.summarization.enabled:
+        return "summarization is off, and the lossless steps could not free enough"
+    return "compaction could not free enough"
+
+
+class NothingToCompact(ValueError):
+    """A compaction asked for now found nothing worth compacting; nothing was changed."""
+
+
+def summarized_or_refused(result: CompactionResult) -> CompactionResult:
+    """``result`` when it holds a summary; else :class:`NothingToCompact` saying why."""
+    if any(isinstance(event, Summarized) for event in result.events):
+        return result
+    why = result.reason or "no summary was made"
+    raise NothingToCompact(f"nothing worth compacting now: {why}")
+
+
+def requested(budget: Budget[ContextPolicy]) -> Budget[ContextPolicy]:
+    """The budget with its summary trigger fired: a summary now, keeping the recent window."""
+    policy = budget.policy
+    summarization = policy.summarization.model_copy(update={"trigger": SummaryTrigger(tokens=1)})
+    return Budget.of(policy.model_copy(update={"summarization": summarization}), budget.window)
+
+
+def forced(budget: Budget[ContextPolicy]) -> Budget[ContextPolicy]:
+    """The budget at its hardest: every step fires, only the latest block is kept."""
+    policy = budget.policy
+    clearing = policy.clearing.model_copy(
+        update={
+            "trigger": Threshold(tokens=1),
+            "keep": KeepToolResults(results=0),
+            "clear_at_least": Threshold(tokens=1),
+        }
+    )
+    summarization = policy.summarization.model_copy(
+        update={"trigger": SummaryTrigger(tokens=1), "keep": KeepRecent(messages=1)}
+    )
+    inputs = policy.tool_inputs.model_copy(
+        update={"trigger": Threshold(tokens=1), "keep_messages": 0}
+    )
+    hardest = policy.model_copy(
+        update={
+            "clearing": clearing,
+            "summarization": summarization,
+            "tool_inputs": inputs,
+            "high_water": Threshold(tokens=1),
+            "low_water": Threshold(tokens=1),
+        }
+    )
+    return Budget.of(hardest, budget.window)
