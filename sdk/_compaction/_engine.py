@@ -354,9 +354,12 @@ class ContextEngine(OpenAIMethods):
         extra = fixed.system + fixed.tools
         original = list(messages)
         # One compaction at the high-water mark; below it only explicit step triggers act.
-        compacting = self._counter.count_messages(original) + extra >= policy.high_water_tokens
+        counted = self._counter.count_messages(original)
+        compacting = counted + extra >= policy.high_water_tokens
         steps = batch if compacting else lossless
-        inputs, cleared = steps(self._means, original, thread_id, policy, extra, fixed.offered)
+        inputs, cleared = steps(
+            self._means, original, thread_id, policy, extra, fixed.offered, counted
+        )
         current, events = cleared.messages, [*inputs.events, *cleared.events]
         before, tokens = inputs.tokens_before, cleared.tokens_after
         # Summarize only when the lossless steps could not reach the low-water mark, and left
