@@ -58,6 +58,9 @@ _LARGEST_READ = 1 << 24
 _HELD = 64
 """Most folder descriptors one walk holds at once."""
 
+_Opened = tuple[int, int]
+"""An open file's descriptor and the size it had when opened."""
+
 
 @dataclass(slots=True)
 class _Frame:
@@ -76,11 +79,6 @@ class _Frame:
 
 def _child(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder != "/" else f"/{name}"
-
-
-def _split(path: str) -> tuple[str, str]:
-    parent, _, name = path.rpartition("/")
-    return parent or "/", name
 
 
 class LocalStore:
@@ -159,29 +157,20 @@ class LocalStore:
         finally:
             os.close(handle)
 
-    def _listing(self, folder: str) -> list[tuple[str, str, int | None]]:
-        """The entries of folder ``folder`` (see :func:`_entries`)."""
-        with translate_errors(folder), self._folder(folder) as handle:
-            return _entries(handle, folder)
-
-    def _describe(self, folder: str, name: str, kind: str, size: int | None) -> FileInfo | None:
-        """A listed entry as a FileInfo, or ``None`` if it is not part of the workspace."""
-        path = _child(folder, name)
-        if kind == "directory":
-            return FileInfo(path, "directory")
-        if kind == "file":
-            return FileInfo(path, "file", size)
-        if kind != "link":
-            return None
+    def _link(self, folder: str, name: str) -> FileInfo | None:
+        """A link, described by its target; ``None`` if it dangles or leads out of the root."""
         try:
-            return self.info(path)  # typed by its target, if that is inside the root
+            return self.info(_child(folder, name))
         except (PathNotFoundError, UnsafePathError):
-            return None  # a dangling link, or one that leads out
+            return None
 
     def ls(self, path: str) -> list[FileInfo]:
         """The children of folder ``path``; links are typed by their target."""
-        found = (self._describe(path, *entry) for entry in self._listing(path))
-        return [info for info in found if info is not None]
+        with translate_errors(path), self._folder(path) as handle:
+            listing = _entries(handle, path)
+        folders = [FileInfo(_child(path, name), "directory") for name in listing.folders]
+        links = (self._link(path, name) for name in listing.links)
+        return [*listing.files, *folders, *(info for info in links if info is not None)]
 
     def walk(self, path: str) -> Iterator[FileInfo]:
         """Every regular file below ``path``, depth first, with an explicit stack.
@@ -218,16 +207,13 @@ class LocalStore:
             return  # removed while the walk ran
         try:
             with translate_errors(folder):
-                entries = _entries(handle, folder)
+                listing = _entries(handle, folder)
         except BaseException:
             os.close(handle)
             raise
-        frame = _Frame(folder, handle, [], [])
-        for name, kind, size in entries:
-            if kind == "directory":
-                frame.todo.append(name)
-                continue
-            info = self._describe(folder, name, kind, size)
+        frame = _Frame(folder, handle, listing.files, listing.folders)
+        for name in listing.links:
+            info = self._link(folder, name)
             if info is not None and not info.is_dir:
                 frame.files.append(info)
         held = sum(1 for f in stack[-_HELD:] if f.handle >= 0)
@@ -247,8 +233,9 @@ class LocalStore:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def _open(self, path: str) -> int:
-        """A descriptor of regular file ``path``, links followed inside the root only."""
+    def _open(self, path: str) -> _Opened:
+        """A descriptor of regular file ``path`` and its size, links followed inside the root
+        only."""
         with self._tree.resolve(path) as where:
             if not where.exists:
                 raise FileNotFoundError(errno.ENOENT, "no such file or directory")
@@ -259,7 +246,7 @@ class LocalStore:
     @contextmanager
     def open_read(self, path: str) -> Iterator[BinaryIO]:
         """A buffered binary stream over the file."""
-        with translate_errors(path), open(self._open(path), "rb") as stream:
+        with translate_errors(path), open(self._open(path)[0], "rb") as stream:
             yield stream
 
     def read_bytes(self, path: str) -> bytes:
@@ -277,14 +264,14 @@ class LocalStore:
         handle = -1
         try:
             for info in files:
-                folder, name = _split(info.path)
+                folder, _, name = info.path.rpartition("/")
                 try:
                     if folder != current:
                         if handle >= 0:
                             os.close(handle)
                             handle = -1
                         current = folder
-                        handle = self._tree.open_folder(folder)
+                        handle = self._tree.open_folder(folder or "/")
                     data = _read_all(self._open_at(handle, name, info.path))
                 except FileNotFoundError:
                     continue
@@ -295,7 +282,7 @@ class LocalStore:
             if handle >= 0:
                 os.close(handle)
 
-    def _open_at(self, folder: int, name: str, path: str) -> int:
+    def _open_at(self, folder: int, name: str, path: str) -> _Opened:
         try:
             return _regular(os.open(name, _READ_FLAGS, dir_fd=folder), path)
         except OSError as exc:
@@ -395,26 +382,41 @@ class LocalStore:
                 remove_tree(where.folder, where.name)
 
 
-def _entries(handle: int, folder: str) -> list[tuple[str, str, int | None]]:
-    """``(name, kind, size)`` of each entry of the open folder, read in full so that no
-    error escapes half-way; kind is ``"directory"``, ``"file"``, ``"link"`` or ``"other"``."""
-    found: list[tuple[str, str, int | None]] = []
+@dataclass(slots=True)
+class _Listing:
+    """The entries of a folder: its regular files described, its folders and links named.
+    Other entries (FIFOs, sockets, devices) and temporary files are left out."""
+
+    files: list[FileInfo]
+    folders: list[str]
+    links: list[str]
+
+
+def _entries(handle: int, folder: str) -> _Listing:
+    """The entries of the open folder ``folder``, read in full so that no error escapes
+    half-way. One pass and no call per file: a walk over many files spends its time here."""
+    listing = _Listing([], [], [])
+    files, folders, links = listing.files, listing.folders, listing.links
+    prefix = "/" if folder == "/" else folder + "/"
     with os.scandir(handle) as scan:
         for entry in scan:
-            if is_temporary_name(entry.name):
+            name = entry.name
+            if name.startswith(".ctxfs-") and is_temporary_name(name):
                 continue
             try:
-                if entry.is_symlink():
-                    found.append((entry.name, "link", None))
+                # follow_symlinks=False: a link is neither a file nor a folder here
+                if entry.is_file(follow_symlinks=False):
+                    size = entry.stat(follow_symlinks=False).st_size
+                    files.append(FileInfo(prefix + name, "file", size))
                 elif entry.is_dir(follow_symlinks=False):
-                    found.append((entry.name, "directory", None))
-                elif entry.is_file(follow_symlinks=False):
-                    found.append((entry.name, "file", entry.stat(follow_symlinks=False).st_size))
+                    folders.append(name)
+                elif entry.is_symlink():
+                    links.append(name)
             except FileNotFoundError:
                 continue  # removed since the folder was read
             except OSError as exc:
-                raise translate_error(exc, _child(folder, entry.name)) from exc
-    return found
+                raise translate_error(exc, prefix + name) from exc
+    return listing
 
 
 def _lock(folder: int) -> None:
@@ -428,15 +430,16 @@ def _lock(folder: int) -> None:
     fcntl.flock(folder, fcntl.LOCK_EX)
 
 
-def _regular(handle: int, path: str) -> int:
-    """``handle`` if it is a regular file; closed, and an error, if not."""
+def _regular(handle: int, path: str) -> _Opened:
+    """``handle`` and the file's size if it is a regular file; closed, and an error, if not."""
     try:
-        mode = os.fstat(handle).st_mode
+        found = os.fstat(handle)
     except BaseException:
         os.close(handle)
         raise
+    mode = found.st_mode
     if stat.S_ISREG(mode):
-        return handle
+        return handle, found.st_size
     os.close(handle)
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory")
@@ -446,11 +449,21 @@ def _regular(handle: int, path: str) -> int:
     )
 
 
-def _read_all(handle: int) -> bytes:
-    """Everything in an open file, then closed (plain reads: no buffered file object)."""
+def _read_all(opened: _Opened) -> bytes:
+    """Everything in an open file, then closed (plain reads: no buffered file object).
+
+    The first read asks for one byte more than the size the file had when it was opened:
+    getting exactly that size back is the end of the file, so a file that did not change
+    costs one read (a file that grew meanwhile is read on to its end).
+    """
+    handle, size = opened
     try:
-        parts: list[bytes] = []
-        want = _FIRST_READ
+        want = size + 1 if size < _LARGEST_READ else _LARGEST_READ
+        first = os.read(handle, want)
+        if len(first) == size:
+            return first
+        parts = [first]
+        want = max(_FIRST_READ, want)
         while chunk := os.read(handle, want):
             parts.append(chunk)
             want = min(want * 2, _LARGEST_READ)

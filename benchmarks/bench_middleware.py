@@ -2,8 +2,9 @@
 
 Not a test: prints what one run measured. Usage::
 
-    python benchmarks/bench_middleware.py [SIZE ...] [--turns 20] [--clock cpu|wall]
+    python benchmarks/bench_middleware.py [SIZE ...] [--turns 20] [--clock cpu|wall|instructions]
     python benchmarks/bench_middleware.py 2000 10000 50000 --skip-checkpoints
+    python benchmarks/bench_middleware.py 2000 10000 50000 --turns 3 --clock instructions
 
 1. Overhead: for each SIZE (messages; 2,000, 10,000 and 50,000 by default), a
    ``create_agent`` agent whose thread already holds that many messages (far under the
@@ -14,8 +15,11 @@ Not a test: prints what one run measured. Usage::
    seconds long and the overhead a far smaller share. The two agents' turns are interleaved.
    ``--clock cpu`` (the default) times the process's CPU time, every thread of it, so a
    machine busy with other work slows both agents alike instead of adding its waits to one;
-   ``--clock wall`` times the wall clock. Each turn starts after a full garbage collection
-   (``--no-settle``: not), so that neither agent pays for a collection of what the other left.
+   ``--clock wall`` times the wall clock; ``--clock instructions`` counts the instructions
+   executed, under valgrind's callgrind (see ``_instructions.py``: the script runs itself
+   again under it), which a loaded machine does not move. Each turn starts after a full
+   garbage collection (``--no-settle``: not), so that neither agent pays for a collection of
+   what the other left.
 2. Checkpoint size: ``--long-turns`` tool calls, each returning ``--result-chars`` characters,
    with a SQLite checkpointer: the latest checkpoint's size and the database file's size,
    with and without ctxfs.
@@ -32,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _instructions import instructions, rerun_under_callgrind, under_callgrind
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -122,7 +127,12 @@ def measure_checkpoints(turns: int, result_chars: int, with_ctxfs: bool) -> tupl
         return len(blob), db.stat().st_size
 
 
-_CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
+_CLOCKS: dict[str, Callable[[], float]] = {
+    "cpu": time.process_time,
+    "wall": time.perf_counter,
+    "instructions": instructions,
+}
+_UNITS = {"cpu": (1e3, "ms"), "wall": (1e3, "ms"), "instructions": (1e-6, "M instructions")}
 
 
 def main() -> None:
@@ -137,18 +147,31 @@ def main() -> None:
         "--no-settle", action="store_true", help="no full garbage collection before each turn"
     )
     args = parser.parse_args()
+    if args.clock == "instructions" and not under_callgrind():
+        rerun_under_callgrind()
 
-    print(f"Time per turn ({args.clock} time, median of {args.turns} turns each):")
+    scale, unit = _UNITS[args.clock]
+    print(f"Per turn ({args.clock}, median of {args.turns} turns each, in {unit}):")
     print("| thread | without ctxfs | with ctxfs | overhead |")
     print("|---|---|---|---|")
+    rows: list[tuple[int, float, float]] = []
     for size in args.sizes:
         without, with_ = measure_overhead(
             size, args.turns, _CLOCKS[args.clock], settle=not args.no_settle
         )
+        rows.append((size, without, with_))
         print(
-            f"| {size:,} messages | {without * 1000:.1f} ms | {with_ * 1000:.1f} ms "
-            f"| {(with_ / without - 1) * 100:+.1f} % ({(with_ - without) * 1000:+.1f} ms) |",
+            f"| {size:,} messages | {without * scale:,.1f} | {with_ * scale:,.1f} "
+            f"| {(with_ / without - 1) * 100:+.1f} % ({(with_ - without) * scale:+,.1f}) |",
             flush=True,
+        )
+    if len(rows) > 1:
+        (first, base_a, ctx_a), (last, base_b, ctx_b) = rows[0], rows[-1]
+        grown = ((ctx_b - base_b) - (ctx_a - base_a)) / (last - first)
+        print(
+            f"per message of the thread, from {first:,} to {last:,}: the turn without ctxfs "
+            f"grows by {(base_b - base_a) / (last - first) * scale:,.4f} {unit}, "
+            f"ctxfs's overhead by {grown * scale:+,.4f} {unit}"
         )
     print("(goal: under 5 % at every size)")
     if args.skip_checkpoints:

@@ -11,6 +11,8 @@ One home for the small questions every step asks of a message, so that they get 
   text blocks (extra keys such as ``id``, ``cache_control`` or ``annotations`` included, NUL
   characters shown as a stand-in); :func:`why_not_saved` says why any other content cannot be.
 - :func:`pair_results`: which tool call each tool result answers.
+- :func:`same_objects`: whether two lists hold the very same message objects (in C: it runs
+  on every model call, over the whole history).
 - :func:`target_path_of`: the file a write/edit call acted on.
 - :func:`replace_tool_arg`: a copy of an AI message with one argument of one call replaced,
   kept consistent in the provider-format copies of the call.
@@ -22,6 +24,7 @@ import json
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -35,6 +38,7 @@ __all__ = [
     "pair_results",
     "replace_tool_arg",
     "restore_text",
+    "same_objects",
     "saved_text",
     "target_path_of",
     "text_blocks",
@@ -214,6 +218,11 @@ class Pairing:
     calls: Mapping[int, tuple[int, Mapping[str, Any]]]
     unanswered: tuple[tuple[int, str], ...]
     orphans: tuple[int, ...]
+
+
+def same_objects(a: Sequence[object], b: Sequence[object]) -> bool:
+    """Whether ``a`` and ``b`` hold the very same objects, in the same order."""
+    return len(a) == len(b) and all(map(is_, a, b))
 
 
 def pair_results(messages: Sequence[BaseMessage], start: int = 0) -> Pairing:

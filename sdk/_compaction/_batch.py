@@ -44,14 +44,14 @@ def plan_batch(
     thread_id: str,
     budget: Budget[ContextPolicy],
     extra: int,
+    before: int,
 ) -> Batch | None:
     """The batch down to the low-water mark, or ``None`` when there is nothing to do.
 
     Every candidate is priced first (what its pointer frees); the batch then takes every
     candidate before the first message at which the running total reaches the low-water
-    mark, or all of them when it never does.
+    mark, or all of them when it never does. ``before`` is what ``messages`` count.
     """
-    before = means.counter.count_messages(messages)
     need = before + extra - budget.low_water
     if need <= 0:
         return None
@@ -91,12 +91,15 @@ def batch(
     budget: Budget[ContextPolicy],
     extra: int,
     offered: Offered,
+    before: int | None = None,
 ) -> tuple[OffloadResult, OffloadResult]:
     """A compaction's lossless steps (see :func:`plan_batch`), applied at once so the prefix
-    changes once: the inputs, then the results."""
-    plan = plan_batch(means, messages, thread_id, budget, extra)
-    if plan is None:
+    changes once: the inputs, then the results. ``before``: what ``messages`` count, when
+    the caller knows it (counted here otherwise)."""
+    if before is None:
         before = means.counter.count_messages(messages)
+    plan = plan_batch(means, messages, thread_id, budget, extra, before)
+    if plan is None:
         unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
         return unchanged, unchanged
     inputs = offload_inputs(means, messages, thread_id, budget, extra, go=True, upto=plan.upto)
@@ -111,19 +114,21 @@ def lossless(
     budget: Budget[ContextPolicy],
     extra: int,
     offered: Offered,
+    before: int | None = None,
 ) -> tuple[OffloadResult, OffloadResult]:
     """Below the high-water mark: the steps whose explicit trigger is reached, as one
     batch, so the prefix changes once.
 
     With clearing on, the batch goes when what it frees together is worth the cache
     break (see :func:`ctxfs._compaction._clearing.batch_goes`): inputs never move on
-    their own, a call after the results.
+    their own, a call after the results. ``before``: as for :func:`batch`.
     """
     policy = budget.policy
     if not policy.clearing.enabled:
         inputs = offload_inputs(means, messages, thread_id, budget, extra)
         return inputs, clear_results(means, inputs.messages, thread_id, budget, extra, offered)
-    before = means.counter.count_messages(messages)
+    if before is None:
+        before = means.counter.count_messages(messages)
     unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
     if before + extra < budget.clearing_trigger:
         return unchanged, unchanged

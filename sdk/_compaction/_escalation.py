@@ -98,9 +98,11 @@ def escalate(
     extra = fixed.tokens
     original = list(messages)
     # One compaction at the high-water mark; below it only explicit step triggers act.
-    compacting = means.counter.count_messages(original) + extra >= budget.high_water
+    # Counted once: the lossless steps are given the count instead of counting again.
+    counted = means.counter.count_messages(original)
+    compacting = counted + extra >= budget.high_water
     steps = batch if compacting else lossless
-    inputs, cleared = steps(means, original, thread_id, budget, extra, fixed.offered)
+    inputs, cleared = steps(means, original, thread_id, budget, extra, fixed.offered, counted)
     current, events = cleared.messages, [*inputs.events, *cleared.events]
     before, tokens = inputs.tokens_before, cleared.tokens_after
 

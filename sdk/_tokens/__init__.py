@@ -31,7 +31,7 @@ import json
 import weakref
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
-from operator import itemgetter, ne
+from operator import attrgetter, itemgetter, ne
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import tiktoken
@@ -205,6 +205,7 @@ class _MessageCache:
         entries[key] = (weakref.ref(message, _drop), fingerprint, tokens)
 
 
+_FIELDS = attrgetter("__dict__")  # cheaper than vars(), which builds an argument tuple per call
 _CONTENT = itemgetter("content")
 _MAX_HISTORIES = 16
 
@@ -343,7 +344,7 @@ class _CachedMessageCounting:
         if not messages:
             return 0
         # The hot path, once per model call: passes over the history in C only.
-        fields: list[dict[str, object]] = list(map(vars, messages))
+        fields: list[dict[str, object]] = list(map(_FIELDS, messages))
         contents: list[object] = list(map(_CONTENT, fields))
         # dict.get straight, not a methodcaller: no bound method made per message.
         calls: list[object] = list(map(dict.get, fields, repeat("tool_calls")))

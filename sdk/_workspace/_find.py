@@ -18,7 +18,13 @@ from collections.abc import Iterable, Iterator
 
 from ctxfs._errors import SearchTimeoutError
 from ctxfs._workspace._glob import GlobMatcher, compile_glob
-from ctxfs._workspace._grep import GrepOptions, compile_pattern, search_file, timeout_error
+from ctxfs._workspace._grep import (
+    GrepOptions,
+    compile_pattern,
+    prefilter,
+    search_file,
+    timeout_error,
+)
 from ctxfs._workspace._quote import quote
 from ctxfs._workspace._results import GlobResult, GrepResult
 from ctxfs.backends import FileInfo, Store
@@ -64,7 +70,7 @@ def grep_store(
     if matcher is not None:
         files = list(_select(files, base.path, matcher, glob or "", budget, wall))
     else:
-        files = [f for f in files if f.path == base.path or not _hidden(f.path, base.path)]
+        files = _visible(files, base.path)
     selected: list[FileInfo] = []
     too_large: list[str] = []
     for info in files:
@@ -74,8 +80,17 @@ def grep_store(
             selected.append(info)
     matched = []
     binary: list[str] = []
+    may_match = prefilter(options)
     for info, data in store.fetch(selected):
         wall.check(info.path)
+        # Most files are settled by two byte scans, without decoding and without the
+        # matcher's budget (they are linear, and outside every regex call). find, not `in`:
+        # `in` first tries the operand as a byte value and pays for a TypeError each time.
+        if data.find(b"\x00") >= 0:
+            binary.append(info.path)
+            continue
+        if not may_match(data):
+            continue
         if budget.left <= 0:
             raise timeout_error(info.path, options)
         with budget.spend() as deadline:
@@ -99,8 +114,12 @@ def grep_store(
     )
 
 
-def _hidden(path: str, base: str) -> bool:
-    return any(part.startswith(".") for part in relative_to(path, base).split("/"))
+def _visible(files: list[FileInfo], base: str) -> list[FileInfo]:
+    """The files no segment of whose path below ``base`` starts with a dot (``base`` itself,
+    a single file searched, is kept)."""
+    # below "/a", "/a/x/.y" is hidden: look for "/." from the "/" that ends the base
+    start = 0 if base == "/" else len(base)
+    return [f for f in files if f.path == base or "/." not in f.path[start:]]
 
 
 class _Wall:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeVar
 
@@ -51,6 +51,7 @@ __all__ = [
     "OutputMode",
     "apply_paging",
     "compile_pattern",
+    "prefilter",
     "search_file",
     "timeout_error",
 ]
@@ -67,6 +68,8 @@ _QUANTIFIER_ENDS: Final = frozenset("*+?}")
 _CHUNK_CHARS: Final = 1 << 20
 _LONG_LITERAL: Final = 128
 """Literal runs this long or longer are kept from the regex module's literal preparation."""
+_PREFILTER_BYTES: Final = 64
+"""The case-insensitive prefilter looks for at most this much of the literal."""
 
 _T = TypeVar("_T")
 _Span = tuple[int, int, int, bool]  # (line number, start offset, end offset, is_match)
@@ -224,7 +227,7 @@ def search_file(
     """
     if deadline is None:
         deadline = time.monotonic() + options.timeout
-    if b"\x00" in data:
+    if data.find(b"\x00") >= 0:  # find, not `in` (see _prefilter)
         return FileResult(path, binary=True)
     if _ruled_out(data, options):
         return FileResult(path)  # a byte scan rules the file out without decoding it
@@ -287,28 +290,53 @@ def _time_left(deadline: float) -> float:
 
 
 def _ruled_out(data: bytes, options: GrepOptions) -> bool:
-    """Whether the file's bytes lack a literal every match must hold (so nothing matches).
+    """Whether the file's bytes lack a literal every match must hold (so nothing matches)."""
+    return not prefilter(options)(data)
 
-    Case-sensitive searches only: lowering the bytes first was measured to cost what it
-    saves (and is exact for ASCII text only).
+
+def prefilter(options: GrepOptions) -> Callable[[bytes], bool]:
+    """A test on a file's bytes: ``False`` when no match can be in it, without decoding it.
+
+    It looks for a literal every match must hold (the fixed string, or the longest literal a
+    regular expression requires: :func:`~ctxfs._workspace._literals.required_literal`).
+    Case-sensitive, for its UTF-8 bytes. Case-insensitive, for an ASCII literal in ASCII
+    bytes only, where full Unicode case folding is ASCII's (a file with other bytes is
+    searched: ``ss`` matches ``ß`` there). A test that can rule nothing out answers ``True``.
     """
-    if options.ignore_case:
-        return False
-    needle = _required_bytes(options.pattern, options.fixed_strings)
-    return needle is not None and needle not in data
+    return _prefilter(options.pattern, options.fixed_strings, options.ignore_case)
+
+
+def _maybe(data: bytes) -> bool:
+    return True
 
 
 @functools.lru_cache(maxsize=64)
-def _required_bytes(pattern: str, fixed: bool) -> bytes | None:
-    """The UTF-8 bytes every match must contain, when that is certain (``None`` if not):
-    the fixed string itself, or the longest literal a regular expression requires
-    (:func:`~ctxfs._workspace._literals.required_literal`). Line endings, decoding
-    replacements and the BOM change under decoding, so a literal holding one rules nothing
-    out."""
+def _prefilter(pattern: str, fixed: bool, ignore_case: bool) -> Callable[[bytes], bool]:
     literal = pattern if fixed else required_literal(pattern)
+    # Line endings, decoding replacements and the BOM change under decoding, so a literal
+    # holding one rules nothing out.
     if not literal or any(c in literal for c in "\n\r\ufffd\ufeff"):
-        return None
-    return literal.encode("utf-8")
+        return _maybe
+    needle = literal.encode("utf-8")
+    if not ignore_case:
+
+        def holds(data: bytes) -> bool:
+            # find, not `in`: `in` first tries the operand as a byte value, and pays for a
+            # TypeError on every file
+            return data.find(needle) >= 0
+
+        return holds
+    if not literal.isascii():
+        return _maybe
+    # On bytes, the regex module folds ASCII letters only: exact for ASCII text. A part of
+    # a required literal is required too, and a short one keeps the regex module's literal
+    # preparation (cubic in the length) short.
+    search = regex.compile(regex.escape(needle[:_PREFILTER_BYTES]), regex.IGNORECASE).search
+
+    def ascii_any_case(data: bytes) -> bool:
+        return not data.isascii() or search(data) is not None
+
+    return ascii_any_case
 
 
 def _literal_search(options: GrepOptions, body: str) -> tuple[str, str] | None:

@@ -49,6 +49,7 @@ from ctxfs._events import (
     OffloadFailed,
     describe_event,
 )
+from ctxfs._messages import same_objects
 
 __all__ = [
     "DEFAULT_THREAD_ID",
@@ -170,7 +171,7 @@ def state_update(
         before: The messages in the state.
         after: What they should become.
     """
-    if len(before) == len(after) and all(a is b for a, b in zip(after, before, strict=True)):
+    if same_objects(before, after):
         return None
     changes = _in_place(before, after)
     if changes is None:
@@ -332,7 +333,7 @@ class ContextHooks:
             return self._offload_update(output, run)
         if isinstance(output, list):
             items = [self._offload_any(item, run) for item in output]
-            return output if all(a is b for a, b in zip(items, output, strict=True)) else items
+            return output if same_objects(items, output) else items
         return output
 
     def _offload_update(self, update: object, run: _Run) -> object:

@@ -23,13 +23,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from operator import is_
 from typing import Any, Literal, cast, get_args, overload
 
 from langgraph.types import Command
 
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._events import CompactionResult
+from ctxfs._messages import same_objects
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._workspace import Workspace
@@ -66,7 +66,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "ctxfs.integrations.langchain needs LangChain 1.x: pip install 'ctxfs[langchain]'"
     ) from exc
 
-from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import AnyMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
@@ -103,10 +103,6 @@ def _conflict_message(names: Sequence[str]) -> str:
     )
 
 
-def _same(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
-    return len(a) == len(b) and all(map(is_, a, b))  # in C: it runs on every model call
-
-
 def _persisted(
     request: ModelRequest[Any], result: CompactionResult | None, response: ModelCallResult[Any]
 ) -> ModelCallResult[Any]:
@@ -124,7 +120,7 @@ def _persisted(
     """
     before = request.messages
     state = request.state.get("messages") if isinstance(request.state, dict) else None
-    if state is None or not _same(before, state):
+    if state is None or not same_objects(before, state):
         return response
     if result is None:
         return response
@@ -439,7 +435,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if result is None:
             return request  # compaction failed (logged): the request goes as it is
         self._hooks.measure(result, thread, shape)
-        if _same(result.messages, request.messages):
+        if same_objects(result.messages, request.messages):
             return request
         return request.override(messages=cast(list[AnyMessage], result.messages))
 

@@ -106,3 +106,46 @@ def test_the_store_names_its_folder_for_display(tmp_path: Path) -> None:
     assert store.local_path("/") == str(tmp_path / "ws")
     assert store.local_path("/a/b.txt") == str(tmp_path / "ws" / "a" / "b.txt")
     assert repr(store) == f"LocalStore({str(tmp_path / 'ws')!r})"
+
+
+@pytest.mark.parametrize("size", [0, 1, 5_000, 1 << 18, (1 << 18) + 3])
+@pytest.mark.parametrize("told", ["exact", "smaller", "larger", "zero"])
+def test_a_read_returns_the_whole_file_whatever_size_it_was_told(
+    tmp_path: Path, size: int, told: str
+) -> None:
+    """A read asks for the size the file had when opened, plus one byte: a file that grew
+    or shrank since (a stale size) is still read to its very end, and no further."""
+    from ctxfs.backends._local import _read_all
+
+    data = bytes(n % 251 for n in range(size))
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    stale = {"exact": size, "smaller": size // 2, "larger": size + 4096, "zero": 0}[told]
+    handle = os.open(path, os.O_RDONLY)
+    assert _read_all((handle, stale)) == data
+    with pytest.raises(OSError):
+        os.fstat(handle)  # closed
+
+
+def test_grep_and_walk_list_files_links_and_folders_as_before(tmp_path: Path) -> None:
+    """The one-pass listing: files with their sizes, folders walked, links to files inside
+    listed by their own path, temporary files and links out left out."""
+    root = tmp_path / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "one.txt").write_text("needle one\n")
+    (root / "a" / "b" / "two.txt").write_text("two needle\n")
+    (root / "a" / f".ctxfs-{'0' * 32}.tmp").write_text("needle in a temporary file\n")
+    (root / "a" / "link.txt").symlink_to(root / "a" / "one.txt")
+    (tmp_path / "outside.txt").write_text("needle outside\n")
+    (root / "a" / "out.txt").symlink_to(tmp_path / "outside.txt")
+    ws = Workspace(root)
+    walked = {info.path: info.size for info in ws.store.walk("/")}
+    assert walked == {"/a/one.txt": 11, "/a/b/two.txt": 11, "/a/link.txt": 11}
+    listed = {(info.path, info.type) for info in ws.ls("/a")}
+    assert listed == {
+        ("/a/one.txt", "file"),
+        ("/a/b", "directory"),
+        ("/a/link.txt", "file"),
+    }
+    found = ws.grep("needle", "/", fixed_strings=True)
+    assert [f.path for f in found.files] == ["/a/b/two.txt", "/a/link.txt", "/a/one.txt"]

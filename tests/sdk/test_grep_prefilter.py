@@ -8,6 +8,8 @@ prefilter as without it.
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
@@ -76,3 +78,45 @@ def test_grep_finds_the_same_with_and_without_the_prefilter(
 )
 def test_required_literals_of_known_patterns(pattern: str, literal: str | None) -> None:
     assert required_literal(pattern) == literal
+
+
+_FOLDED = st.text(alphabet="abkKsS\u00df\u017f\u212a \n.", max_size=40)
+"""Texts with letters whose full case folding leaves ASCII: ß (ss), ſ (s), the Kelvin sign (k)."""
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    texts=st.lists(_FOLDED, min_size=1, max_size=4),
+    pattern=st.sampled_from(["ss", "kk", "abk", "sk", "k s", r"s\w*k", "ab.s"]),
+    fixed=st.booleans(),
+    mode=st.sampled_from(["files_with_matches", "count", "content"]),
+)
+def test_a_workspace_grep_finds_the_same_without_its_prefilter(
+    texts: list[str], pattern: str, fixed: bool, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The byte prefilter (case-insensitive too) never rules out a file that has a match:
+    over ASCII and non-ASCII files alike, grep finds the same as with no prefilter."""
+    from ctxfs import Workspace
+    from ctxfs._workspace import _find
+
+    ws = Workspace(f"memory://prefilter-{uuid.uuid4().hex}")
+    for n, text in enumerate(texts):
+        ws.write_text(f"/f{n}.txt", text)
+    kwargs = {"fixed_strings": fixed, "ignore_case": True, "output_mode": mode}
+    found = ws.grep(pattern, "/", **kwargs)  # type: ignore[arg-type]
+    with monkeypatch.context() as patch:
+        patch.setattr(_find, "prefilter", lambda options: lambda data: True)
+        patch.setattr(_grep, "_ruled_out", lambda data, options: False)
+        unfiltered = ws.grep(pattern, "/", **kwargs)  # type: ignore[arg-type]
+    assert found == unfiltered
+
+
+def test_the_case_insensitive_prefilter_rules_out_only_ascii_files() -> None:
+    test = _grep.prefilter(GrepOptions(pattern="strasse", ignore_case=True))
+    assert test(b"a STRASSE here") and not test(b"nothing here")
+    assert test("die Stra\u00dfe".encode())  # not ASCII: searched, and matched (ss = ß)
+    options = GrepOptions(pattern="strasse", ignore_case=True, output_mode="count")
+    data = "die Stra\u00dfe".encode()
+    assert search_file("/f", data, compile_pattern(options), options).match_count == 1
