@@ -7,6 +7,7 @@ once per session and reset before each test that uses it.
 from __future__ import annotations
 
 import itertools
+import logging
 import socket
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -32,6 +33,9 @@ def s3_endpoint() -> Iterator[str]:
     """URL of a moto S3 server running on loopback for the whole session."""
     from moto.server import ThreadedMotoServer
 
+    # werkzeug logs every request at INFO, and pytest keeps each record of each test:
+    # thousands of formatted lines per S3 test for nothing.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
