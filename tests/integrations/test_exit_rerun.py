@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -60,6 +61,18 @@ def _expected() -> list[tuple[str, str]]:
     return out
 
 
+@pytest.fixture(scope="module")
+def before_the_kill(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """The turns before the killed one, run once: they are the same for every kill point."""
+    root = tmp_path_factory.mktemp("before-the-kill")
+    reports = []
+    for turn in range(KILLED_TURN):
+        done = _turn(root, turn)
+        assert done.returncode == 0, done.stderr[-3000:]
+        reports.append(json.loads(done.stdout.splitlines()[-1]))
+    return root, reports
+
+
 # The killed turn's compactions write 4 files each (JSONL, Markdown, record, index head):
 # the first archives the previous turn's pages, the third the killed turn's own first page.
 @pytest.mark.parametrize(
@@ -71,10 +84,15 @@ def _expected() -> list[tuple[str, str]]:
     ],
 )
 def test_a_turn_rerun_after_sigkill_compacts_and_its_branch_is_complete(
-    kill: str, branches: int, tmp_path: Path
+    kill: str,
+    branches: int,
+    tmp_path: Path,
+    before_the_kill: tuple[Path, list[dict[str, Any]]],
 ) -> None:
-    reports: list[dict[str, Any]] = []
-    for turn in range(TURNS):
+    shared, earlier = before_the_kill
+    shutil.copytree(shared, tmp_path, dirs_exist_ok=True)
+    reports = list(earlier)
+    for turn in range(KILLED_TURN, TURNS):
         if turn == KILLED_TURN:
             killed = _turn(tmp_path, turn, kill)
             assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
