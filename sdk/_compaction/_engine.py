@@ -241,8 +241,7 @@ class ContextEngine(OpenAIMethods):
     ) -> CompactionResult:
         """Async twin of :meth:`compact`: the same result, without blocking the event loop.
 
-        The engine's own work (workspace reads and writes, tokenizing: a 1 MB history costs
-        about 230 ms) runs in worker threads (:func:`asyncio.to_thread`) under :attr:`lock`;
+        The engine's own work (workspace reads and writes, tokenizing) runs in worker threads (:func:`asyncio.to_thread`) under :attr:`lock`;
         the summary model is awaited (``ainvoke``) on the loop, with the lock released.
         """
         request = await asyncio.to_thread(self._request, system, tools, model)

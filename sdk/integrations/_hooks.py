@@ -10,7 +10,7 @@ Three things happen around an agent loop:
   ``on_event`` callback.
 
 Sync and async twins share one implementation. The engine's work (workspace reads and writes,
-tokenizing: a 1 MB tool result costs about 230 ms) is synchronous, so the async twins run it in
+tokenizing) is synchronous, so the async twins run it in
 a worker thread (:func:`asyncio.to_thread`, inside :meth:`ContextEngine.acompact
 <ctxfs.ContextEngine.acompact>` for compaction) and the event loop keeps serving other
 runs; only the summary model is awaited on the loop. All work on one engine is serialized by
