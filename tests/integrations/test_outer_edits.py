@@ -180,3 +180,39 @@ def test_an_outer_edit_is_sent_and_never_archived_or_kept(
     last = model.requests[-1]
     assert not any(isinstance(m, ToolMessage) and _record(m) in clear for m in last)
     assert any(isinstance(m, AIMessage) for m in last)
+
+
+def test_the_async_agent_keeps_the_thread_under_langchains_context_editing() -> None:
+    import asyncio
+
+    from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware
+
+    ws = Workspace("memory://outer-edits-async")
+    policy = ContextPolicy(
+        max_input_tokens=3_000,
+        summarization={"trigger": {"tokens": 500}, "keep": {"messages": 2}},
+        clearing={"enabled": False},
+    )
+    editing = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=50, keep=0)])
+    model = ScriptedChatModel(responses=[*(tool_call("fetch", {"n": i}) for i in range(6)), "done"])
+    agent = create_agent(
+        model,
+        [fetch],
+        middleware=[editing, ContextMiddleware(ws, policy, tools=False)],
+        checkpointer=InMemorySaver(),
+    )
+    logging.disable(logging.WARNING)
+    try:
+        out = asyncio.run(
+            agent.ainvoke(
+                {"messages": [HumanMessage("go", id="u0")]}, {"configurable": {"thread_id": "t"}}
+            )
+        )
+    finally:
+        logging.disable(logging.NOTSET)
+    assert any(is_summary(m) for m in out["messages"])
+    archived = TranscriptArchive(ws, "t").read_all()
+    whole = resolve_pointers([*archived, *(m for m in out["messages"] if not is_summary(m))], ws)
+    results = [m.content for m in whole if isinstance(m, ToolMessage)]
+    assert results == [fetch.invoke({"n": i}) for i in range(6)]
+    assert any(m.content == "[cleared]" for r in model.requests for m in r)  # the edit was sent
