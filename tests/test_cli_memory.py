@@ -97,3 +97,24 @@ def test_bad_namespaces_and_missing_memories_are_errors(folder: Path) -> None:
     assert run("memory", "show", str(folder), "-n", "../etc")[0] == 2
     status, _, err = run("memory", "show", str(folder), "-n", "bob")
     assert status == 2 and "no memory for 'bob'" in err
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["[" * 5_000 + "]" * 5_000, "{not json", '{"namespace": ["bob"], "facts": "many"}', "\udcff"],
+    ids=["nested", "not-json", "bad-field", "not-utf8"],
+)
+def test_the_listing_names_a_memory_it_cannot_read(folder: Path, damage: str) -> None:
+    # a damaged memory was left out of the listing without a word ("No memories" when it
+    # was the only one): it is named on stderr, the others are listed, the status is 2
+    bob = folder / "memories" / "bob"
+    bob.mkdir(parents=True)
+    (bob / "memory.json").write_bytes(damage.encode("utf-8", "surrogateescape"))
+    status, out, err = run("memory", "show", str(folder))
+    assert status == 2
+    assert out == "alice\t2 facts\t/memories/alice/memory.json\n"
+    (line,) = err.splitlines()
+    assert line.startswith("ctxfs memory: /memories/bob/memory.json cannot be read: "), line
+    (folder / "memories" / "alice" / "memory.json").unlink()
+    status, out, err = run("memory", "show", str(folder))
+    assert (status, out) == (2, "") and "/memories/bob/memory.json" in err

@@ -448,6 +448,8 @@ def test_the_commands_print_flags(tmp_path: Path, capsys: pytest.CaptureFixture[
         ["grep", root, "line", "--head-limit", "3"],
         ["grep", root, "(a"],
         ["grep", root, "line", "--head-limit", "-1"],
+        ["grep", root, "line", "-C", "-1"],
+        ["grep", root, "line", "-A", "-2"],
         ["ls", root, "--offset", "99"],
         ["ls", root, "--offset", "-1"],
         ["glob", root, "*", "--offset", "99"],

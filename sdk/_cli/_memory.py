@@ -144,6 +144,11 @@ def _namespace(text: str) -> tuple[str, ...]:
         raise CliError(str(exc)) from None
 
 
+def _without_path(message: str, path: str) -> str:
+    """``message`` without the ``path: `` it starts with (the line names the path once)."""
+    return message.removeprefix(f"{path}: ")
+
+
 def _open(args: argparse.Namespace, *, write: bool = False) -> Workspace:
     return open_workspace(args.url, args, must_exist=True, read_only=not write)
 
@@ -154,13 +159,19 @@ def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
     workspace = _open(args)
     if args.namespace is None:
-        documents = list(memory_documents(workspace))
-        if not documents:
+        damaged: list[str] = []
+
+        def skipped(path: str, exc: Exception) -> None:
+            damaged.append(path)
+            err.write(f"ctxfs memory: {path} cannot be read: {_without_path(str(exc), path)}\n")
+
+        documents = list(memory_documents(workspace, on_skip=skipped))
+        if not documents and not damaged:
             out.write(f"No memories in {workspace.url}\n")
         for path, document in documents:
             name = "/".join(document.namespace)
             out.write(f"{name}\t{len(document.facts)} facts\t{path}\n")
-        return 0
+        return 2 if damaged else 0
     memory = MemoryFile(workspace, _namespace(args.namespace))
     if not workspace.exists(memory.path):
         raise CliError(f"no memory for {args.namespace!r} ({memory.path} does not exist)")

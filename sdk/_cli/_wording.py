@@ -36,7 +36,7 @@ spells them."""
 _NAMES = "|".join(FLAGS)
 TOOL_WORDS = re.compile(
     rf"(?<![/\w.])(?:{_NAMES})(?![\w./])"
-    r"|\b(?:offset|limit|column)=|call (?:read_file|ls|glob|grep)\b"
+    r"|\b(?:offset|limit|column)=|call (?:read_file|ls|glob|grep)\b|^before and after\b"
 )
 """What a reworded text no longer contains: an argument's name or an ``arg=value``."""
 
@@ -55,6 +55,10 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\boffset (\d+) is past the end\b"), r"--offset \1 is past the end"),
     (re.compile(r"\buse an offset from\b"), "use an --offset from"),
     (re.compile(r"^offset and head_limit must\b"), "--offset and --head-limit must"),
+    (
+        re.compile(r"^before and after must be 0 or more context lines"),
+        "-A, -B and -C must be 0 or more",
+    ),
 ]
 _FLAG = re.compile(rf"(?<![/\w.])({_NAMES})(?![\w./])")
 

@@ -32,6 +32,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._messages import Content, LayoutEntry, replace_tool_arg, restore_text, text_layout
 from ctxfs._pointers._legacy import LegacyPointer, legacy_input_pointer, legacy_result_pointer
+from ctxfs._sections import neutralize, quote_lines
 
 __all__ = [
     "METADATA_KEY",
@@ -363,6 +364,13 @@ def _clip(line: str, width: int) -> str:
     return f"{line[:width]}… [{len(line) - width:,} more characters]"
 
 
+def _quoted(line: str) -> str:
+    """One preview line, quoted; a line break inside it (``\r``, ``U+2028``) shown as a
+    space, so the preview keeps the result's own lines."""
+    quoted = quote_lines(line)
+    return quoted if "\n" not in quoted else quote_lines(" ".join(line.splitlines()))
+
+
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else f"{text[:width]}…"
 
@@ -370,7 +378,8 @@ def _cut(text: str, width: int) -> str:
 def _one_line(text: str, width: int) -> str:
     # Flattening keeps the length, so only what can be shown is looked at.
     head = text[: width + 1]
-    return _cut("".join(" " if ch.isspace() else ch for ch in head), width)
+    flat = "".join(" " if ch.isspace() or not ch.isprintable() else ch for ch in head)
+    return neutralize(_cut(flat, width))
 
 
 def head_line(text: str, *, width: int = 80) -> str:
@@ -420,6 +429,10 @@ def render_result(
 ) -> str:
     """Returns what the model sees in place of a large tool result.
 
+    The preview lines are quoted (:func:`ctxfs._sections.quote_lines`): a line of the
+    result cannot pass for one of ctxfs's (``[ctxfs ...``), a heading or a role marker, nor
+    open or close a ctxfs section.
+
     Args:
         pointer: The ``result`` pointer.
         text: The full text (for the preview).
@@ -431,7 +444,7 @@ def render_result(
     if shown:
         head = text.split("\n", shown)[:shown]
         out.append(f"Lines 1-{shown}:")
-        out.extend(_clip(line, preview_line_chars) for line in head)
+        out.extend(_quoted(_clip(line, preview_line_chars)) for line in head)
         out.append(f"[read_file it from offset={shown} for the rest, or grep it]")
     else:
         out.append("[read_file it with offset and limit, or grep it]")

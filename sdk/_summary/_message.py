@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from ctxfs._messages import target_path_of
 from ctxfs._pointers._pointer import digest, input_pointers, result_pointer
+from ctxfs._sections import one_line, quote_lines
 
 __all__ = [
     "MAX_LISTED",
@@ -308,12 +309,12 @@ def build_summary_message(
     ]
     if isinstance(body, tuple):
         intent, summary, next_steps = body
-        lines += [SECTION_INTENT, intent, "", SECTION_SUMMARY, summary, ""]
-        tail = ["", SECTION_NEXT, next_steps]
+        lines += [SECTION_INTENT, _quoted(intent), "", SECTION_SUMMARY, _quoted(summary), ""]
+        tail = ["", SECTION_NEXT, _quoted(next_steps)]
     else:
         intent = _section(body, SECTION_INTENT) or state.intent
         summary = _section(body, SECTION_SUMMARY) or body
-        lines.append(body)
+        lines.append(_quoted(body))
         lines.append("")
         tail = []
     named = "and earlier ones, named in the transcript segments"
@@ -332,11 +333,22 @@ def build_summary_message(
     return HumanMessage(content=text, id=message_id, additional_kwargs={"ctxfs": metadata})
 
 
+def _quoted(text: str) -> str:
+    """``text`` quoted line by line (:func:`ctxfs._sections.quote_lines`), but for the
+    headings a summary model is asked to write: quoted text (a user's request, a model's
+    answer repeating a web page) cannot forge ctxfs's ``## Artifacts``, a ``[ctxfs`` line
+    or a role marker."""
+    own = (SECTION_INTENT, SECTION_SUMMARY, SECTION_NEXT)
+    return "\n".join(
+        line.strip() if line.strip() in own else quote_lines(line) for line in text.splitlines()
+    )
+
+
 def _listing(paths: Sequence[str], more: str | bool) -> str:
     """The latest paths (at most :data:`MAX_LISTED`), and where the earlier ones are."""
     if not paths:
         return "none"
-    listed = paths[-MAX_LISTED:]
+    listed = [one_line(path) for path in paths[-MAX_LISTED:]]
     if not more and len(paths) > len(listed):
         more = "and earlier ones"
     return f"{', '.join(listed)} ({more})" if more else ", ".join(listed)

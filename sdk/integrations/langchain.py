@@ -50,6 +50,7 @@ from ctxfs.integrations._on_request import (
     history_tools,
     is_compact_tool,
 )
+from ctxfs.integrations._request_edits import state_messages, with_edits
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 
 try:
@@ -66,7 +67,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "ctxfs.integrations.langchain needs LangChain 1.x: pip install 'ctxfs[langchain]'"
     ) from exc
 
-from langchain_core.messages import AnyMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
@@ -104,7 +105,10 @@ def _conflict_message(names: Sequence[str]) -> str:
 
 
 def _persisted(
-    request: ModelRequest[Any], result: CompactionResult | None, response: ModelCallResult[Any]
+    request: ModelRequest[Any],
+    before: Sequence[BaseMessage],
+    result: CompactionResult | None,
+    response: ModelCallResult[Any],
 ) -> ModelCallResult[Any]:
     """The model's answer, with what compaction changed written to the graph state.
 
@@ -115,10 +119,11 @@ def _persisted(
     place, archived ones removed by id, and the summary put in the place of the first of
     them; only a list that cannot be reached so is rebuilt, followed by the answer (so it is
     not lost by the rebuild). An inner middleware's command is kept, and applied after.
-    Nothing is written when the request's messages are not the state's (a middleware outside
-    this one edited them for this request only): its edit must not become the state.
+    ``before`` is what was compacted: the state's messages, also when a middleware outside
+    this one edited them for this request only (its edit must not become the state). Nothing
+    is written when they are not the state's (a state message without an id or sharing one,
+    so that the edit could not be told apart).
     """
-    before = request.messages
     state = request.state.get("messages") if isinstance(request.state, dict) else None
     if state is None or not same_objects(before, state):
         return response
@@ -175,7 +180,11 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     message another middleware or node adds meanwhile is never wiped. So the
     checkpoint shrinks with the context, the work is done once rather than per call, and the
     messages before the newest ones change only when a trigger fires: between compactions the
-    model is sent the same prefix as last time, so provider prompt caches stay valid.
+    model is sent the same prefix as last time, so provider prompt caches stay valid. What is
+    compacted, archived and written is the state's own messages: a middleware placed outside
+    this one that edits a request's messages for that request only (LangChain's
+    ``ContextEditingMiddleware``) has its edit laid over the compacted messages that are sent,
+    and never archived or written to the state.
 
     Threads: files are kept per conversation, named from the run's
     ``config["configurable"]["thread_id"]``; a run without one is named after its
@@ -314,18 +323,19 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """
         request = self._with_own_tools(request)
         shape, thread = self._shape_of(request), current_thread_id()
-        result = self._hooks.compact_request(request.messages, thread, shape)
+        own = self._own_messages(request)
+        result = self._hooks.compact_request(own, thread, shape)
         try:
-            response = handler(self._sent(request, result, thread, shape))
+            response = handler(self._sent(request, own, result, thread, shape))
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
-            # from what was sent, so a segment archived by the first compaction is not
+            # from what was compacted, so a segment archived by the first compaction is not
             # archived again under another range
-            sent = result.messages if result is not None else request.messages
+            sent = result.messages if result is not None else own
             result = self._hooks.compact_request(sent, thread, shape, force=True)
-            response = handler(self._retry(request, result, thread, shape, exc))
-        return _persisted(request, result, response)
+            response = handler(self._retry(request, own, result, thread, shape, exc))
+        return _persisted(request, own, result, response)
 
     async def awrap_model_call(
         self,
@@ -335,17 +345,29 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The async twin of :meth:`wrap_model_call` (engine work in worker threads)."""
         request = self._with_own_tools(request)
         shape, thread = self._shape_of(request), current_thread_id()
-        result = await self._hooks.acompact_request(request.messages, thread, shape)
+        own = self._own_messages(request)
+        result = await self._hooks.acompact_request(own, thread, shape)
         try:
-            response = await handler(self._sent(request, result, thread, shape))
+            response = await handler(self._sent(request, own, result, thread, shape))
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
-            result = await self._hooks.acompact_request(request.messages, thread, shape, force=True)
-            response = await handler(self._retry(request, result, thread, shape, exc))
-        return _persisted(request, result, response)
+            sent = result.messages if result is not None else own
+            result = await self._hooks.acompact_request(sent, thread, shape, force=True)
+            response = await handler(self._retry(request, own, result, thread, shape, exc))
+        return _persisted(request, own, result, response)
 
     # The request logic, written once for both twins.
+
+    @staticmethod
+    def _own_messages(request: ModelRequest[Any]) -> Sequence[BaseMessage]:
+        """What is compacted: the state's messages, not a copy an outer middleware edited
+        for this request (the archive and the state must hold what the thread said)."""
+        held = request.state.get("messages") if isinstance(request.state, dict) else None
+        if held is None or same_objects(request.messages, held):
+            return request.messages  # the common case: the request is the state
+        state = state_messages(request.messages, request.state)
+        return request.messages if state is None else state
 
     def _with_own_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request with this middleware's tools added, name clashes settled."""
@@ -428,6 +450,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _sent(
         self,
         request: ModelRequest[Any],
+        own: Sequence[BaseMessage],
         result: CompactionResult | None,
         thread: str,
         shape: RequestShape,
@@ -435,13 +458,17 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if result is None:
             return request  # compaction failed (logged): the request goes as it is
         self._hooks.measure(result, thread, shape)
-        if same_objects(result.messages, request.messages):
+        messages: Sequence[BaseMessage] = result.messages
+        if own is not request.messages:  # an outer middleware's edit, laid over the result
+            messages = with_edits(request.messages, own, result.messages)
+        if same_objects(messages, request.messages):
             return request
-        return request.override(messages=cast(list[AnyMessage], result.messages))
+        return request.override(messages=cast(list[AnyMessage], list(messages)))
 
     def _retry(
         self,
         request: ModelRequest[Any],
+        own: Sequence[BaseMessage],
         forced: CompactionResult | None,
         thread: str,
         shape: RequestShape,
@@ -456,7 +483,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             type(exc).__name__,
             f"{forced.request_tokens:,}",
         )
-        return self._sent(request, forced, thread, shape)
+        return self._sent(request, own, forced, thread, shape)
 
     # The tool-call hooks are the ones of ToolResultOffloader: both delegate to the core.
 

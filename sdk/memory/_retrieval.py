@@ -18,7 +18,7 @@ and the conversation logs to its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
@@ -149,12 +149,16 @@ def _within(namespace: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
 
 
 def memory_documents(
-    workspace: Workspace, prefix: tuple[str, ...] = ()
+    workspace: Workspace,
+    prefix: tuple[str, ...] = (),
+    *,
+    on_skip: Callable[[str, Exception], None] | None = None,
 ) -> Iterator[tuple[str, MemoryDocument]]:
     """Every memory document under the namespace ``prefix``, with its path.
 
-    A malformed document is skipped with a warning on the ``ctxfs.memory`` logger (it is
-    reported by name where it is loaded to be changed).
+    A malformed document is skipped: passed to ``on_skip`` with the reason, by default a
+    warning on the ``ctxfs.memory`` logger (it is reported by name where it is loaded to be
+    changed).
     """
     base = "/".join((MEMORIES_DIR, *prefix))
     if not workspace.exists(base):
@@ -163,7 +167,10 @@ def memory_documents(
         try:
             document = parse_document(workspace.read_bytes(path), path)
         except (MemoryFormatError, PathNotFoundError) as exc:
-            _log.warning("ctxfs memory: %s is skipped by retrieval: %s", path, exc)
+            if on_skip is not None:
+                on_skip(path, exc)
+            else:
+                _log.warning("ctxfs memory: %s is skipped by retrieval: %s", path, exc)
             continue
         if _within(document.namespace, prefix):
             yield path, document

@@ -403,11 +403,6 @@ def test_the_overflow_retry_archives_each_message_once() -> None:
     assert len(ids) == len(set(ids)) == 18  # go + 8 calls + 8 results + done
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an outer middleware's per-request edit reaches ctxfs's compaction, which archives "
-    "the edited messages (the state itself is no longer overwritten with them)",
-)
 def test_an_outer_middleware_edit_is_not_persisted() -> None:
     ws = Workspace("memory://review-editing")
     editing = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=300, keep=1)])

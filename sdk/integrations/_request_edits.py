@@ -1,0 +1,83 @@
+"""An outer middleware's per-request edit, carried over onto the compacted state.
+
+A middleware placed outside :class:`~ctxfs.integrations.langchain.ContextMiddleware` may edit
+the messages of one request without touching the graph state (LangChain's
+``ContextEditingMiddleware`` clears old tool results that way, on a deep copy). ctxfs compacts
+the state's own messages, so what it archives and writes back is what the thread holds, and
+the model is sent that compacted state with the edit laid over it: see :func:`with_edits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage
+
+from ctxfs._messages import same_objects
+
+__all__ = ["state_messages", "with_edits"]
+
+
+def state_messages(request: Sequence[BaseMessage], state: object) -> Sequence[BaseMessage] | None:
+    """The state's messages when the request's differ from them and can be matched by id.
+
+    ``None`` when the request holds the state's very messages (nothing to carry over), when
+    there is no state to read, or when a state message has no id or shares one (then the
+    edit cannot be told apart from the message, and the request is compacted as it is).
+    """
+    messages = state.get("messages") if isinstance(state, dict) else None
+    if not isinstance(messages, list) or same_objects(request, messages):
+        return None
+    ids = [m.id for m in messages if isinstance(m, BaseMessage)]
+    if len(ids) != len(messages) or None in ids or len(set(ids)) != len(ids):
+        return None
+    return messages
+
+
+def with_edits(
+    edited: Sequence[BaseMessage],
+    state: Sequence[BaseMessage],
+    compacted: Sequence[BaseMessage],
+) -> list[BaseMessage]:
+    """The compacted state with an outer middleware's edit of one request laid over it.
+
+    ``edited`` is the request that middleware made from ``state``; ``compacted`` is what
+    ctxfs made of ``state``. For each message of ``compacted``:
+
+    - kept unchanged by ctxfs: the request's version of it (the outer edit), or nothing if
+      the outer middleware left it out of the request;
+    - replaced by ctxfs (a pointer, same id): ctxfs's version, unless the outer middleware
+      left it out;
+    - new (a summary): as it is.
+
+    A message the outer middleware added (an id the state does not hold) keeps its place
+    after the state message it followed in the request, or before the next one ctxfs kept
+    when that one was archived.
+    """
+    index = {m.id: i for i, m in enumerate(state)}
+    edited_by_id = {m.id: m for m in edited if m.id in index}
+    added: list[tuple[int, BaseMessage]] = []  # (index of the state message it follows, it)
+    anchor = -1
+    for message in edited:
+        place = index.get(message.id) if message.id is not None else None
+        if place is None:
+            added.append((anchor, message))
+        else:
+            anchor = place
+    out: list[BaseMessage] = []
+    waiting = sorted(added, key=lambda item: item[0])  # stable: the request's order
+    for message in compacted:
+        place = index.get(message.id) if message.id is not None else None
+        if place is None:
+            out.append(message)  # ctxfs's own: a summary, a pinned message
+            continue
+        while waiting and waiting[0][0] < place:
+            out.append(waiting.pop(0)[1])
+        request_version = edited_by_id.get(message.id)
+        if request_version is None:
+            continue  # the outer middleware left it out of this request
+        out.append(request_version if message is state[place] else message)
+        while waiting and waiting[0][0] == place:
+            out.append(waiting.pop(0)[1])
+    out.extend(message for _, message in waiting)
+    return out
