@@ -72,6 +72,11 @@ constants above) or ``own`` (each system at its own defaults, what a user gets: 
 as ``create_deep_agent`` builds it, ``create_summarization_middleware`` and a default
 ``FilesystemMiddleware``), set by the benchmark's ``--settings``."""
 
+CTXFS_POLICY: dict[str, Any] = {}
+"""Settings given to ctxfs's ``ContextPolicy`` beside the budget and the stand-in summary model
+(``--ctxfs-policy``); empty: ctxfs at its defaults. A ``summarization`` mapping is merged with
+the stand-in model."""
+
 STORAGE = {"mode": "memory"}
 """Where ctxfs and Deep Agents store what they move out: ``memory`` (ctxfs ``memory://``,
 Deep Agents ``StoreBackend`` on an ``InMemoryStore``, the closest to its default in-state
@@ -211,8 +216,10 @@ class Ctxfs:
 
     def __init__(self, budget: int, thread: str, counter: TiktokenCounter | None) -> None:
         self.model = summary_model(budget)
+        extra = dict(CTXFS_POLICY)
+        summary = {**extra.pop("summarization", {}), "model": self.model}
         policy = ContextPolicy(
-            max_input_tokens=budget, summarization=Summarization(model=self.model)
+            max_input_tokens=budget, summarization=Summarization(**summary), **extra
         )
         self.thread = thread
         self.root: Path | None = None
