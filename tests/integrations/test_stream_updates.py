@@ -10,6 +10,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.tools import tool
@@ -78,3 +80,56 @@ def test_every_node_gives_one_update_on_compacting_turns(mode: str) -> None:
     state = agent.get_state(config).values["messages"]
     assert state[-1].text == "All rows are ok."
     assert len(state) < 13  # 1 question + 5 calls and results + answer, had nothing gone
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    calls=st.integers(3, 8),
+    trigger=st.integers(4, 8),
+    keep=st.integers(1, 3),
+    parallel=st.booleans(),
+)
+def test_one_update_per_node_over_generated_runs(
+    calls: int, trigger: int, keep: int, parallel: bool
+) -> None:
+    # runs of any length, summaries at any trigger, parallel tool calls or one at a time:
+    # every chunk is one update of one node, the model's answer first in its own
+    policy = ContextPolicy(
+        max_input_tokens=16_000,
+        summarization={"trigger": {"messages": trigger}, "keep": {"messages": keep}},
+    )
+    steps: list[Any] = []
+    for n in range(calls):
+        if parallel and n % 2 == 0:
+            steps.append(
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "lookup", "args": {"n": n}, "id": f"p{n}a"},
+                        {"name": "lookup", "args": {"n": n + 100}, "id": f"p{n}b"},
+                    ],
+                )
+            )
+        else:
+            steps.append(tool_call("lookup", {"n": n}))
+    events: list[object] = []
+    middleware = ContextMiddleware(
+        Workspace("memory://updates-generated"), policy, on_event=lambda e, _: events.append(e)
+    )
+    model = ScriptedChatModel(responses=[*steps, "All rows are ok."])
+    agent = create_agent(model, [lookup], middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"g{calls}-{trigger}-{keep}-{parallel}"}}
+    chunks = list(agent.stream({"messages": [("user", "check")]}, config, stream_mode="updates"))
+    for chunk in chunks:
+        assert len(chunk) == 1
+        ((node, update),) = chunk.items()
+        assert isinstance(update, dict), (node, update)
+        if node == "model":
+            assert isinstance(update["messages"][0], AIMessage)
+    assert chunks[-1]["model"]["messages"][0].text == "All rows are ok."
+    if any(isinstance(e, Summarized) for e in events):
+        assert any(
+            isinstance(m, RemoveMessage)
+            for c in chunks
+            for m in c.get("model", {}).get("messages", [])
+        )
