@@ -27,6 +27,7 @@ __all__ = [
     "ContextEvent",
     "ContextMeasured",
     "ContextOverBudget",
+    "MediaOffloaded",
     "OffloadFailed",
     "OffloadResult",
     "PrefixChanged",
@@ -63,6 +64,30 @@ class ToolResultOffloaded(ContextEvent):
     path: str
     lines: int
     chars: int
+    tokens: int
+    tokens_after: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MediaOffloaded(ContextEvent):
+    """A media block of a tool result (image, audio, video, file) was saved to a binary file
+    and replaced by a text reference naming it.
+
+    Attributes:
+        tool_call_id: The tool call the result answers.
+        tool_name: The tool's name, if the message carried it.
+        path: The file that holds the block's decoded payload, byte for byte.
+        media_type: The block's MIME type.
+        size: Bytes in the file.
+        tokens: What providers bill for the block, as ctxfs counts it.
+        tokens_after: Tokens of the reference that replaced it.
+    """
+
+    tool_call_id: str
+    tool_name: str | None
+    path: str
+    media_type: str
+    size: int
     tokens: int
     tokens_after: int
 
@@ -300,11 +325,20 @@ class ToolResultOutcome:
 
     Attributes:
         message: The message to keep: a pointer, or the input itself when nothing moved.
-        event: What happened, or ``None`` when the result was small, exempt or a pointer.
+        event: What happened to its text, or ``None`` when the result was small, exempt or
+            a pointer.
+        media: One event per media block moved to a file (or left inline after a failure),
+            before the text step.
     """
 
     message: ToolMessage
     event: ContextEvent | None = None
+    media: tuple[ContextEvent, ...] = ()
+
+    @property
+    def events(self) -> tuple[ContextEvent, ...]:
+        """Every event, in order: the media blocks', then the text's."""
+        return (*self.media, self.event) if self.event is not None else self.media
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -338,6 +372,12 @@ def describe_event(event: ContextEvent) -> str:
         case ToolResultOffloaded():
             tool = event.tool_name or "a tool"
             return f"result of {tool} ({event.tokens:,} tokens) offloaded -> {event.path}"
+        case MediaOffloaded():
+            tool = event.tool_name or "a tool"
+            return (
+                f"{event.media_type} of {tool} ({event.size:,} bytes, {event.tokens:,} tokens) "
+                f"offloaded -> {event.path}"
+            )
         case ToolInputOffloaded():
             return (
                 f"input {event.tool_name}.{event.arg} ({event.tokens:,} tokens) "

@@ -138,12 +138,14 @@ def input_path(thread_id: str, tool_call_id: str, arg: str, text: str) -> str:
     return f"{INPUTS_DIR}/{file_name(thread_id)}/{stem}.{_extension(text)}"
 
 
-def candidate_paths(path: str, text: str | None = None, *, limit: int = 64) -> Iterator[str]:
+def candidate_paths(
+    path: str, text: str | bytes | None = None, *, limit: int = 64
+) -> Iterator[str]:
     """Yields ``path`` and then its deterministic alternatives.
 
-    With ``text``, the first alternative is named by its content (``a.<digest>.txt``), then
-    come ``a.2.txt``, ``a.3.txt``, ... Used when a name is taken by different content: ctxfs
-    never overwrites.
+    With ``text`` (or the bytes of a binary file), the first alternative is named by its
+    content (``a.<digest>.txt``), then come ``a.2.txt``, ``a.3.txt``, ... Used when a name is
+    taken by different content: ctxfs never overwrites.
 
     Example:
         >>> list(candidate_paths("/r/t/a.txt", "hi", limit=3))
@@ -152,7 +154,8 @@ def candidate_paths(path: str, text: str | None = None, *, limit: int = 64) -> I
     yield path
     stem, dot, ext = path.rpartition(".")
     if text is not None:
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
+        data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(data).hexdigest()[:_HASH_HEX]
         yield f"{stem}.{digest}.{ext}" if dot else f"{path}.{digest}"
     for n in range(2, limit + 1):
         yield f"{stem}.{n}.{ext}" if dot else f"{path}.{n}"

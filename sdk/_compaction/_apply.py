@@ -1,7 +1,8 @@
 """Step 3, applying a clearing: the planned old results saved (or pointed at) and replaced.
 
 The plan is made by :func:`ctxfs._compaction._clearing.plan_clearing`; here each result is
-saved and verified before its message is replaced, an offload pointer is cleared to its file,
+saved and verified before its message is replaced (its media blocks first, each to a binary
+file, see :mod:`ctxfs._compaction._media`), an offload pointer is cleared to its file,
 and a recovery tool's view of saved content to a pointer that repeats the call.
 """
 
@@ -15,6 +16,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from ctxfs._compaction._clearing import ResultToClear, plan_clearing, pointer_for
 from ctxfs._compaction._means import Means
+from ctxfs._compaction._media import MediaMoved, media_blocks, move_media
 from ctxfs._compaction._request import Offered
 from ctxfs._errors import WorkspaceError
 from ctxfs._events import (
@@ -24,6 +26,7 @@ from ctxfs._events import (
     ToolResultCleared,
 )
 from ctxfs._layout import result_path
+from ctxfs._messages import saved_text
 from ctxfs._pointers._pointer import (
     Pointer,
     content_shape,
@@ -79,6 +82,14 @@ def apply_clearing(
     for item in results:
         message = out[item.index]
         assert isinstance(message, ToolMessage)
+        if item.kind == "saved" and media_blocks(message.content):
+            moved = _move_media(means, message, thread_id)
+            events.extend(moved.events)
+            text = saved_text(moved.content)
+            if text is None:  # a block stayed (broken base64, a failed write): so does all
+                continue
+            message = out[item.index] = message.model_copy(update={"content": moved.content})
+            item = replace(item, text=text)
         try:
             pointer, rendered = clear_one(means, message, item, thread_id, offered)
         except Unsaved as failure:
@@ -103,6 +114,19 @@ def apply_clearing(
     after = counter.count_messages(out)
     return OffloadResult(
         messages=out, events=tuple(events), tokens_before=before, tokens_after=after
+    )
+
+
+def _move_media(means: Means, message: ToolMessage, thread_id: str) -> MediaMoved:
+    """Every media block of an old result moved to a file (see :mod:`ctxfs._compaction._media`)."""
+    return move_media(
+        means.workspace,
+        means.counter,
+        message.content,
+        thread_id=thread_id,
+        tool_call_id=message.tool_call_id,
+        tool_name=message.name,
+        moves=lambda _block: True,
     )
 
 

@@ -26,7 +26,11 @@ replaced only after that succeeded. Three kinds of result:
 Which results: tool messages outside the kept window (:class:`~ctxfs.KeepToolResults`:
 the last N results, or those in the last N tokens; results after the last AI message, which
 the model has not seen yet, are always kept), from tools not in ``exempt_tools``, holding at
-least ``min_tokens`` tokens, whose content is text (image or other non-text blocks stay).
+least ``min_tokens`` tokens, whose content is text once its media blocks are references: an
+image, audio, video or file block with a base64 payload is first saved to a binary file and
+replaced by a reference (:mod:`ctxfs._compaction._media`), then the result is cleared like
+any other. A block without a payload (an image by URL) or of a kind ctxfs does not know
+keeps its result inline.
 
 **Prompt caching.** Providers cache a prompt by its exact prefix: a request that starts with
 the same bytes as an earlier one is read from the cache (at a tenth of the price, at about a
@@ -71,6 +75,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._archive._transcripts import INDEX_NAME
+from ctxfs._compaction._media import media_blocks, planned_text
 from ctxfs._errors import UnsafePathError
 from ctxfs._layout import SDK_AREAS, SESSIONS_DIR, TRANSCRIPTS_DIR, result_path
 from ctxfs._messages import LayoutEntry, pair_results, saved_text, target_path_of
@@ -256,7 +261,7 @@ def plan_clearing(
 
     if tokens is None:
         tokens = sum(counts) if counts is not None else counter.count_messages(messages)
-    eligible = _eligible(messages, size, budget)
+    eligible = _eligible(messages, size, budget, thread_id)
     # A pointer costs at least the message overhead, so this bounds what the batch frees
     # without writing a pointer out. Between two batches most passes stop here.
     most = sum(max(0, size(i) - MESSAGE_OVERHEAD_TOKENS) for i, _, _ in eligible)
@@ -270,9 +275,13 @@ def plan_clearing(
 
 
 def _eligible(
-    messages: Sequence[BaseMessage], size: Callable[[int], int], budget: Budget[ContextPolicy]
+    messages: Sequence[BaseMessage],
+    size: Callable[[int], int],
+    budget: Budget[ContextPolicy],
+    thread_id: str,
 ) -> list[tuple[int, str, Pointer | None]]:
-    """The old results clearing may take, with their text and the pointer they hold."""
+    """The old results clearing may take, with their text and the pointer they hold (for a
+    result with media blocks, its text once they are references)."""
     settings = budget.policy.clearing
     kept = kept_results(messages, size, budget.clearing_keep)
     eligible: list[tuple[int, str, Pointer | None]] = []
@@ -282,6 +291,9 @@ def _eligible(
         if message.name in settings.exempt_tools:
             continue
         text = saved_text(message.content)
+        if text is None and media_blocks(message.content):
+            planned = planned_text(message.content, thread_id, message.tool_call_id)
+            text = saved_text(planned)
         if text is None:
             continue
         held = held_pointer(message)

@@ -1,14 +1,19 @@
 """Step 1, result offload: a tool result over the threshold is saved and replaced by a pointer.
 
 A pointer never costs more than what it replaces; a failed write leaves the result inline
-with an :class:`~ctxfs._events.OffloadFailed` event.
+with an :class:`~ctxfs._events.OffloadFailed` event. Large media blocks of the result
+(see :mod:`ctxfs._compaction._media`) are moved to binary files first; the text that is
+left, references included, is then offloaded like any result.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from langchain_core.messages import ToolMessage
 
 from ctxfs._compaction._means import Means
+from ctxfs._compaction._media import move_media, moves_at_return
 from ctxfs._events import (
     OffloadFailed,
     ToolResultOffloaded,
@@ -55,6 +60,26 @@ def offload_result(
         return ToolResultOutcome(message=message)  # ctxfs's own: it pages instead
     if result_pointer(message) is not None:
         return ToolResultOutcome(message=message)
+    threshold = budget.result_threshold
+    moved = move_media(
+        means.workspace,
+        means.counter,
+        message.content,
+        thread_id=thread_id,
+        tool_call_id=message.tool_call_id,
+        tool_name=message.name,
+        moves=lambda block: moves_at_return(block, threshold, settings.max_media_bytes),
+    )
+    if moved.content is not message.content:
+        message = message.model_copy(update={"content": moved.content})
+    outcome = _offload_text(means, message, thread_id, budget)
+    return replace(outcome, media=moved.events) if moved.events else outcome
+
+
+def _offload_text(
+    means: Means, message: ToolMessage, thread_id: str, budget: Budget[ContextPolicy]
+) -> ToolResultOutcome:
+    settings = budget.policy.tool_results
     text = saved_text(message.content)
     threshold = budget.result_threshold
     tokens = count_exceeding(means.counter, text or message_text(message), threshold)

@@ -47,6 +47,7 @@ class ToolResultOffloadDict(TypedDict, total=False):
     preview_lines: int
     preview_line_chars: int
     exempt_tools: Collection[str]
+    max_media_bytes: int
 
 
 class ToolInputOffloadDict(TypedDict, total=False):

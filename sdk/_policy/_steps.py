@@ -58,6 +58,11 @@ class ToolResultOffload(_Settings):
             never offloaded, as they page instead (reading an offloaded file back never
             offloads it again); they are recognised by identity, not by name, so another
             tool called ``read_file`` is offloaded like any tool.
+        max_media_bytes: A media block (image, audio, video, file) of a result whose
+            decoded payload is larger is saved to a binary file and replaced by a reference
+            when the tool returns (default 5 MiB, the smallest per-image limit of the major
+            providers). A media block billed over ``threshold`` tokens moves too; a smaller
+            image stays for the model to see until old results are cleared.
     """
 
     enabled: bool = True
@@ -65,6 +70,7 @@ class ToolResultOffload(_Settings):
     preview_lines: int = 10
     preview_line_chars: int = 200
     exempt_tools: frozenset[str] = frozenset()
+    max_media_bytes: int = 5 * 1024 * 1024
 
     if TYPE_CHECKING:  # what a type checker accepts: a settings object or a plain dict
 
@@ -76,7 +82,17 @@ class ToolResultOffload(_Settings):
             preview_lines: int = ...,
             preview_line_chars: int = ...,
             exempt_tools: Collection[str] = ...,
+            max_media_bytes: int = ...,
         ) -> None: ...
+
+    @field_validator("max_media_bytes")
+    @classmethod
+    def _check_max_media_bytes(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(
+                f"max_media_bytes must be 0 or more, e.g. max_media_bytes=5242880; got {value}"
+            )
+        return value
 
     @field_validator("preview_lines")
     @classmethod

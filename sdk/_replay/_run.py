@@ -302,8 +302,7 @@ def replay(
         if isinstance(message, ToolMessage):
             outcome = engine.offload_tool_result_detailed(message, thread_id=thread_id)
             context = [*context, outcome.message]
-            if outcome.event is not None:
-                pending.append(outcome.event)
+            pending.extend(outcome.events)
         else:
             context = [*context, message]
             if isinstance(message, HumanMessage) and _snippet(message):

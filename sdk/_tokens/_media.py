@@ -34,7 +34,15 @@ from typing import Any
 
 import imagesize
 
-__all__ = ["MAX_IMAGE_TOKENS", "MEDIA_BYTES_PER_TOKEN", "image_tokens", "media_tokens"]
+__all__ = [
+    "IMAGE_TYPES",
+    "MAX_IMAGE_TOKENS",
+    "MEDIA_BYTES_PER_TOKEN",
+    "MEDIA_TYPES",
+    "image_size",
+    "image_tokens",
+    "media_tokens",
+]
 
 MAX_IMAGE_TOKENS = 1_600
 """Tokens counted for an image whose size is unknown: Anthropic's most for one image (OpenAI's
@@ -48,9 +56,13 @@ _OPENAI_BOX, _OPENAI_SHORT, _OPENAI_TILE = 2_048, 768, 512
 _OPENAI_BASE, _OPENAI_PER_TILE = 85, 170
 _HEAD_BASE64_CHARS = 128 * 1024  # 96 KiB of image: past any JPEG's EXIF block to its size
 _TEXT_TYPES = frozenset({"text", "reasoning", "thinking", "tool_use", "tool_call", "tool_result"})
-_MEDIA_TYPES = frozenset(
+MEDIA_TYPES = frozenset(
     {"audio", "input_audio", "video", "file", "input_file", "document", "media", "pdf"}
 )
+"""Block types of media other than images, in the formats ctxfs knows."""
+
+IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+"""Block types of images, in the formats ctxfs knows."""
 
 
 def anthropic_image_tokens(width: int, height: int) -> int:
@@ -117,7 +129,7 @@ def _block_tokens(block: Mapping[str, Any]) -> int:
             url = url.get("url")
         if detail == "low":
             return _OPENAI_BASE
-        width, height = _size(_data_url_payload(url))
+        width, height = image_size(_data_url_payload(url))
         if width <= 0 or height <= 0:
             return MAX_IMAGE_TOKENS
         return openai_image_tokens(width, height, detail if isinstance(detail, str) else None)
@@ -125,12 +137,12 @@ def _block_tokens(block: Mapping[str, Any]) -> int:
         source = block.get("source")
         if isinstance(source, Mapping):  # Anthropic
             payload = source.get("data") if source.get("type") == "base64" else None
-            return image_tokens(*_size(payload), provider="anthropic")
+            return image_tokens(*image_size(payload), provider="anthropic")
         payload = block.get("base64") or block.get("data")
         if payload is None:
             payload = _data_url_payload(block.get("url"))
-        return image_tokens(*_size(payload))
-    if kind in _MEDIA_TYPES:
+        return image_tokens(*image_size(payload))
+    if kind in MEDIA_TYPES:
         return max(MAX_IMAGE_TOKENS, math.ceil(_payload_bytes(block) / MEDIA_BYTES_PER_TOKEN))
     return 0  # a block ctxfs does not know: neither text nor media
 
@@ -143,7 +155,7 @@ def _data_url_payload(url: object) -> str | None:
     return None
 
 
-def _size(payload: object) -> tuple[int, int]:
+def image_size(payload: object) -> tuple[int, int]:
     """Width and height read from the head of a base64 image, or ``(-1, -1)``."""
     if not isinstance(payload, str) or not payload:
         return (-1, -1)

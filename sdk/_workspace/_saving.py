@@ -1,4 +1,4 @@
-"""Saving text ctxfs moves out of the context: create-only, read back, never overwritten.
+"""Saving what ctxfs moves out of the context: create-only, read back, never overwritten.
 
 Every step that moves content (result offload, input offload, clearing) saves it through
 :func:`save_text` before the message changes; a failure raises :class:`Unsaved`, and the
@@ -7,11 +7,13 @@ caller keeps the content inline and reports why. Nothing is ever lost.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ctxfs._errors import PathExistsError, WorkspaceError
 from ctxfs._layout import candidate_paths
 from ctxfs._workspace._workspace import Workspace
 
-__all__ = ["Unsaved", "exists", "read_saved", "save_text"]
+__all__ = ["Unsaved", "exists", "read_saved", "save_bytes", "save_text"]
 
 _IO_ERRORS = (WorkspaceError, OSError, UnicodeError)
 
@@ -35,7 +37,16 @@ def save_text(workspace: Workspace, first_choice: str, text: str) -> str:
         Unsaved: No candidate could be written and verified; the reason says why.
     """
     data = text.encode("utf-8") if text.isascii() else _encode(text, first_choice)
-    for path in candidate_paths(first_choice, text):
+    return _save(workspace, first_choice, data, candidate_paths(first_choice, text))
+
+
+def save_bytes(workspace: Workspace, first_choice: str, data: bytes) -> str:
+    """Like :func:`save_text`, for the bytes of a binary file (a media block's payload)."""
+    return _save(workspace, first_choice, data, candidate_paths(first_choice, data))
+
+
+def _save(workspace: Workspace, first_choice: str, data: bytes, paths: Iterable[str]) -> str:
+    for path in paths:
         try:
             workspace.write_bytes(path, data, create_only=True)
         except PathExistsError:

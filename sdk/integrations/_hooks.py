@@ -359,8 +359,8 @@ class ContextHooks:
         except Exception:  # the graph must go on; the result simply stays inline
             _log.exception("ctxfs: offloading the result of %s failed", message.tool_call_id)
             return message
-        if outcome.event is not None:
-            self.report(outcome.event, thread)
+        for event in outcome.events:
+            self.report(event, thread)
         return outcome.message
 
     # compaction

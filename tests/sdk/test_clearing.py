@@ -220,16 +220,21 @@ def test_exempt_small_and_non_text_results_stay() -> None:
     messages = history(2)
     messages += turn(2, name="fetch")
     messages += turn(3, "short")
-    image: Any = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+    # an image by URL holds no bytes to save; a payload that is not base64 cannot be decoded
+    image: Any = [{"type": "image_url", "image_url": {"url": "https://example.com/x.png"}}]
+    broken: Any = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA*A"}}]
     messages += [
         AIMessage("", tool_calls=[{"name": "shot", "args": {}, "id": "c4"}], id="a4"),
         ToolMessage(image, tool_call_id="c4", name="shot", id="t4"),
+        AIMessage("", tool_calls=[{"name": "shot", "args": {}, "id": "c5"}], id="a4b"),
+        ToolMessage(broken, tool_call_id="c5", name="shot", id="t4b"),
     ]
     messages += turn(5) + turn(6)
     eng = engine(policy(exempt_tools=["fetch"]))
     out = eng.clear_tool_results(messages, thread_id=THREAD)
     cleared = {e.tool_call_id for e in out.events if isinstance(e, ToolResultCleared)}
     assert cleared == {"c0", "c1"}
+    assert [m.content for m in out.messages if m.id in ("t4", "t4b")] == [image, broken]
 
 
 def test_an_offloaded_result_is_cleared_to_the_same_file() -> None:

@@ -19,6 +19,7 @@ from langchain_core.messages.content import create_text_block
 from ctxfs import (
     ContextEngine,
     ContextPolicy,
+    MediaOffloaded,
     OffloadFailed,
     ToolResultCleared,
     ToolResultOffloaded,
@@ -126,6 +127,9 @@ def test_a_large_result_is_offloaded_byte_exact_or_an_event_says_why(content: An
     before = message.model_copy(deep=True)
     outcome = engine.offload_tool_result_detailed(message, thread_id="t")
     assert message == before  # never mutated
+    if outcome.media:  # an image billed over the threshold: moved to a file (test_media_offload)
+        assert all(isinstance(event, MediaOffloaded) for event in outcome.media)
+        return
     if not _over_threshold(engine, message):
         assert outcome.message is message and outcome.event is None
         return
