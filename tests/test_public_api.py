@@ -29,6 +29,7 @@ PUBLIC = [
     "KeepToolResults",
     "KeepToolResultsDict",
     "Limits",
+    "MediaOffloaded",
     "MemoryFormatError",
     "ModelCall",
     "NotADirectoryPathError",
