@@ -77,6 +77,11 @@ CTXFS_POLICY: dict[str, Any] = {}
 (``--ctxfs-policy``); empty: ctxfs at its defaults. A ``summarization`` mapping is merged with
 the stand-in model."""
 
+SUMMARY = {"mode": "fixed"}
+"""How ctxfs summarizes: ``fixed`` (the stand-in model every system gets, so what stays in
+view is what each keeps by construction) or ``extractive`` (ctxfs's own extractive summary,
+no model; the peers have none and keep the stand-in), set by the benchmark's ``--summary``."""
+
 STORAGE = {"mode": "memory"}
 """Where ctxfs and Deep Agents store what they move out: ``memory`` (ctxfs ``memory://``,
 Deep Agents ``StoreBackend`` on an ``InMemoryStore``, the closest to its default in-state
@@ -209,13 +214,16 @@ class Ctxfs:
 
     The same steps as :func:`ctxfs.replay.replay` (whose :func:`~ctxfs.replay.restore_messages`
     the recovery check reads back with), with the stand-in summary model instead of the
-    extractive summary; driven here one hook at a time, in lockstep with the other systems.
+    extractive summary (unless ``--summary extractive``); driven here one hook at a time, in
+    lockstep with the other systems.
     """
 
     name = "ctxfs"
 
     def __init__(self, budget: int, thread: str, counter: TiktokenCounter | None) -> None:
-        self.model = summary_model(budget)
+        self.model: SummaryModel | None = None
+        if SUMMARY["mode"] == "fixed":
+            self.model = summary_model(budget)
         extra = dict(CTXFS_POLICY)
         summary = {**extra.pop("summarization", {}), "model": self.model}
         policy = ContextPolicy(

@@ -25,7 +25,8 @@ summarize at 85 % of the budget, keep ctxfs's recent share, show the summary mod
 8,000 tokens, offload tool results over 20,000 tokens, move/clip tool inputs of 2,000+
 characters outside the last 20 messages once at 85 %. Every system summarizes with the same
 deterministic stand-in model (a fixed summary of about 300 tokens), which meters the tokens
-it is sent and answers. Peers count tokens their own way (``count_tokens_approximately``)
+it is sent and answers; with ``--summary extractive`` ctxfs uses its extractive summary
+instead. Peers count tokens their own way (``count_tokens_approximately``)
 unless ``--peer-counter exact``.
 
 Reported per system: peak tokens at any model call and calls over the budget (all counted
@@ -55,7 +56,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _peers import CTXFS_POLICY, FACTORIES, SETTINGS, STORAGE, SYSTEMS
+from _peers import CTXFS_POLICY, FACTORIES, SETTINGS, STORAGE, SUMMARY, SYSTEMS
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs import TiktokenCounter, read_trace
@@ -262,6 +263,9 @@ def summarize(results: list[dict[str, Outcome]], systems: tuple[str, ...]) -> li
                 "user_in_view": sum(o.user_in_view for o in os_)
                 / max(1, sum(o.user_pairs for o in os_)),
                 "task_in_view_worst": min(o.task_in_view / max(1, o.calls) for o in os_),
+                "user_in_view_worst": min(
+                    (o.user_in_view / o.user_pairs for o in os_ if o.user_pairs), default=1.0
+                ),
             }
             row["cost"] = cost(row, PRICES)
             row["cost_openai"] = cost(row, OPENAI_PRICES)
@@ -329,12 +333,18 @@ def print_goals(rows: list[dict[str, Any]]) -> None:
 
 def print_retention(rows: list[dict[str, Any]]) -> None:
     """Goal retention: the task statement (first user message) and every user message, in view
-    when their first IN_VIEW_CHARS characters are in the request verbatim."""
-    print(f"{'budget':>6} {'system':11} {'task in view':>12} {'worst run':>9} {'user in view':>12}")
+    when their first IN_VIEW_CHARS characters are in the request verbatim; the share of model
+    calls (task) and of (call, earlier user message) pairs (user), over all runs and on the
+    run where it is lowest."""
+    print(
+        f"{'budget':>6} {'system':11} {'task in view':>12} {'worst run':>9} {'user in view':>12} "
+        f"{'worst run':>9}"
+    )
     for r in rows:
         print(
             f"{r['budget'] // 1000:>5}k {r['system']:11} {r['task_in_view']:>12.1%} "
-            f"{r['task_in_view_worst']:>9.1%} {r['user_in_view']:>12.1%}"
+            f"{r['task_in_view_worst']:>9.1%} {r['user_in_view']:>12.1%} "
+            f"{r['user_in_view_worst']:>9.1%}"
         )
     print()
 
@@ -428,6 +438,14 @@ def main() -> None:
         "Agents FilesystemBackend)",
     )
     parser.add_argument(
+        "--summary",
+        choices=("fixed", "extractive"),
+        default="fixed",
+        help="fixed: every system summarizes with the same stand-in model, which answers one "
+        "fixed text (what stays in view is what each keeps by construction); extractive: "
+        "ctxfs uses its extractive summary instead (the peers have none and keep the stand-in)",
+    )
+    parser.add_argument(
         "--overhead-trace", help="trace (file stem) for the overhead table; default: longest"
     )
     parser.add_argument(
@@ -467,6 +485,7 @@ def main() -> None:
         parser.error(f"no *.jsonl traces in {args.trajectories}")
     exact = args.peer_counter == "exact"
     STORAGE["mode"] = args.storage
+    SUMMARY["mode"] = args.summary
     measure = TiktokenCounter()
 
     histories = {p.stem: read_trace(p) for p in traces}
@@ -478,6 +497,7 @@ def main() -> None:
     document: dict[str, Any] = {
         "peer_counter": args.peer_counter,
         "storage": args.storage,
+        "summary": args.summary,
         "file_tools": args.file_tools,
         "budgets": args.budgets,
         "ctxfs_policy": args.ctxfs_policy,
@@ -495,8 +515,8 @@ def main() -> None:
         print(
             f"settings: {mode}; replayed {len(traces)} traces x {len(args.budgets)} budgets in "
             f"{time.perf_counter() - started:.0f} s; peer token counting: {args.peer_counter}; "
-            f"storage: {args.storage}; file tools: {args.file_tools}; "
-            f"ctxfs settings: {policy_text}\n"
+            f"storage: {args.storage}; ctxfs summary: {args.summary}; file tools: "
+            f"{args.file_tools}; ctxfs settings: {policy_text}\n"
         )
         print_per_trace(results, chosen)
         rows = summarize(results, chosen)

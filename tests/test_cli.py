@@ -170,6 +170,14 @@ def test_replay_summarizes_a_long_trace_and_names_the_transcript(
     status, out, _ = run(capsys, "transcripts", str(tmp_path / "w"), "--show", "1")
     assert status == 0 and out.startswith('# Transcript of thread "long", messages 0-')
     assert "Review every module." in out
+    status, out, _ = run(capsys, "transcripts", str(tmp_path / "w"), "--search", "every module")
+    first = out.splitlines()[0]
+    assert status == 0 and first.startswith("/transcripts/long-")
+    assert first.endswith(".jsonl message 0 (human) line 1: Review every module.")
+    status, out, _ = run(capsys, "transcripts", str(tmp_path / "w"), "--search", "f3_7 return")
+    assert status == 0 and out.splitlines()[0].endswith("c3.txt:8: def f3_7(): return 7")
+    status, _, err = run(capsys, "transcripts", str(tmp_path / "w"), "--search", "!!")
+    assert status != 0 and "no word" in err
 
 
 def test_policy_from_toml_and_window_from_the_file(

@@ -135,8 +135,15 @@ def add_workspace_parsers(commands: Any) -> argparse.ArgumentParser:
     )
     transcripts.add_argument("url", metavar="URL", help=url_help)
     transcripts.add_argument("--thread", metavar="ID", help="only this conversation")
-    transcripts.add_argument(
+    shown = transcripts.add_mutually_exclusive_group()
+    shown.add_argument(
         "--show", type=int, metavar="N", help="print segment N (its Markdown transcript)"
+    )
+    shown.add_argument(
+        "--search",
+        metavar="WORDS",
+        help="the archived lines and saved tool results and inputs holding these words, best "
+        "first (what the history_search tool answers), each with its segment, message and line",
     )
     transcripts.set_defaults(handler=_transcripts)
     return grep  # type: ignore[no-any-return]
@@ -285,6 +292,8 @@ def _transcripts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             known = ", ".join(repr(t) for t in threads) or "none"
             raise CliError(f"no transcripts for thread {args.thread!r} (threads: {known})")
         threads = [args.thread]
+    if args.search is not None:
+        return _search(workspace, args.search, args.thread, out)
     if args.show is None:
         if not threads:
             out.write(f"No transcripts in {workspace.url} (nothing was summarized yet)\n")
@@ -304,6 +313,21 @@ def _transcripts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         write_file_bytes(workspace.read_bytes(segment.markdown_path), out)
     except WorkspaceError as exc:
         raise CliError(f"could not read {segment.markdown_path}: {exc}") from None
+    return 0
+
+
+def _search(workspace: Workspace, words: str, thread: str | None, out: IO[str]) -> int:
+    from ctxfs.tools._history import hit_line, search_history
+
+    notes: list[str] = []
+    try:
+        hits = search_history(workspace, words, thread_id=thread, notes=notes)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if not hits:
+        out.write("No match in the archived conversations or the saved files\n")
+    out.write("".join(f"{hit_line(hit)}\n" for hit in hits))
+    out.write("".join(f"({note})\n" for note in notes))
     return 0
 
 
@@ -407,6 +431,8 @@ Exit status: 0 when something matched, 1 when nothing did, 2 on an error."""
 
 _TRANSCRIPTS = """List the conversation segments ctxfs archived before summarizing (from each
 thread's index.json), or print one with --show N: its Markdown transcript, every message
-verbatim. The lossless .jsonl file sits next to it. A forked thread (time travel, a rewind)
+verbatim. The lossless .jsonl file sits next to it. --search WORDS ranks the archived lines
+(and the saved tool results and inputs) holding the words, as the history_search tool does.
+A forked thread (time travel, a rewind)
 lists its branches and the segments each is made of. A sub-agent's thread says which thread
 handed it its task, and a parent thread lists the sub-agent threads it started."""

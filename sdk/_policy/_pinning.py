@@ -29,7 +29,9 @@ class Pinning(_Settings):
 
     Attributes:
         enabled: ``False`` puts nothing back: the summary alone stands for what it replaced.
-        budget: The tokens the pinned user messages may take (default: 15 % of the window).
+        budget: The tokens the pinned user messages may take (default: 15 % of the window);
+            never more than leaves the request at three quarters of where the next summary
+            fires (the high-water mark, or the summary's target when lower).
         machine_made: A regular expression (Python ``re``, searched from the start of the
             text) telling user-role messages that a program wrote (tool notifications,
             reminders) from the user's own words: those are archived like any message and

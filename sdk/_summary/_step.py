@@ -35,10 +35,16 @@ from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._body import ModelAnswer, extractive_body, format_prompt, render_for_model
 from ctxfs._summary._cut import choose_cut, prefix_end, split_blocks
 from ctxfs._summary._message import build_summary_message, next_state, summary_state
-from ctxfs._summary._pins import in_view_message, notes_text, select_pins, user_candidates
+from ctxfs._summary._pins import (
+    Earlier,
+    in_view_message,
+    notes_text,
+    select_pins,
+    user_candidates,
+)
 from ctxfs._tokens import TokenCounter
 
-__all__ = ["SummaryOutcome", "summarize_steps", "summary_message_id"]
+__all__ = ["SummaryOutcome", "next_summary", "summarize_steps", "summary_message_id"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -252,8 +258,8 @@ def _in_view(
         counter=counter,
         budget=budget.pinned,
         first_room=budget.request_limit - used,
-        # the pins leave at least a quarter of the target for new turns before the next summary
-        target_room=budget.summary_target * 3 // 4 - used,
+        # the pins leave at least a quarter of the room below the next summary for new turns
+        target_room=next_summary(budget) * 3 // 4 - used - _frame(counter, thread_id, segment),
         pointers=settings.pointers,
         max_pins=max(0, free_messages - 1) if free_messages > 1 else free_messages,
     )
@@ -268,6 +274,25 @@ def _in_view(
     if extra is not None and len(pins) >= free_messages:
         extra = None  # no room left: the task statement's pin comes first
     return [*pins, *([extra] if extra is not None else [])]
+
+
+def _frame(counter: TokenCounter, thread_id: str, segment: str) -> int:
+    """What the in-view message costs besides its pointer lines, at most: its header and the
+    line counting older user messages, with the widest numbers."""
+    widest = Earlier(10**9, 10**9, 10**9, (segment,) * 3)
+    frame = in_view_message(pointed=(), counted=widest, plan=None, notes=None, thread_id=thread_id)
+    return 0 if frame is None else counter.count_message(frame)
+
+
+def next_summary(budget: Budget[ContextPolicy]) -> int:
+    """The request size at which the next summary fires at the earliest: the high-water mark
+    (never above a token trigger), or the summary's target when that is lower.
+
+    What a summary leaves below this is the room new turns have before the next one; the
+    target alone overstates it whenever the high-water mark is lower (at the defaults, 63 %
+    of the window against 85 %).
+    """
+    return min(budget.summary_target, budget.high_water)
 
 
 def _free_messages(room: int | None, kept: int, replaced: int) -> int:

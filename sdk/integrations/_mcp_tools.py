@@ -14,7 +14,6 @@ the answer names the file (also an MCP resource) with a preview.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,10 +24,8 @@ from urllib.parse import quote as url_quote
 from pydantic import ValidationError
 
 from ctxfs._errors import (
-    EditError,
     IsADirectoryPathError,
     NotADirectoryPathError,
-    NotTextError,
     PathNotFoundError,
     SearchTimeoutError,
 )
@@ -58,6 +55,7 @@ from ctxfs.integrations._mcp_args import (
     SearchFilesArgs,
     WriteFileArgs,
 )
+from ctxfs.integrations._mcp_edits import apply_edits, text_of, unified_diff
 from ctxfs.integrations._mcp_run import SerializedCounter
 from ctxfs.sandbox import TimeBudget, relative_to
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS, ToolFunction
@@ -66,6 +64,7 @@ from ctxfs.tools._budget import OutputBudget
 from ctxfs.tools._format import format_glob, plural
 from ctxfs.tools._function import error_text
 from ctxfs.tools._functions import ToolSet
+from ctxfs.tools._history import history_functions
 from ctxfs.tools._names import ToolNames
 
 __all__ = [
@@ -86,6 +85,7 @@ MCP_NAMES: Final = ToolNames(
 URI_PREFIX: Final = "ctxfs://"
 """Resource URIs are ``ctxfs://`` plus the workspace path: ``ctxfs:///transcripts/...``."""
 
+_TITLES: Final = {"history_search": "Search past messages", "history_read": "Read a past message"}
 _PREVIEW_LINES: Final = 20
 _PREVIEW_LINE_CHARS: Final = 200
 _SEPARATOR: Final = "\n---\n"
@@ -191,6 +191,7 @@ class McpToolbox:
         )
         self._thread_id = thread_id
         self._set = ToolSet(self._view, self._budget, MCP_NAMES)
+        self._history = history_functions(self._view, self._budget)
         self._tools = {tool.name: tool for tool in self._build()}
 
     @property
@@ -331,6 +332,8 @@ class McpToolbox:
                 read_only=True,
                 paged=False,
             ),
+            # the archive of every thread: an MCP session does not name the conversation
+            *(McpTool(f, _TITLES[f.name], read_only=True) for f in self._history),
         ]
         if self._view.is_read_only("/"):
             return [tool for tool in tools if tool.read_only]
@@ -415,7 +418,7 @@ class McpToolbox:
             def change(data: bytes | None) -> bytes:
                 if data is None:
                     raise PathNotFoundError(f"{virtual}: no such file or directory", path=virtual)
-                text = _text_of(virtual, data)
+                text = text_of(virtual, data)
                 new, count = apply_edits(virtual, text, edits)
                 applied.append((text, new, count))
                 return new.encode("utf-8")
@@ -424,7 +427,7 @@ class McpToolbox:
             # between, the write is refused and the edits are checked again on what it holds.
             self._view.update(virtual, change)
             before, after, replaced = applied[-1]
-        diff = _unified_diff(virtual, before, after)
+        diff = unified_diff(virtual, before, after)
         count = plural(replaced, "occurrence")
         if dry_run:
             head = f"Dry run, nothing written: the edits would replace {count} in {virtual}"
@@ -494,65 +497,6 @@ class McpToolbox:
         if shown == 0:
             answer = budget.clip(header)
         return McpAnswer(answer, saved_path=path)
-
-
-def apply_edits(path: str, text: str, edits: Sequence[EditOperation]) -> tuple[str, int]:
-    """Applies the edits in order to ``text``, all or none.
-
-    Returns:
-        The new text and the number of occurrences replaced.
-
-    Raises:
-        EditError: An edit's ``oldText`` is empty, equal to its ``newText``, absent or
-            ambiguous (the message names the edit, and says that nothing was changed).
-    """
-    replaced = 0
-    for number, edit in enumerate(edits, start=1):
-        which = f"edit {number} of {len(edits)}" if len(edits) > 1 else "the edit"
-        after = " (after the edits before it)" if number > 1 else ""
-        old, new = edit.old_text, edit.new_text
-        if old == "":
-            problem = "oldText is empty; give the exact text to replace, or use write_file"
-        elif old == new:
-            problem = "oldText and newText are identical"
-        else:
-            count = text.count(old)
-            if count == 0:
-                problem = (
-                    f"oldText was not found in {path}{after}; read the file again and copy the "
-                    "exact text, including whitespace and indentation"
-                )
-            elif count > 1 and not edit.replace_all:
-                problem = (
-                    f"oldText occurs {count} times in {path}{after}; add surrounding lines to "
-                    "make it unique, or set replaceAll to replace every occurrence"
-                )
-            else:
-                text = text.replace(old, new) if edit.replace_all else text.replace(old, new, 1)
-                replaced += count if edit.replace_all else 1
-                continue
-        raise EditError(f"{which}: {problem}; nothing was changed", path=path)
-    return text, replaced
-
-
-def _text_of(path: str, data: bytes) -> str:
-    """The text of a file to edit, or :class:`~ctxfs._errors.NotTextError`."""
-    if b"\x00" not in data:
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-    raise NotTextError(f"{path} is not a UTF-8 text file; it cannot be edited", path=path)
-
-
-def _unified_diff(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
-        fromfile=path,
-        tofile=path,
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def _without(

@@ -44,6 +44,7 @@ __all__ = [
     "HistoryReadArgs",
     "HistorySearchArgs",
     "history_functions",
+    "hit_line",
     "message_lines",
     "search_history",
 ]
@@ -282,7 +283,7 @@ def history_functions(
         page = budget.fixed()
         if offset >= len(hits):
             return f"Error: offset {offset} is past the last of {plural(len(hits), 'hit')}"
-        entries = [_hit_line(h) for h in hits[offset:]]
+        entries = [hit_line(h) for h in hits[offset:]]
 
         def tail(shown: int) -> list[str]:
             out = [f"({note})" for note in notes]
@@ -336,7 +337,8 @@ def history_functions(
     ]
 
 
-def _hit_line(hit: HistoryHit) -> str:
+def hit_line(hit: HistoryHit) -> str:
+    """One hit as ``history_search`` shows it: where it is, then the line (clipped)."""
     text = hit.text if len(hit.text) <= _LINE_CHARS else hit.text[:_LINE_CHARS] + "…"
     if hit.message is None:
         return f"{hit.path}:{hit.line}: {text}"

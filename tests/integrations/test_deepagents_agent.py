@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 from deepagents import create_deep_agent
+from langchain.agents.middleware import TodoListMiddleware
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import ContextEvent, ContextPolicy, Summarized, Workspace, pointer_of
+from ctxfs import ContextEvent, ContextPolicy, Summarized, Workspace, is_summary, pointer_of
+from ctxfs._summary._pins import in_view_kind, render_plan
 from ctxfs.integrations.deepagents import WorkspaceBackend
 from ctxfs.integrations.langchain import ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
@@ -205,3 +207,48 @@ def test_deep_agents_grep_searches_what_ctxfs_archived() -> None:
     found = _tool_messages(out)["grep"].splitlines()
     assert found and all(line.startswith("/transcripts/") for line in found)
     assert any(line.endswith(".md") for line in found)
+
+
+def test_the_plan_after_each_summary_is_the_live_write_todos_state() -> None:
+    """``write_todos`` keeps the list in the graph state; every summary puts it back as it is
+    at that moment, never as the summary or an older list says. (This Deep Agents release
+    offers ``write_todos`` in some harness profiles only; the agent here adds LangChain's
+    ``TodoListMiddleware``, which those profiles use.)"""
+    first = [{"content": "read the manual", "status": "in_progress"}]
+    second = [
+        {"content": "read the manual", "status": "completed"},
+        {"content": "list the ledger rules", "status": "in_progress"},
+    ]
+    script: list[Any] = [tool_call("write_todos", {"todos": first})]
+    script += [tool_call("fetch_page", {"n": n}) for n in range(8)]
+    script += [tool_call("write_todos", {"todos": second})]
+    script += [tool_call("fetch_page", {"n": n}) for n in range(8, 16)]
+    model = ScriptedChatModel(responses=[*script, "done"])
+    policy = ContextPolicy(
+        max_input_tokens=16_000,
+        clearing={"enabled": False},
+        summarization={"trigger": {"fraction": 0.8}, "keep": {"fraction": 0.3}},
+    )
+    agent = create_deep_agent(
+        model,
+        [fetch_page],
+        middleware=[
+            TodoListMiddleware(),
+            ContextMiddleware(Workspace("memory://deep-plan"), policy, tools=False),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    out = agent.invoke({"messages": [{"role": "user", "content": "list the rules"}]}, CONFIG)
+    assert out["messages"][-1].text == "done"
+    checked, summary = 0, ""
+    for index, request in enumerate(model.requests):
+        summaries = [m for m in request if is_summary(m)]
+        if not summaries or summaries[0].text == summary:
+            continue  # no new summary in this request: nothing was put back
+        summary = summaries[0].text
+        calls = [m.tool_calls[0] for m in script[:index]]
+        written = [c["args"]["todos"] for c in calls if c["name"] == "write_todos"]
+        plans = [m.text for m in request if in_view_kind(m) == "in_view" and "<plan>" in m.text]
+        assert len(plans) == 1 and render_plan(written[-1]) in plans[0]
+        checked += 1
+    assert checked >= 2  # summaries before and after the plan changed

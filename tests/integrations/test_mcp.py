@@ -33,6 +33,8 @@ READ_ONLY_TOOLS = {
     "grep",
     "get_file_info",
     "list_allowed_directories",
+    "history_search",
+    "history_read",
 }
 ALL_TOOLS = READ_ONLY_TOOLS | {"write_file", "edit_file"}
 
@@ -230,6 +232,27 @@ def test_paged_reads_name_the_servers_tools(workspace: Workspace) -> None:
             "Error: /nope.txt: no such file or directory; check the path with list_directory "
             "or search_files (paths start at /)"
         )
+
+    _run(session, server)
+
+
+def test_history_tools_find_and_read_archived_messages(workspace: Workspace) -> None:
+    results, transcript = _saved_by_ctxfs(workspace)
+    segment = transcript.removesuffix(".md") + ".jsonl"
+    server = create_server(workspace, max_output_tokens=200)
+
+    async def session(client: Client) -> None:
+        found = await client.call_tool("history_search", {"query": "nightly export"})
+        assert not found.is_error
+        assert _text(found).splitlines()[0] == (
+            f"{segment} message 1 (ai) line 1: the nightly export failed"
+        )
+        saved = await client.call_tool("history_search", {"query": "status=ok row 7"})
+        assert _text(saved).splitlines()[0] == f"{results}:8: row 7: status=ok"
+        read = await client.call_tool("history_read", {"segment": segment, "message": 0})
+        assert _text(read) == f"[{segment} message 0 (human), 1 line]\n     1\tfind the failing job"
+        refused = await client.call_tool("history_read", {"segment": results, "message": 0})
+        assert refused.is_error and "not a transcript segment" in _text(refused)
 
     _run(session, server)
 
