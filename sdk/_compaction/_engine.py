@@ -241,8 +241,9 @@ class ContextEngine(OpenAIMethods):
     ) -> CompactionResult:
         """Async twin of :meth:`compact`: the same result, without blocking the event loop.
 
-        The engine's own work (workspace reads and writes, tokenizing) runs in worker threads (:func:`asyncio.to_thread`) under :attr:`lock`;
-        the summary model is awaited (``ainvoke``) on the loop, with the lock released.
+        The engine's own work (workspace reads and writes, tokenizing) runs in worker threads
+        (:func:`asyncio.to_thread`) under :attr:`lock`; the summary model is awaited
+        (``ainvoke``) on the loop, with the lock released.
         """
         request = await asyncio.to_thread(self._request, system, tools, model)
         return await self._adrive(self._steps(messages, thread_id, request, force, plan))
