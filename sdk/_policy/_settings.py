@@ -352,7 +352,7 @@ class ContextPolicy(_Settings):
     def clearing_keep(self) -> KeepWindow:
         """The recent tool results clearing leaves alone (``messages`` counts results).
 
-        The default, the last 8 results, is also held to the last quarter of the window in
+        The default, the last 4 results, is also held to the last quarter of the window in
         tokens, so that in a small window the kept results cannot fill it.
         """
         return self.budget.clearing_keep

@@ -201,7 +201,7 @@ class ToolResultClearing(_Settings):
         trigger: Also clear, below the high-water mark, once the request reaches this many
             tokens (every old result, in batches of at least ``clear_at_least``); ``None``
             (the default) leaves it to the compactions at the high-water mark.
-        keep: The recent tool results never cleared (default: the last 8).
+        keep: The recent tool results never cleared (default: the last 4).
         min_tokens: Results whose message holds fewer tokens stay (default 150): a pointer
             costs 30 to 60 tokens.
         clear_at_least: With an explicit ``trigger``, the least a batch below the high-water
@@ -215,7 +215,7 @@ class ToolResultClearing(_Settings):
 
     enabled: bool = True
     trigger: Threshold | None = None
-    keep: KeepToolResults = Field(default_factory=lambda: KeepToolResults(results=8))
+    keep: KeepToolResults = Field(default_factory=lambda: KeepToolResults(results=4))
     min_tokens: int = 150
     clear_at_least: Threshold = Field(default_factory=lambda: Threshold(fraction=0.05))
     exempt_tools: frozenset[str] = frozenset()

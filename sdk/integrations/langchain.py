@@ -33,6 +33,7 @@ from ctxfs._messages import same_objects
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._workspace import Workspace
+from ctxfs.integrations._cache import PromptCache, cache_controls
 from ctxfs.integrations._hooks import (
     ContextHooks,
     ContextMeasured,
@@ -218,6 +219,11 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         on_event: Called with every :class:`~ctxfs._events.ContextEvent` (offloads,
             summaries, failures, and a :class:`ContextMeasured` before each model call) and
             the thread id. Exceptions it raises are logged and ignored.
+        prompt_cache: Provider cache controls on each request (never in the state):
+            ``"anthropic"`` puts ``cache_control`` breakpoints on the request's last message
+            and on the last message a compaction wrote; ``"openai"`` sends the thread id as
+            ``prompt_cache_key`` (a ``prompt_cache_key`` of the agent's own is kept). See
+            :mod:`ctxfs.integrations._cache`. ``None`` (default): the request as it is.
     """
 
     @overload
@@ -230,6 +236,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tools: bool | Sequence[BaseTool] = True,
         on_tool_conflict: ToolConflict = "error",
         on_event: EventHandler | None = None,
+        prompt_cache: PromptCache | None = None,
     ) -> None: ...
 
     @overload
@@ -241,6 +248,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tools: bool | Sequence[BaseTool] = True,
         on_tool_conflict: ToolConflict = "error",
         on_event: EventHandler | None = None,
+        prompt_cache: PromptCache | None = None,
     ) -> None: ...
 
     def __init__(
@@ -252,8 +260,14 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tools: bool | Sequence[BaseTool] = True,
         on_tool_conflict: ToolConflict = "error",
         on_event: EventHandler | None = None,
+        prompt_cache: PromptCache | None = None,
     ) -> None:
         super().__init__()
+        if prompt_cache is not None and prompt_cache not in get_args(PromptCache):
+            raise ValueError(
+                f"prompt_cache must be 'anthropic', 'openai' or None, not {prompt_cache!r}"
+            )
+        self._prompt_cache: PromptCache | None = prompt_cache
         if on_tool_conflict not in get_args(ToolConflict):
             raise ValueError(
                 f"on_tool_conflict must be 'error', 'replace' or 'keep', not {on_tool_conflict!r}"
@@ -455,15 +469,20 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         thread: str,
         shape: RequestShape,
     ) -> ModelRequest[Any]:
-        if result is None:
-            return request  # compaction failed (logged): the request goes as it is
-        self._hooks.measure(result, thread, shape)
-        messages: Sequence[BaseMessage] = result.messages
-        if own is not request.messages:  # an outer middleware's edit, laid over the result
-            messages = with_edits(request.messages, own, result.messages)
-        if same_objects(messages, request.messages):
+        if result is not None:  # else compaction failed (logged): the request goes as it is
+            self._hooks.measure(result, thread, shape)
+            messages: Sequence[BaseMessage] = result.messages
+            if own is not request.messages:  # an outer middleware's edit, laid over the result
+                messages = with_edits(request.messages, own, result.messages)
+            if not same_objects(messages, request.messages):
+                request = request.override(messages=cast(list[AnyMessage], list(messages)))
+        if self._prompt_cache is None:
             return request
-        return request.override(messages=cast(list[AnyMessage], list(messages)))
+        marked, settings = cache_controls(request.messages, thread, self._prompt_cache)
+        return request.override(
+            messages=cast(list[AnyMessage], marked),
+            model_settings={**settings, **request.model_settings},
+        )
 
     def _retry(
         self,

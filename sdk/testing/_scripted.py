@@ -69,6 +69,8 @@ class ScriptedChatModel(GenericFakeChatModel):
         requests: Every list of messages the model was sent, in order (for assertions).
         request_tools: The tools the model was bound to at each of those calls (from
             ``bind_tools``), in the same order.
+        request_settings: The model settings of each of those calls (the keyword arguments
+            of ``bind_tools`` and of the call, e.g. ``prompt_cache_key``), in the same order.
     """
 
     responses: SkipValidation[list[Reply]]
@@ -77,8 +79,10 @@ class ScriptedChatModel(GenericFakeChatModel):
     disable_streaming: bool = True
     requests: list[list[BaseMessage]] = Field(default_factory=list, exclude=True)
     request_tools: list[list[Any]] = Field(default_factory=list, exclude=True)
+    request_settings: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     _cursor: int = PrivateAttr(default=0)
     _bound: list[Any] = PrivateAttr(default_factory=list)
+    _bound_settings: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @property
     def _llm_type(self) -> str:
@@ -89,9 +93,11 @@ class ScriptedChatModel(GenericFakeChatModel):
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """Returns the model itself: the script already knows which tools it calls.
 
-        The tools are remembered for :attr:`request_tools`.
+        The tools are remembered for :attr:`request_tools`, the settings for
+        :attr:`request_settings`.
         """
         self._bound = list(tools)
+        self._bound_settings = dict(kwargs)
         return self
 
     def reply_id(self, index: int) -> str:
@@ -123,6 +129,7 @@ class ScriptedChatModel(GenericFakeChatModel):
         index = self.next_index(messages)
         self.requests.append(list(messages))
         self.request_tools.append(list(self._bound))
+        self.request_settings.append({**self._bound_settings, **kwargs})
         if index >= len(self.responses):
             raise ScriptExhaustedError(
                 f"the script has {len(self.responses)} replies and all were played; "

@@ -82,8 +82,13 @@ def test_the_model_can_compact_on_request_and_search_the_archive() -> None:
         tool_call("history_search", {"query": "page 0 line 7 ledger"}),
         "done",
     ]
-    # a window no summary is needed in before the model asks for one
-    roomy = ContextPolicy(max_input_tokens=100_000, summarization={"keep": {"tokens": 2_000}})
+    # a window no summary is needed in before the model asks for one; clearing spares the
+    # eight pages, so the summary archives them as they were read
+    roomy = ContextPolicy(
+        max_input_tokens=100_000,
+        summarization={"keep": {"tokens": 2_000}},
+        clearing={"keep": {"results": 8}},
+    )
     agent, model = _agent(script, ws, events, roomy)
     config: Any = {"configurable": {"thread_id": "p2"}}
     out = agent.invoke({"messages": [("user", TASK)]}, config)

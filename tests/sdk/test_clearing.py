@@ -86,7 +86,7 @@ def test_clearing_is_on_by_default_with_documented_settings() -> None:
     pol = ContextPolicy(max_input_tokens=100_000)
     assert pol.clearing == ToolResultClearing()
     assert pol.clearing.enabled
-    assert pol.clearing.keep == KeepToolResults(results=8)
+    assert pol.clearing.keep == KeepToolResults(results=4)
     assert pol.clearing.min_tokens == 150
     assert pol.clearing.trigger is None and pol.tool_inputs.trigger is None
     # both steps wait for the compaction at the high-water mark, 70 % of the 95,904-token

@@ -87,9 +87,9 @@ def test_defaults_scale_down_for_small_windows() -> None:
     assert ContextPolicy(max_input_tokens=1_000_000).result_threshold_tokens == 20_000
     explicit = ContextPolicy(max_input_tokens=12_000, tool_results={"threshold": {"tokens": 9_000}})
     assert explicit.result_threshold_tokens == 9_000
-    # clearing keeps the last 8 results, within the last quarter of the window
+    # clearing keeps the last 4 results, within the last quarter of the window
     small = ContextPolicy(max_input_tokens=12_000)
-    assert (small.clearing_keep.messages, small.clearing_keep.tokens) == (8, 3_000)
+    assert (small.clearing_keep.messages, small.clearing_keep.tokens) == (4, 3_000)
     own = ContextPolicy(max_input_tokens=12_000, clearing={"keep": {"results": 8}})
     assert (own.clearing_keep.messages, own.clearing_keep.tokens) == (8, None)
     # the answer's room: a tenth of the window, at most 4,096 tokens
