@@ -207,14 +207,24 @@ class GarbageCollector:
                     _remove(self._workspace, stale.path)
                 except WorkspaceError as exc:
                     failed.append((kept.thread.name, str(exc)))
+        # who points to whom among the families to remove, as either plan saw it
+        pointers = {c.thread.key: set(c.points_to) for c in plan.collect}
+        for c in fresh.collect:
+            pointers.setdefault(c.thread.key, set()).update(c.points_to)
+        unfinished: set[str] = set()  # families of the plan not removed whole (so far)
         for planned in plan.collect:
-            name = planned.thread.name
-            collection = agreed.get(planned.thread.key)
+            key, name = planned.thread.key, planned.thread.name
+            unfinished.add(key)
+            collection = agreed.get(key)
             if collection is None or set(collection.files) != set(planned.files):
                 skipped.append((name, "changed since it was planned (it stays for now)"))
                 continue
+            holders = sorted(k for k in unfinished - {key} if key in pointers.get(k, ()))
+            if holders:  # what still points to it stays: so does it, until the next run
+                skipped.append((name, "a thread pointing to it was not removed (it stays for now)"))
+                continue
             try:
-                outcome = self._collect(collection, now, found.journals.get(planned.thread.key))
+                outcome = self._collect(collection, now, found.journals.get(key))
             except WorkspaceError as exc:
                 failed.append((name, str(exc)))
                 continue
@@ -224,6 +234,7 @@ class GarbageCollector:
                 skipped.append((name, outcome.skipped))
             else:
                 removed.append(name)
+                unfinished.discard(key)
         return GcReport(
             plan=plan,
             applied=True,

@@ -46,6 +46,8 @@ class Collection:
         files: Every file to delete, in the order they are deleted.
         bytes: Their size.
         resumed: An earlier collection of it was interrupted; this one finishes it.
+        points_to: The keys of the other threads of the plan it points to: it is removed
+            before them, and while it is not removed whole, they are not removed.
     """
 
     thread: ThreadInfo
@@ -53,6 +55,7 @@ class Collection:
     files: tuple[str, ...]
     bytes: int
     resumed: bool = False
+    points_to: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -391,6 +394,7 @@ def _plan(
         ),
         references,
     )
+    going = set(gone)
     collect = tuple(
         Collection(
             thread=families[key],
@@ -398,6 +402,9 @@ def _plan(
             files=deletion_order(families[key]),
             bytes=families[key].total_bytes,
             resumed=reasons[key].startswith("an earlier collection"),
+            points_to=frozenset(
+                t for t, _ in (references(key) if references else ()) if t in going
+            ),
         )
         for key in gone
     )
