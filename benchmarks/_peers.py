@@ -8,6 +8,8 @@ Every system keeps its own state and is driven the same way by the replay loop:
 - ``before_model()``: a model call is about to happen. The system's before-model hook runs on
   the current state and returns the messages the model would be sent (system prompt
   included); that list becomes the state. This is the call the replay loop times.
+- ``plan``: the run's latest todo list (its live state), set before each ``before_model()``;
+  ctxfs puts it back after a summary, the peers have no such step and ignore it.
 - ``lost(history)``: after the run, which parts of the original history are no longer in the
   context byte-exact, and which of those cannot be read back byte-exact from the system's
   own storage.
@@ -191,6 +193,7 @@ class NoManagement:
     def __init__(self, budget: int, thread: str, counter: TiktokenCounter | None) -> None:
         self.state: list[BaseMessage] = []
         self.summaries = 0
+        self.plan: list[dict[str, Any]] | None = None  # the live todo list (ctxfs reads it)
         self.model: SummaryModel | None = None
 
     def add(self, message: BaseMessage) -> None:
@@ -239,6 +242,7 @@ class Ctxfs:
         self.engine = ContextEngine(self.ws, policy, TiktokenCounter())
         self.state: list[BaseMessage] = []
         self.summaries = 0
+        self.plan: list[dict[str, Any]] | None = None  # the live todo list (ctxfs reads it)
 
     def add(self, message: BaseMessage) -> None:
         if isinstance(message, ToolMessage):
@@ -246,7 +250,7 @@ class Ctxfs:
         self.state = [*self.state, message]
 
     def before_model(self) -> list[BaseMessage]:
-        result = self.engine.compact(self.state, thread_id=self.thread)
+        result = self.engine.compact(self.state, thread_id=self.thread, plan=self.plan)
         self.summaries += sum(isinstance(e, Summarized) for e in result.events)
         self.state = result.messages
         return self.state
@@ -320,6 +324,7 @@ class DeepAgents:
         self.state: dict[str, Any] = {"messages": []}
         self.view: list[BaseMessage] = []  # what the model last saw, plus what came after
         self.summaries = 0
+        self.plan: list[dict[str, Any]] | None = None  # the live todo list (ctxfs reads it)
         self.overflow_errors = 0
 
     def add(self, message: BaseMessage) -> None:
@@ -456,6 +461,7 @@ class LangChain:
         self.system: SystemMessage | None = None
         self.state: list[BaseMessage] = []
         self.summaries = 0
+        self.plan: list[dict[str, Any]] | None = None  # the live todo list (ctxfs reads it)
 
     def add(self, message: BaseMessage) -> None:
         if isinstance(message, SystemMessage) and self.system is None and not self.state:

@@ -62,7 +62,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from ctxfs import TiktokenCounter, read_trace
 from ctxfs._compaction._request import shared_prefix
 from ctxfs._messages import message_text
-from ctxfs._replay._run import IN_VIEW_CHARS, in_view
+from ctxfs._replay._run import IN_VIEW_CHARS, in_view, plan_in_view, todos_of
 
 BUDGETS = (16_000, 32_000, 64_000, 128_000)
 CLAUDE_CODE_FILE_TOOLS = {"Write": "write_file", "Edit": "edit_file"}
@@ -116,6 +116,8 @@ class Outcome:
     task_in_view: int = 0
     user_pairs: int = 0
     user_in_view: int = 0
+    plan_calls: int = 0
+    plan_in_view: int = 0
     hook_seconds: list[float] = field(default_factory=list, repr=False)
 
 
@@ -134,12 +136,14 @@ def replay(
     out = {s: Outcome(name, budget, s) for s in systems}
     sent: dict[str, list[BaseMessage]] = {s: [] for s in systems}  # each one's last request
     users: list[str] = []  # the first IN_VIEW_CHARS of every user message so far
+    plan: list[dict[str, Any]] | None = None  # the latest todo list the run wrote: live state
     turn = 0
     try:
         for message in history:
             if isinstance(message, AIMessage):  # a model call is about to happen
                 order = systems[turn % len(systems) :] + systems[: turn % len(systems)]
                 for s in order:  # rotate who goes first, so drift hits all alike
+                    live[s].plan = plan  # ctxfs puts it back after a summary; the peers do not
                     gc.disable()
                     started = time.perf_counter()
                     context = live[s].before_model()
@@ -161,7 +165,11 @@ def replay(
                     o.task_in_view += seen[0] if seen else 1
                     o.user_pairs += len(seen)
                     o.user_in_view += sum(seen)
+                    if plan is not None:
+                        o.plan_calls += 1
+                        o.plan_in_view += plan_in_view(plan, context)
                 turn += 1
+                plan = todos_of(message) or plan
             if isinstance(message, HumanMessage) and message_text(message).strip():
                 users.append(message_text(message).strip()[:IN_VIEW_CHARS])
             for s in systems:
@@ -263,6 +271,9 @@ def summarize(results: list[dict[str, Outcome]], systems: tuple[str, ...]) -> li
                 "user_in_view": sum(o.user_in_view for o in os_)
                 / max(1, sum(o.user_pairs for o in os_)),
                 "task_in_view_worst": min(o.task_in_view / max(1, o.calls) for o in os_),
+                "plan_in_view": sum(o.plan_in_view for o in os_)
+                / max(1, sum(o.plan_calls for o in os_)),
+                "plan_calls": sum(o.plan_calls for o in os_),
                 "user_in_view_worst": min(
                     (o.user_in_view / o.user_pairs for o in os_ if o.user_pairs), default=1.0
                 ),
@@ -335,16 +346,18 @@ def print_retention(rows: list[dict[str, Any]]) -> None:
     """Goal retention: the task statement (first user message) and every user message, in view
     when their first IN_VIEW_CHARS characters are in the request verbatim; the share of model
     calls (task) and of (call, earlier user message) pairs (user), over all runs and on the
-    run where it is lowest."""
+    run where it is lowest; and the share of calls after the run first wrote a todo list with
+    every item of its latest list in view (in a message or in the call that wrote it)."""
     print(
         f"{'budget':>6} {'system':11} {'task in view':>12} {'worst run':>9} {'user in view':>12} "
-        f"{'worst run':>9}"
+        f"{'worst run':>9} {'plan in view':>12} {'calls':>6}"
     )
     for r in rows:
+        plan = f"{r['plan_in_view']:.1%}" if r["plan_calls"] else "-"
         print(
             f"{r['budget'] // 1000:>5}k {r['system']:11} {r['task_in_view']:>12.1%} "
             f"{r['task_in_view_worst']:>9.1%} {r['user_in_view']:>12.1%} "
-            f"{r['user_in_view_worst']:>9.1%}"
+            f"{r['user_in_view_worst']:>9.1%} {plan:>12} {r['plan_calls']:>6}"
         )
     print()
 
