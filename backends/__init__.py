@@ -11,13 +11,17 @@ Backend differences and the translation of backend exceptions into ctxfs's error
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ctxfs.backends._check import check_store
 from ctxfs.backends._errors import translate_error, translate_errors
 from ctxfs.backends._factory import local_folder_of, open_storage, protocol_of
-from ctxfs.backends._fsspec import FsspecStore
 from ctxfs.backends._info import FileInfo
 from ctxfs.backends._local import LocalStore
 from ctxfs.backends._store import Store
+
+if TYPE_CHECKING:
+    from ctxfs.backends._fsspec import FsspecStore
 
 __all__ = [
     "FileInfo",
@@ -31,3 +35,13 @@ __all__ = [
     "translate_error",
     "translate_errors",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``FsspecStore`` loads fsspec, so it is imported on first use: a local folder needs
+    neither (``ctxfs ls ./ws`` starts without them)."""
+    if name == "FsspecStore":
+        from ctxfs.backends._fsspec import FsspecStore
+
+        return FsspecStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

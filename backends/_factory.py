@@ -9,18 +9,16 @@ object, and ``memory://`` gets a private store.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import fsspec
-from fsspec import AbstractFileSystem
-from fsspec.implementations.local import LocalFileSystem
-from fsspec.implementations.memory import MemoryFileSystem
-
-from ctxfs.backends._fsspec import FsspecStore
 from ctxfs.backends._local import LocalStore
 from ctxfs.backends._options import check_s3_options
 from ctxfs.backends._store import Store
+
+if TYPE_CHECKING:  # fsspec loads only for storage that needs it, not for a local folder
+    from fsspec import AbstractFileSystem
 
 __all__ = ["local_folder_of", "open_storage", "protocol_of"]
 
@@ -53,7 +51,13 @@ def open_storage(
             names it, e.g. ``pip install 'ctxfs[s3]'``).
     """
     options = dict(storage_options or {})
-    if isinstance(target, AbstractFileSystem):
+    # a filesystem object is an instance of fsspec's class, so fsspec is loaded already
+    fsspec_loaded = sys.modules.get("fsspec")
+    if fsspec_loaded is not None and isinstance(target, fsspec_loaded.AbstractFileSystem):
+        from fsspec.implementations.local import LocalFileSystem
+
+        from ctxfs.backends._fsspec import FsspecStore
+
         if options:
             raise ValueError(
                 "storage_options apply only to a URL; configure the filesystem object itself"
@@ -75,6 +79,12 @@ def open_storage(
     if folder is not None:
         _refuse_options(options, "a local folder")
         return LocalStore(folder)
+    import fsspec
+    from fsspec.implementations.local import LocalFileSystem
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from ctxfs.backends._fsspec import FsspecStore
+
     protocol, rest = text.split("://", 1)
     if protocol == "memory":
         _refuse_options(options, "a memory:// workspace")

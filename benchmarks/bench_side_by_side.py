@@ -339,7 +339,37 @@ def print_goals(rows: list[dict[str, Any]]) -> None:
         for name, value, goal, met in checks:
             verdict = "met" if met else "NOT met"
             print(f"{budget // 1000:>5}k {name:26} {value!s:>8} {goal:>7}  {verdict}")
+            if not met and theirs is not None:
+                print(f"{'':7}why: {_why(name, ours, theirs)}")
     print()
+
+
+def _parts(row: dict[str, Any]) -> str:
+    """A row's cost in its parts: uncached and cached input, the summary model."""
+    summary = PRICES["summary_input"] * row["summary_input"]
+    summary += PRICES["summary_output"] * row["summary_output"]
+    uncached = round(PRICES["uncached"] * row["uncached_tokens"])
+    cached = round(PRICES["cached"] * row["cached_tokens"])
+    return (
+        f"{_m(round(row['cost']))} = uncached {_m(uncached)} + cached {_m(cached)}"
+        f" + summaries {_m(round(summary))}"
+    )
+
+
+def _why(name: str, ours: dict[str, Any], theirs: dict[str, Any]) -> str:
+    """What a missed goal is made of, in the run's own numbers."""
+    if name.startswith("cost"):
+        return f"ctxfs {_parts(ours)}; Deep Agents {_parts(theirs)}"
+    if name.startswith("summaries"):
+        return (
+            f"{ours['summaries']} summaries against {theirs['summaries']}, "
+            f"{ours['prefix_breaks']} prefix breaks against {theirs['prefix_breaks']}"
+        )
+    if name.startswith("input"):
+        return f"{_m(ours['input_tokens'])} against {_m(theirs['input_tokens'])}"
+    if name.startswith("calls"):
+        return f"peak {_k(ours['peak'])} in a budget of {ours['budget'] // 1000}k"
+    return f"{ours['lost_bytes']:,} bytes cannot be read back byte-exact"
 
 
 def print_retention(rows: list[dict[str, Any]]) -> None:

@@ -300,6 +300,9 @@ def test_the_workspace_commands_load_only_the_workspace_and_its_tools(tmp_path: 
             if m.partition(".")[0] in _HEAVY_PACKAGES or m.startswith(_HEAVY_OURS)
         }
         assert heavy == set(), argv
+        # a local folder needs no fsspec (only other storage loads it)
+        assert not {m for m in modules if m.partition(".")[0] == "fsspec"}, argv
+        assert "ctxfs.backends._fsspec" not in modules, argv
 
 
 # -- what reaches a terminal ----------------------------------------------------------------

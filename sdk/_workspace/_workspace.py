@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
-
-from fsspec import AbstractFileSystem
+from typing import TYPE_CHECKING, Any
 
 from ctxfs._errors import (
     IsADirectoryPathError,
@@ -34,6 +32,9 @@ from ctxfs._workspace._writes import (
 )
 from ctxfs.backends import Store, check_store, open_storage
 from ctxfs.sandbox import Limits, normalize_path
+
+if TYPE_CHECKING:  # fsspec loads only for storage that needs it
+    from fsspec import AbstractFileSystem
 
 __all__ = ["UPDATE_ATTEMPTS", "Workspace"]
 
