@@ -1,9 +1,9 @@
 """Kills the scripted workflow with SIGKILL right after each of its writes, then resumes it.
 
-Usage: ``python _workflow_worker.py URL_PREFIX FIRST LAST [S3_ENDPOINT]``. Prints one JSON
+Usage: ``python _workflow_worker.py URL_PREFIX FIRST LAST STEP [S3_ENDPOINT]``. Prints one JSON
 object: ``{"writes": W, "expected": {...}, "runs": [...]}``. A forked child first runs the
 workflow uninterrupted on ``URL_PREFIX/reference`` (W storage writes, the expected outputs).
-Then for every N in FIRST..LAST (``LAST`` may be ``end``: W), a child runs it on
+Then for every STEP-th N in FIRST..LAST (``LAST`` may be ``end``: W), a child runs it on
 ``URL_PREFIX/killed-N`` and SIGKILLs itself right after its Nth write lands; a second child
 opens that workspace, reads the state file as the kill left it, and resumes the workflow to
 the end. Each ``runs`` entry says how the first child
@@ -106,14 +106,14 @@ def _resume(url: str, endpoint: str | None) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> None:
-    prefix, first, last = argv[0].rstrip("/"), int(argv[1]), argv[2]
-    endpoint = argv[3] if len(argv) > 3 else None
+    prefix, first, last, step = argv[0].rstrip("/"), int(argv[1]), argv[2], int(argv[3])
+    endpoint = argv[4] if len(argv) > 4 else None
     workflow(Workspace("memory://warm-up")).run(TASK, workflow_id=WORKFLOW_ID)
     status, clean = _in_child(lambda: _clean_run(f"{prefix}/reference", endpoint))
     if status != 0:
         raise SystemExit(f"the uninterrupted run failed: {clean}")
     runs = []
-    for n in range(first, (clean["writes"] if last == "end" else int(last)) + 1):
+    for n in range(first, (clean["writes"] if last == "end" else int(last)) + 1, step):
         url = f"{prefix}/killed-{n}"
         killed, _ = _in_child(lambda url=url, n=n: _killed_run(url, endpoint, n))
         resumed_status, resumed = _in_child(lambda url=url: _resume(url, endpoint))
