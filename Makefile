@@ -76,9 +76,11 @@ typecheck: $(STAMP_DEV)
 	cd $(SHIM) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
 		$(CURDIR)/examples/*.py docs/*.py
 
-# Two workers: the slow tests wait on subprocesses and the S3 server more than on a core.
+# Two workers: the slow tests wait on subprocesses and the S3 server more than on a core;
+# worksteal: a worker that runs out takes queued tests from the other, so a few long tests
+# near the end do not leave one core idle.
 pytest: $(STAMP_DEV)
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal
 
 test: lint typecheck pytest
 
