@@ -4,6 +4,7 @@ compaction on request, and searching the archive."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -220,7 +221,37 @@ def test_history_tools_search_and_read_back_on_every_backend(workspace: Workspac
 )
 @_SETTINGS
 def test_every_archived_line_is_found_where_it_is(lines: list[str]) -> None:
-    ws = Workspace(f"memory://h{next(_fresh)}")
+    _every_line_is_found(Workspace(f"memory://h{next(_fresh)}"), lines)
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+@given(
+    lines=st.lists(
+        st.from_regex(r"[a-z]{3,9}( [a-z0-9]{2,8}){0,4}", fullmatch=True), min_size=1, max_size=8
+    )
+)
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+def test_every_archived_line_is_found_on_disk_and_s3(
+    backend: str, lines: list[str], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The same on local disk and S3, with fewer examples (each is a run of compactions)."""
+    n = next(_fresh)
+    if backend == "local":
+        ws = Workspace(tmp_path / f"h{n}")
+    else:
+        from tests.conftest import s3_options
+
+        bucket = request.getfixturevalue("s3_bucket")
+        options = s3_options(request.getfixturevalue("s3_endpoint"))
+        ws = Workspace(f"s3://{bucket}/h{n}", storage_options=options)
+    _every_line_is_found(ws, lines)
+
+
+def _every_line_is_found(ws: Workspace, lines: list[str]) -> None:
     engine = _engine(ContextPolicy(max_input_tokens=2_000), ws)
     state: list[BaseMessage] = [SystemMessage("s", id="sys"), HumanMessage(TASK, id="task")]
     state.append(HumanMessage("\n".join(lines), id="lines"))
