@@ -98,9 +98,24 @@ def _escaped(value: object) -> object:
 
 
 def decode_jsonl(data: bytes) -> list[BaseMessage]:
-    """Returns the messages of :func:`encode_jsonl` bytes."""
-    lines = data.decode("ascii").split("\n")
-    return messages_from_dict([json.loads(line, object_hook=_untagged) for line in lines if line])
+    """Returns the messages of :func:`encode_jsonl` bytes.
+
+    Raises:
+        ValueError: ``data`` is not such bytes, however it fails: not ASCII, not JSON,
+            nested past what the JSON reader follows, or JSON that is not messages (an
+            object without ``type``, a list where a message belongs). A file of the archive
+            is read from storage anyone may have edited: one kind of error for all of it.
+    """
+    try:
+        lines = data.decode("ascii").split("\n")
+        values = [json.loads(line, object_hook=_untagged) for line in lines if line]
+        return messages_from_dict(values)
+    except ValueError:
+        raise
+    except RecursionError as exc:
+        raise ValueError("not the archive's JSON lines: nested too deeply") from exc
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(f"not the archive's JSON lines: {type(exc).__name__}: {exc}") from exc
 
 
 _BYTES_TAG = "__ctxfs_bytes_base64__"
