@@ -88,7 +88,8 @@ def apply_clearing(
             text = saved_text(moved.content)
             if text is None:  # a block stayed (broken base64, a failed write): so does all
                 continue
-            message = out[item.index] = message.model_copy(update={"content": moved.content})
+            message = moved.applied_to(message)
+            out[item.index] = message
             item = replace(item, text=text)
         try:
             pointer, rendered = clear_one(means, message, item, thread_id, offered)

@@ -26,25 +26,42 @@ only then is the block replaced by a text block of one line::
   moves, whatever its size, like the text of the result around it.
 
 A block without a payload (an image given by URL, a file id) holds no bytes and stays. A
-payload that is not valid base64 stays inline too (nothing is written, nothing is lost) and
-the step says so. Every other block of the message (text blocks, their order) is kept.
+payload that is not canonical base64 (line breaks or spaces inside it, padding bits set,
+characters outside the alphabet) stays inline too, with an
+:class:`~ctxfs._events.OffloadFailed` event saying why: only a payload that encoding its
+bytes again gives back exactly can be moved and restored byte-exact. So does a block whose
+other keys JSON cannot give back identical. Every other block of the message (text blocks,
+their order) is kept.
+
+**Coming back.** The message records each moved block (:mod:`ctxfs._pointers._media`): the
+block with its payload left out, where the payload sat, the file and its size and SHA-256.
+:func:`ctxfs.resolve_pointers` reads the file, encodes it again and puts the block back in
+its place, after the pointer of an offloaded or cleared text, whose saved copy holds the
+references, is resolved.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from langchain_core.messages import BaseMessage
 
 from ctxfs._events import ContextEvent, MediaOffloaded, OffloadFailed
 from ctxfs._layout import RESULTS_DIR, file_name
+from ctxfs._pointers._media import MovedMedia, blank_payload, point_media
+from ctxfs._pointers._pointer import digest
 from ctxfs._tokens import TokenCounter
 from ctxfs._tokens._media import IMAGE_TYPES, MEDIA_TYPES, image_size, media_tokens
 from ctxfs._workspace._saving import Unsaved, save_bytes
 from ctxfs._workspace._workspace import Workspace
+
+_M = TypeVar("_M", bound=BaseMessage)
 
 __all__ = [
     "DEFAULT_MAX_MEDIA_BYTES",
@@ -93,6 +110,9 @@ class MediaBlock:
         media_type: Its MIME type (from the block; ``application/octet-stream`` if none).
         payload: The base64 text as the block holds it.
         tokens: What providers bill for it, as :func:`~ctxfs._tokens.media_tokens` counts.
+        at: The keys that lead from the block to the string holding the payload.
+        prefix: What precedes the payload in that string (a data URL's head, with its
+            comma; empty otherwise).
     """
 
     index: int
@@ -100,6 +120,8 @@ class MediaBlock:
     media_type: str
     payload: str
     tokens: int
+    at: tuple[str, ...] = ()
+    prefix: str = ""
 
     def decoded(self) -> bytes | None:
         """The payload's bytes, or ``None`` when it is not valid base64 (line breaks and
@@ -111,6 +133,14 @@ class MediaBlock:
             return base64.b64decode(_WHITESPACE.sub(b"", raw), validate=True)
         except (binascii.Error, ValueError):
             return None
+
+    def canonical(self) -> bytes | None:
+        """The payload's bytes if it is canonical base64 (encoding them again gives the
+        payload exactly), else ``None``."""
+        data = self.decoded()
+        if data is None or base64.b64encode(data).decode("ascii") != self.payload:
+            return None
+        return data
 
     def size_bound(self) -> int:
         """The decoded size, without decoding (exact for base64 without line breaks)."""
@@ -131,9 +161,10 @@ def media_blocks(content: object) -> list[MediaBlock]:
         located = _payload(block)
         if located is None:
             continue
-        payload, media_type = located
+        at, prefix, payload, media_type = located
         what = _what(str(kind), media_type)
-        found.append(MediaBlock(index, what, media_type, payload, media_tokens([block])))
+        tokens = media_tokens([block])
+        found.append(MediaBlock(index, what, media_type, payload, tokens, at, prefix))
     return found
 
 
@@ -180,10 +211,19 @@ class MediaMoved:
         content: The content with the moved blocks replaced (the input itself if none moved).
         events: One :class:`~ctxfs._events.MediaOffloaded` per block moved, one
             :class:`~ctxfs._events.OffloadFailed` per block that had to stay.
+        moved: What it takes to rebuild each moved block, in order.
     """
 
     content: Any
     events: tuple[ContextEvent, ...]
+    moved: tuple[MovedMedia, ...] = ()
+
+    def applied_to(self, message: _M) -> _M:
+        """``message`` (whose content was moved) holding :attr:`content`, with the record of
+        the moved blocks in its metadata; ``message`` itself if nothing moved."""
+        if not self.moved:
+            return message
+        return point_media(message, self.content, self.moved)
 
 
 def move_media(
@@ -199,8 +239,10 @@ def move_media(
     """Moves the media blocks of ``content`` that ``moves`` picks to files.
 
     Each block is saved and verified before it is replaced; a block whose payload is not
-    base64, or whose file could not be written, stays as it is, with an
-    :class:`~ctxfs._events.OffloadFailed` event. Nothing else of the content changes.
+    canonical base64, whose other keys JSON cannot hold, or whose file could not be
+    written, stays as it is, with an :class:`~ctxfs._events.OffloadFailed` event. Nothing
+    else of the content changes. Apply the result to the message with
+    :meth:`MediaMoved.applied_to`, which records how to rebuild each moved block.
     """
     picked = [block for block in media_blocks(content) if moves(block)]
     if not picked:
@@ -208,11 +250,12 @@ def move_media(
     assert isinstance(content, list)
     out: list[Any] = list(content)
     events: list[ContextEvent] = []
+    moved: list[MovedMedia] = []
     for block in picked:
         first = media_path(thread_id, tool_call_id, block)
-        data = block.decoded()
-        if data is None:
-            reason = f"block {block.index + 1} ({block.media_type}) is not valid base64"
+        data, blank, why = _movable(block, content[block.index])
+        if data is None or blank is None:
+            reason = f"block {block.index + 1} ({block.media_type}) stays inline: {why}"
             events.append(OffloadFailed(tool_call_id=tool_call_id, reason=reason, path=first))
             continue
         try:
@@ -224,6 +267,18 @@ def move_media(
             continue
         text = reference(block, path, len(data))
         out[block.index] = {"type": "text", "text": text}
+        moved.append(
+            MovedMedia(
+                index=block.index,
+                path=path,
+                size=len(data),
+                sha256=hashlib.sha256(data).hexdigest(),
+                block=blank,
+                at=block.at,
+                prefix=block.prefix,
+                digest=digest(text),
+            )
+        )
         events.append(
             MediaOffloaded(
                 tool_call_id=tool_call_id,
@@ -235,9 +290,29 @@ def move_media(
                 tokens_after=counter.count_text(text),
             )
         )
-    if not any(isinstance(event, MediaOffloaded) for event in events):
+    if not moved:
         return MediaMoved(content, tuple(events))
-    return MediaMoved(out, tuple(events))
+    return MediaMoved(out, tuple(events), tuple(moved))
+
+
+def _movable(block: MediaBlock, raw: Mapping[str, Any]) -> tuple[bytes | None, str | None, str]:
+    """The bytes to save and the block's JSON without its payload, or why it stays."""
+    if block.decoded() is None:
+        return None, None, "its payload is not valid base64"
+    data = block.canonical()
+    if data is None:
+        return (
+            None,
+            None,
+            (
+                "its payload is not canonical base64 (line breaks, spaces or stray padding bits): "
+                "encoding the bytes again would not give it back exactly"
+            ),
+        )
+    blank = blank_payload(raw, block.at)
+    if blank is None:
+        return None, None, "its keys do not come back identical from JSON"
+    return data, blank, ""
 
 
 def planned_text(content: Sequence[Any], thread_id: str, tool_call_id: str) -> list[Any]:
@@ -253,52 +328,57 @@ def planned_text(content: Sequence[Any], thread_id: str, tool_call_id: str) -> l
 # -- reading blocks --------------------------------------------------------------------------
 
 
-def _payload(block: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The base64 payload of a media block and its MIME type, or ``None`` if it has none."""
+_Located = tuple[tuple[str, ...], str, str, str]
+"""Where a payload sits (keys, prefix), the payload, and its MIME type."""
+
+
+def _payload(block: Mapping[str, Any]) -> _Located | None:
+    """Where the base64 payload of a media block sits, the payload and its MIME type, or
+    ``None`` if it has none."""
     kind = block.get("type")
     if kind in ("image_url", "input_image"):  # OpenAI: a data URL, or a URL
         url = block.get("image_url")
         if isinstance(url, Mapping):
-            url = url.get("url")
-        return _data_url(url)
+            return _data_url(url.get("url"), ("image_url", "url"))
+        return _data_url(url, ("image_url",))
     source = block.get("source")
     if isinstance(source, Mapping):  # Anthropic
         data = source.get("data")
         if source.get("type") == "base64" and isinstance(data, str):
-            return data, _mime(source.get("media_type"), kind)
+            return ("source", "data"), "", data, _mime(source.get("media_type"), kind)
         return None
     if isinstance(block.get("base64"), str):  # LangChain
-        return block["base64"], _mime(block.get("mime_type"), kind)
+        return ("base64",), "", block["base64"], _mime(block.get("mime_type"), kind)
     data = block.get("data")
     if block.get("source_type") == "base64" and isinstance(data, str):  # LangChain, older
-        return data, _mime(block.get("mime_type"), kind)
+        return ("data",), "", data, _mime(block.get("mime_type"), kind)
     if kind == "input_audio":  # OpenAI
         audio = block.get("input_audio")
         if isinstance(audio, Mapping) and isinstance(audio.get("data"), str):
             fmt = audio.get("format")
-            return audio["data"], f"audio/{fmt}" if isinstance(fmt, str) and fmt else _mime(
-                None, kind
-            )
+            mime = f"audio/{fmt}" if isinstance(fmt, str) and fmt else _mime(None, kind)
+            return ("input_audio", "data"), "", audio["data"], mime
         return None
     if kind in ("file", "input_file"):  # OpenAI: a data URL in file_data
         inner = block.get("file")
-        holder = inner if isinstance(inner, Mapping) else block
-        return _data_url(holder.get("file_data"))
+        if isinstance(inner, Mapping):
+            return _data_url(inner.get("file_data"), ("file", "file_data"))
+        return _data_url(block.get("file_data"), ("file_data",))
     for key in ("url", "data"):
-        found = _data_url(block.get(key))
+        found = _data_url(block.get(key), (key,))
         if found is not None:
             return found
     return None
 
 
-def _data_url(url: object) -> tuple[str, str] | None:
+def _data_url(url: object, at: tuple[str, ...]) -> _Located | None:
     if not isinstance(url, str) or not url.startswith("data:"):
         return None
     head, comma, payload = url.partition(",")
     if not comma or not head.endswith(";base64"):
         return None
     media_type = head[len("data:") : -len(";base64")].split(";")[0]
-    return payload, media_type or "application/octet-stream"
+    return at, head + comma, payload, media_type or "application/octet-stream"
 
 
 def _mime(value: object, kind: object) -> str:

@@ -70,8 +70,7 @@ def offload_result(
         tool_name=message.name,
         moves=lambda block: moves_at_return(block, threshold, settings.max_media_bytes),
     )
-    if moved.content is not message.content:
-        message = message.model_copy(update={"content": moved.content})
+    message = moved.applied_to(message)
     outcome = _offload_text(means, message, thread_id, budget)
     return replace(outcome, media=moved.events) if moved.events else outcome
 

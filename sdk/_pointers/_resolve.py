@@ -5,6 +5,8 @@ content it replaced, read from the workspace:
 
 - result, cleared and input pointers name a byte-exact copy: the file is read, and a list of
   text blocks is laid out again as it was (:attr:`~ctxfs.Pointer.shape`);
+- media blocks moved to binary files (:mod:`ctxfs._pointers._media`) are rebuilt from their
+  files, in their places, once the pointer of the text around them is resolved;
 - a re-read pointer stands for a recovery tool's view of content ctxfs had saved (which is
   never rewritten): the recorded call is repeated with ctxfs's recovery tools, at the output
   budget it was shown at (:mod:`ctxfs._pointers._recovery`).
@@ -19,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._errors import WorkspaceError
 from ctxfs._messages import replace_tool_arg
+from ctxfs._pointers._media import restore_media
 from ctxfs._pointers._pointer import METADATA_KEY, Pointer, input_pointers, restore_content
 from ctxfs._pointers._pointer import result_pointer as pointer_of
 from ctxfs._pointers._recovery import RecoveryTool, call_budget, default_tools
@@ -51,9 +54,12 @@ def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> l
         >>> resolve_pointers([kept], ws)[0].content == big.content
         True
 
+    Media blocks of tool results moved to binary files come back too, byte-exact in their
+    places (the file read and encoded again).
+
     Raises:
         WorkspaceError: A file a pointer names could not be read, or no longer holds what
-            the pointer describes.
+            the pointer describes (a moved media block's file: its size and SHA-256).
     """
     tools: _Tools = {}
     out: list[BaseMessage] = []
@@ -62,15 +68,17 @@ def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> l
         if held is not None:
             assert isinstance(message, ToolMessage)
             try:
-                out.append(_resolve_result(message, held, workspace, tools))
+                resolved = _resolve_result(message, held, workspace, tools)
             except WorkspaceError:
                 if not held.legacy:
                     raise
                 out.append(message)  # an old-layout text whose file does not agree: content
+                continue
+            out.append(restore_media(resolved, workspace))  # the text held the references
         elif isinstance(message, AIMessage) and (inputs := input_pointers(message)):
             out.append(_resolve_inputs(message, inputs, workspace))
         else:
-            out.append(message)
+            out.append(restore_media(message, workspace))
     return out
 
 

@@ -9,6 +9,7 @@ import struct
 import zlib
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -20,7 +21,10 @@ from ctxfs import (
     OffloadFailed,
     ToolResultCleared,
     Workspace,
+    WorkspaceError,
+    resolve_pointers,
 )
+from ctxfs._archive._codec import decode_jsonl, encode_jsonl
 from ctxfs._compaction._media import MEDIA_REFERENCE, extension, media_blocks
 from ctxfs._tokens._media import media_tokens
 from ctxfs.tools import tool_functions
@@ -221,3 +225,113 @@ def test_old_media_is_moved_when_results_are_cleared() -> None:
     assert cleared[0].tokens == counter.count_message(messages[2])
     assert out.messages[-2] is messages[-2]  # the kept result keeps its image
     assert media_blocks(out.messages[-2].content)
+
+
+def _through_the_archive(message: BaseMessage) -> BaseMessage:
+    """``message`` as an archived transcript gives it back (JSONL)."""
+    (back,) = decode_jsonl(encode_jsonl([message]))
+    return back
+
+
+_CLEAR_ALL = {
+    "trigger": {"tokens": 1},
+    "keep": {"results": 0},
+    "min_tokens": 1,
+    "clear_at_least": {"tokens": 1},
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    before=texts,
+    after=texts,
+    payloads=st.lists(
+        st.tuples(st.sampled_from(range(len(FORMATS))), st.binary(min_size=1, max_size=300)),
+        min_size=1,
+        max_size=3,
+    ),
+    at_return=st.booleans(),
+    offload_text=st.booleans(),
+    own_metadata=st.booleans(),
+)
+def test_moved_blocks_resolve_to_the_original_content(
+    before: list[Any],
+    after: list[Any],
+    payloads: list[tuple[int, bytes]],
+    at_return: bool,
+    offload_text: bool,
+    own_metadata: bool,
+) -> None:
+    """Moved when the tool returns or when the result is cleared, with the text around them
+    offloaded or not, kept in the context or archived: resolve_pointers gives back the very
+    blocks, every key, in their places, and the message's own metadata."""
+    ws = Workspace(f"memory://media{next(_fresh)}")
+    results = {
+        "max_media_bytes": 0 if at_return else 10**9,
+        "threshold": {"tokens": 1 if offload_text else 100_000},
+    }
+    policy = ContextPolicy(max_input_tokens=100_000, tool_results=results, clearing=_CLEAR_ALL)
+    engine = ContextEngine(ws, policy)
+    media = [FORMATS[which][1](_b64(data)) for which, data in payloads]
+    content = [*before, *media, *after]
+    kwargs = {"ctxfs": {"the tool's": "own"}} if own_metadata else {}
+    original = ToolMessage(
+        content, tool_call_id="c1", name="shot", id="m1", additional_kwargs=kwargs
+    )
+    returned = engine.offload_tool_result_detailed(original, thread_id="t").message
+    history: list[BaseMessage] = [
+        HumanMessage("go", id="h"),
+        AIMessage("", tool_calls=[{"name": "shot", "args": {}, "id": "c1"}], id="a"),
+        returned,
+        AIMessage("ok", id="z"),
+    ]
+    cleared = engine.clear_tool_results(history, thread_id="t").messages[2]
+    if at_return:
+        assert not media_blocks(returned.content)
+    assert isinstance(cleared.content, str)  # the clearing reached it: text, media and all
+    for held in (returned, cleared):
+        for kept in (held, _through_the_archive(held)):
+            (back,) = resolve_pointers([kept], ws)
+            assert back.content == content
+            assert back.additional_kwargs == kwargs
+            assert back.id == "m1" and back.tool_call_id == "c1"
+
+
+def test_a_payload_that_is_not_canonical_base64_stays_inline() -> None:
+    engine, ws = _engine(max_media_bytes=0)
+    data = bytes(range(200))
+    wrapped = _b64(data)[:76] + "\n" + _b64(data)[76:]  # MIME line breaks: valid, not canonical
+    stray = "QR=="  # decodes to b"A", which encodes as "QQ=="
+    blocks = [
+        {"type": "image", "base64": wrapped, "mime_type": "image/png"},
+        {"type": "audio", "base64": stray, "mime_type": "audio/wav"},
+    ]
+    outcome = engine.offload_tool_result_detailed(
+        ToolMessage(list(blocks), tool_call_id="c1"), thread_id="t"
+    )
+    assert outcome.message.content == blocks
+    assert [type(e) for e in outcome.events] == [OffloadFailed, OffloadFailed]
+    assert all("not canonical base64" in e.reason for e in outcome.events)  # type: ignore[attr-defined]
+    assert not ws.exists("/tool_results/t/c1.block1.png")
+
+
+def test_a_moved_block_whose_file_is_gone_or_changed_does_not_resolve() -> None:
+    engine, ws = _engine(max_media_bytes=0)
+    data = _png(4, 4, 50)
+    block = {"type": "image", "base64": _b64(data), "mime_type": "image/png"}
+    outcome = engine.offload_tool_result_detailed(
+        ToolMessage(["see:", block], tool_call_id="c1"), thread_id="t"
+    )
+    (event,) = outcome.events
+    assert isinstance(event, MediaOffloaded)
+    assert resolve_pointers([outcome.message], ws)[0].content == ["see:", block]
+    for changed in (data[:-1] + b"\x00", data[:-1]):  # same size, other bytes; shorter
+        ws.write_bytes(event.path, changed)
+        with pytest.raises(WorkspaceError, match="not the"):
+            resolve_pointers([outcome.message], ws)
+    ws.rm(event.path)
+    with pytest.raises(WorkspaceError):
+        resolve_pointers([outcome.message], ws)
+    # a copy whose reference text was edited is content: nothing to rebuild
+    edited = outcome.message.model_copy(update={"content": ["see:", {"type": "text", "text": "x"}]})
+    assert resolve_pointers([edited], ws) == [edited]
