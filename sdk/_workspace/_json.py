@@ -61,11 +61,20 @@ def loads_bounded(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     ...     print(exc)
     JSON nested 100 levels deep (at most 64 are read)
 
+    A number too long for Python to convert (over 4,300 digits) is refused as not JSON
+    too, so a caller that handles :class:`json.JSONDecodeError` handles every bad document.
+
     Raises:
         JsonDepthError: The document nests deeper than ``max_depth`` (a ``ValueError``).
-        ValueError: It is not JSON (:class:`json.JSONDecodeError`).
+        json.JSONDecodeError: It is not JSON, or holds such a number (a ``ValueError``).
     """
     depth = json_depth(text)
     if depth > max_depth:
         raise JsonDepthError(f"JSON nested {depth:,} levels deep (at most {max_depth} are read)")
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # int() past sys.get_int_max_str_digits()
+        doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        raise json.JSONDecodeError(f"a number too long to read ({exc})", doc, 0) from None

@@ -9,6 +9,8 @@ Unknown arguments are refused rather than ignored.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic.json_schema import SkipJsonSchema
 
@@ -36,6 +38,11 @@ __all__ = [
 # -- arguments --------------------------------------------------------------------------------
 
 
+# The bound sits on the int arm: on the whole union pydantic applies it to an explicit null
+# too and raises TypeError instead of a validation error.
+_Lines = Annotated[int, Field(ge=1)] | SkipJsonSchema[None]
+
+
 def _no_default(schema: dict[str, JsonValue]) -> None:
     """Show an optional argument without a ``null`` default."""
     schema.pop("default", None)
@@ -55,15 +62,13 @@ class ReadTextFileArgs(_Args):
     """Arguments of ``read_text_file``."""
 
     path: str = Field(description="Workspace path of the file, e.g. /notes/a.md.")
-    head: int | SkipJsonSchema[None] = Field(
+    head: _Lines = Field(
         default=None,
-        ge=1,
         description="Only the first N lines (from offset).",
         json_schema_extra=_no_default,
     )
-    tail: int | SkipJsonSchema[None] = Field(
+    tail: _Lines = Field(
         default=None,
-        ge=1,
         description="Only the last N lines of the file (not with head, offset or column).",
         json_schema_extra=_no_default,
     )
@@ -75,9 +80,8 @@ class ReadTextFileArgs(_Args):
             "the previous page told you."
         ),
     )
-    limit: int | SkipJsonSchema[None] = Field(
+    limit: _Lines = Field(
         default=None,
-        ge=1,
         description="Most lines to return from offset on (the same as head).",
         json_schema_extra=_no_default,
     )

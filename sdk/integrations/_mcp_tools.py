@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import quote as url_quote
 
-from pydantic import ValidationError
-
 from ctxfs._errors import (
     IsADirectoryPathError,
     NotADirectoryPathError,
@@ -226,10 +224,9 @@ class McpToolbox:
                 is_error=True,
             )
         function = tool.function
-        try:
-            validated = function.args_schema.model_validate(dict(arguments or {}))
-        except ValidationError as exc:
-            return McpAnswer(budget.clip(function.validation_error_text(exc)), is_error=True)
+        validated = function.validate(arguments or {})
+        if isinstance(validated, str):
+            return McpAnswer(budget.clip(validated), is_error=True)
         try:
             text = function.function(**dict(validated))
         except Exception as exc:  # the client must never see a crash

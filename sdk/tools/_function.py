@@ -31,6 +31,9 @@ _log = logging.getLogger("ctxfs.tools")
 
 _MAX_SHOWN_INPUT = 80
 
+_UNION_TAGS = frozenset({"constrained-int", "int", "str", "none", "float", "bool"})
+"""Where pydantic names the arm of a union in an error's location, left out of the text."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolFunction:
@@ -94,16 +97,28 @@ class ToolFunction:
         Returns:
             The tool result, or a string starting with ``Error:``; never raises.
         """
-        try:
-            validated = self.args_schema.model_validate(arguments)
-        except ValidationError as exc:
-            answer = self.validation_error_text(exc)
+        validated = self.validate(arguments)
+        if isinstance(validated, str):
+            answer = validated
         else:
             try:
                 answer = self.function(**dict(validated))
             except Exception as exc:  # the agent loop must never see an exception
                 answer = error_text(exc)
         return answer if self.clip_output is None else self.clip_output(answer)
+
+    def validate(self, arguments: Mapping[str, object]) -> BaseModel | str:
+        """The validated arguments, or the ``Error:`` text that says what is wrong with them.
+
+        A validator that raises something else than a validation error (a constraint that
+        cannot compare the value it got) is answered the same way, never raised.
+        """
+        try:
+            return self.args_schema.model_validate(dict(arguments))
+        except ValidationError as exc:
+            return self.validation_error_text(exc)
+        except (TypeError, ValueError) as exc:
+            return f"Error: invalid arguments for {self.name}: {exc}. " + self._call_again()
 
     def invoke(self, arguments: Mapping[str, object] | str) -> str:
         """Run the tool with arguments as a mapping or as a JSON object string.
@@ -129,8 +144,12 @@ class ToolFunction:
     def validation_error_text(self, exc: ValidationError) -> str:
         """The ``Error:`` text for arguments that failed validation."""
         problems = []
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"])
+        errors = exc.errors()
+        valued = {error["loc"][:1] for error in errors if error["type"] != "none_required"}
+        for error in errors:
+            if error["type"] == "none_required" and error["loc"][:1] in valued:
+                continue  # the null arm of an optional argument given a wrong value
+            where = ".".join(str(part) for part in error["loc"] if part not in _UNION_TAGS)
             if error["type"] == "extra_forbidden":
                 problems.append(f"unknown argument {where!r}")
             elif error["type"] == "missing":
@@ -140,10 +159,12 @@ class ToolFunction:
                 if len(shown) > _MAX_SHOWN_INPUT:
                     shown = shown[:_MAX_SHOWN_INPUT] + "…"
                 problems.append(f"{where}: {error['msg']} (got {shown})")
-        return (
-            f"Error: invalid arguments for {self.name}: {'; '.join(problems)}. "
-            f"Call {self.name} again with valid arguments: {self._signature()}"
+        return f"Error: invalid arguments for {self.name}: {'; '.join(problems)}. " + (
+            self._call_again()
         )
+
+    def _call_again(self) -> str:
+        return f"Call {self.name} again with valid arguments: {self._signature()}"
 
     def _signature(self) -> str:
         parts = []

@@ -157,3 +157,44 @@ def test_an_edit_diff_over_the_budget_is_saved_byte_exact(
     elif not answer.is_error:
         assert answer.text == full.text
     assert edited == (text if dry_run or answer.is_error else text.replace(old, new))
+
+
+_json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_json_value_for_any_argument_is_an_answer_never_a_crash(data: st.DataObject) -> None:
+    """A client may send any JSON for any argument (null for an optional integer included):
+    the answer is text, an error naming the tool when the value is wrong, never an exception
+    (the MCP client would see an internal error)."""
+    box = McpToolbox(_workspace())
+    box.workspace.write_text("/f.txt", "a\nb\n")
+    for tool in box.tools:
+        for field in tool.function.args_schema.model_fields:
+            arguments: dict[str, object] = {"path": "/f.txt"} if field != "path" else {}
+            arguments[field] = data.draw(st.none() | _json_value, label=f"{tool.name}.{field}")
+            answer = box.call(tool.name, arguments)
+            assert isinstance(answer.text, str)
+            if answer.is_error:
+                assert answer.text.startswith("Error:"), answer.text
+
+
+def test_null_for_an_optional_line_count_is_not_given() -> None:
+    """Regression: ``{"head": null}`` raised TypeError out of validation (an internal error)."""
+    box = McpToolbox(_workspace())
+    box.workspace.write_text("/f.txt", "a\nb\n")
+    for name in ("head", "tail", "limit"):
+        answer = box.call("read_text_file", {"path": "/f.txt", name: None})
+        assert not answer.is_error, answer.text
+        assert "a" in answer.text
+    zero = box.call("read_text_file", {"path": "/f.txt", "head": 0})
+    assert zero.is_error
+    assert zero.text.startswith(
+        "Error: invalid arguments for read_text_file: head: Input should be greater than or "
+        "equal to 1 (got 0)."
+    ), zero.text
