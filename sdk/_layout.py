@@ -118,7 +118,7 @@ def is_json_text(text: str) -> bool:
         return False
     try:
         value = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to call it a file's
         return False
     return isinstance(value, dict | list)
 

@@ -29,6 +29,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs._workspace._json import loads_bounded
+
 __all__ = [
     "NUL_STAND_INS",
     "LayoutEntry",
@@ -298,7 +300,7 @@ def _replace_in_openai_calls(
         function = raw.get("function") if isinstance(raw, dict) else None
         if isinstance(function, dict) and raw.get("id") == call_id:
             try:
-                parsed = json.loads(function.get("arguments") or "{}")
+                parsed = loads_bounded(function.get("arguments") or "{}", strict=False)
             except ValueError:
                 parsed = None
             if isinstance(parsed, dict) and arg in parsed:

@@ -313,6 +313,7 @@ def test_missing_and_undecodable_files(tmp_path: Path, capsys: pytest.CaptureFix
         ("[1]", "policy file p: expected an object of ContextPolicy settings\n"),
         ("{", "policy file p:1: not valid JSON: Expecting property name enclosed in double"),
         ("[" * 100_000 + "]" * 100_000, "policy file p: nested too deeply to read\n"),
+        ('{"max_input_tokens": 1' + "0" * 5_000 + "}", "policy file p:1: not valid JSON: a nu"),
     ],
 )
 def test_bad_policies_are_one_line(
@@ -323,6 +324,23 @@ def test_bad_policies_are_one_line(
         Path("p").write_text(policy)
         argv += ["--policy", "p"]
     status, _, err = run(capsys, *argv)
+    assert status == 2 and err.startswith(f"ctxfs replay: {message}"), err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("a = " + "[" * 5_000, "policy file p.toml: nested too deeply to read\n"),
+        ("max_input_tokens = 1" + "0" * 5_000, "policy file p.toml: not valid TOML: Exceeds"),
+    ],
+)
+def test_bad_toml_policies_are_one_line(
+    trace: Path, capsys: pytest.CaptureFixture[str], policy: str, message: str
+) -> None:
+    """Regression: a TOML number over 4,300 digits was an internal error (exit 70)."""
+    Path("p.toml").write_text(policy)
+    status, _, err = run(capsys, "replay", "t.jsonl", "--policy", "p.toml")
     assert status == 2 and err.startswith(f"ctxfs replay: {message}"), err
     assert err.count("\n") == 1
 

@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ctxfs import Workspace
 from ctxfs._cli._main import main
+from ctxfs.workflows._stage import NAME_PATTERN
 from tests.conftest import s3_options
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "workflow_research.py"
@@ -155,3 +158,27 @@ def test_errors_are_one_line(
         status, out, err = run(capsys, "session", *argv)
         assert status == 2 and out == "" and message in err, (argv, err)
         assert err.count("\n") == 1
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(workflow_id=st.text(max_size=80).filter(lambda t: not NAME_PATTERN.fullmatch(t)))
+def test_a_workflow_id_that_cannot_name_a_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], workflow_id: str
+) -> None:
+    """Regression: 'session resume WS ../x' was an internal error (exit 70) and 'session show
+    WS /bug' read /sessions//bug.json; the id is checked as an argument, before any file."""
+    url = str(tmp_path / "ids")
+    Path(url).mkdir(exist_ok=True)
+    flow = _flow_file(tmp_path)
+    for argv in (
+        ["session", "show", url, workflow_id],
+        ["session", "resume", url, workflow_id, "--workflow", f"{flow}:build"],
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 2
+        err = capsys.readouterr().err
+        assert "error: argument WORKFLOW_ID: workflow_id " in err
+        assert "must be 1 to 64 letters" in err

@@ -29,6 +29,7 @@ from ctxfs._policy._settings import ContextPolicy
 from ctxfs._replay._recovery import Recovery, check_recovery
 from ctxfs._replay._run import ModelCall, ReplayResult, replay
 from ctxfs._replay._trace import read_trace
+from ctxfs._workspace._json import JsonDepthError, loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.tools._format import plural
 
@@ -180,16 +181,20 @@ def _read_settings(path: str) -> dict[str, Any]:
         if path.endswith(".toml"):
             data: object = tomllib.loads(text)
         else:
-            data = json.loads(text)
+            data = loads_bounded(text)
     except tomllib.TOMLDecodeError as exc:
         raise CliError(f"policy file {path}: not valid TOML: {exc}") from None
+    except JsonDepthError:
+        raise CliError(f"policy file {path}: nested too deeply to read") from None
     except json.JSONDecodeError as exc:
         raise CliError(
             f"policy file {path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno}); "
             "name the file .toml for TOML"
         ) from None
-    except RecursionError:
+    except RecursionError:  # TOML nested thousands deep
         raise CliError(f"policy file {path}: nested too deeply to read") from None
+    except ValueError as exc:  # TOML: a number too long for int()
+        raise CliError(f"policy file {path}: not valid TOML: {exc}") from None
     if not isinstance(data, dict):
         raise CliError(f"policy file {path}: expected an object of ContextPolicy settings")
     return data

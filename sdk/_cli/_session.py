@@ -22,6 +22,7 @@ from ctxfs._cli._common import CliError, add_storage_arguments, open_workspace
 from ctxfs._errors import WorkflowStateError
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.workflows import Workflow, list_workflows, read_state, runner_status, state_path
+from ctxfs.workflows._stage import check_name
 from ctxfs.workflows._state import WorkflowState
 
 __all__ = ["EXIT_HALTED", "add_session_parser", "describe"]
@@ -61,14 +62,18 @@ def add_session_parser(commands: Any) -> None:
         description=_SESSION,
     )
     show.add_argument("url", metavar="URL", help=url_help)
-    show.add_argument("workflow_id", metavar="WORKFLOW_ID", nargs="?", help="the workflow")
+    show.add_argument(
+        "workflow_id", metavar="WORKFLOW_ID", nargs="?", type=_workflow_id, help="the workflow"
+    )
     show.add_argument("--json", action="store_true", help="print the state file as it is")
     show.set_defaults(handler=_show)
     resume = actions.add_parser(
         "resume", parents=[common], help="resume a workflow", description=_RESUME
     )
     resume.add_argument("url", metavar="URL", help=url_help)
-    resume.add_argument("workflow_id", metavar="WORKFLOW_ID", help="the workflow")
+    resume.add_argument(
+        "workflow_id", metavar="WORKFLOW_ID", type=_workflow_id, help="the workflow"
+    )
     resume.add_argument(
         "--workflow",
         required=True,
@@ -79,6 +84,14 @@ def add_session_parser(commands: Any) -> None:
         "--retry", action="store_true", help="run a halted stage again instead of re-validating"
     )
     resume.set_defaults(handler=_resume)
+
+
+def _workflow_id(text: str) -> str:
+    """A workflow id as the library takes it, checked before any file is read."""
+    try:
+        return check_name("workflow_id", text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -35,7 +34,7 @@ from langchain_core.messages import (
     convert_to_messages,
     convert_to_openai_messages,
 )
-from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
+from langchain_core.output_parsers.openai_tools import make_invalid_tool_call
 
 from ctxfs._archive._transcripts import TranscriptArchive
 from ctxfs._compaction._request import Tool
@@ -43,6 +42,7 @@ from ctxfs._errors import WorkspaceError
 from ctxfs._events import CompactionResult
 from ctxfs._messages import message_text
 from ctxfs._summary._message import SUMMARY_TAG
+from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 
 __all__ = ["OpenAICompaction", "OpenAIMessages", "OpenAIMethods"]
@@ -211,15 +211,18 @@ def _tool_calls(raw: object, number: int) -> tuple[list[ToolCall], list[InvalidT
                 f", got {call!r:.200}"
             )
         raw_call = {**call, "function": {"arguments": None, **function}}
+        arguments = raw_call["function"]["arguments"]
         try:
-            parsed = parse_tool_call(raw_call, return_id=True)
-        except OutputParserException as error:
-            invalid.append(make_invalid_tool_call(raw_call, str(error)))
+            # bounded: arguments nested thousands deep or with a 5,000-digit number are a
+            # model's bad call, kept verbatim as invalid, not a RecursionError out of here
+            args = loads_bounded(arguments, strict=False) if arguments else {}
+        except ValueError as error:
+            invalid.append(make_invalid_tool_call(raw_call, f"the arguments are not JSON: {error}"))
             continue
-        if parsed is None or not isinstance(parsed.get("args"), dict):
+        if not isinstance(args, dict):
             invalid.append(make_invalid_tool_call(raw_call, "the arguments are not a JSON object"))
         else:
-            calls.append(ToolCall(name=parsed["name"], args=parsed["args"], id=parsed["id"]))
+            calls.append(ToolCall(name=function["name"], args=args, id=raw_call.get("id")))
     return calls, invalid
 
 

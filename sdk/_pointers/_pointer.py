@@ -33,6 +33,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from ctxfs._messages import Content, LayoutEntry, replace_tool_arg, restore_text, text_layout
 from ctxfs._pointers._legacy import LegacyPointer, legacy_input_pointer, legacy_result_pointer
 from ctxfs._sections import neutralize, quote_lines
+from ctxfs._workspace._json import loads_bounded
 
 __all__ = [
     "METADATA_KEY",
@@ -194,7 +195,7 @@ def _block_keys(raw: object) -> bool:
     if not isinstance(raw, str):
         return False
     try:
-        block = json.loads(raw)
+        block = loads_bounded(raw)
     except ValueError:
         return False
     return isinstance(block, dict) and block.get("type") == "text" and block.get("text") is None

@@ -40,10 +40,14 @@ from langchain_core.messages import (
 )
 
 from ctxfs._errors import TraceError
+from ctxfs._workspace._json import JsonDepthError, loads_bounded
 
 __all__ = ["ROLES", "parse_trace", "read_trace"]
 
 ROLES = ("system", "user", "assistant", "tool")
+
+_TRACE_DEPTH = 256
+"""The deepest JSON nesting read from a trace (a message nests under 10, its arguments more)."""
 """The roles a trace line may have."""
 
 _DUMPED: dict[str, type[BaseMessage]] = {
@@ -110,7 +114,7 @@ def read_trace(path: str | os.PathLike[str]) -> list[BaseMessage]:
         ) from None
     if text.lstrip().startswith("["):  # one JSON array of messages
         try:
-            items = json.loads(text)
+            items = loads_bounded(text, max_depth=_TRACE_DEPTH)
         except json.JSONDecodeError as exc:
             raise TraceError(
                 f"not valid JSON: {exc.msg} (column {exc.colno})", source=source, line=exc.lineno
@@ -162,11 +166,11 @@ class _TraceParser:
     def add(self, index: int, raw: str) -> None:
         line = index + 1
         try:
-            record = json.loads(raw)
+            record = loads_bounded(raw, max_depth=_TRACE_DEPTH)
+        except JsonDepthError:
+            raise self.fail(line, "JSON nested too deeply to read") from None
         except json.JSONDecodeError as exc:
             raise self.fail(line, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
-        except RecursionError:
-            raise self.fail(line, "JSON nested too deeply to read") from None
         if not isinstance(record, dict):
             raise self.fail(line, f"expected a JSON object (one per message), got {_kind(record)}")
         if "role" not in record and record.get("type") in _RESPONSES_ITEMS:
@@ -282,7 +286,7 @@ class _TraceParser:
         args: object = {}
         if isinstance(arguments, str) and arguments.strip():
             try:
-                args = json.loads(arguments)
+                args = loads_bounded(arguments, max_depth=_TRACE_DEPTH)
             except json.JSONDecodeError as exc:
                 raise self.fail(
                     line, f"{where}.function.arguments is not JSON: {exc.msg}"

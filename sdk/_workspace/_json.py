@@ -5,13 +5,14 @@ levels deep raises :class:`RecursionError` from deep inside the parser. ctxfs re
 did not necessarily write (an agent, a hand edit, a model's reply), so every such read goes
 through :func:`loads_bounded`: the depth is measured first, in one linear pass that never
 recurses, and a document deeper than :data:`MAX_JSON_DEPTH` is refused with a
-:class:`ValueError` that says how deep it is, which the caller turns into its own format
-error naming the file.
+:class:`json.JSONDecodeError` that says how deep it is, which the caller turns into its own
+format error naming the file.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["MAX_JSON_DEPTH", "JsonDepthError", "json_depth", "loads_bounded"]
@@ -20,21 +21,22 @@ MAX_JSON_DEPTH = 64
 """The deepest nesting of arrays and objects ctxfs reads back (its own files nest under 10)."""
 
 
-class JsonDepthError(ValueError):
-    """A JSON document nests deeper than the bound."""
+class JsonDepthError(json.JSONDecodeError):
+    """A JSON document nests deeper than the bound.
 
-
-def json_depth(text: str | bytes) -> int:
-    """The deepest nesting of ``[`` and ``{`` in ``text``, outside strings; one pass.
-
-    >>> json_depth('{"a": [1, {"b": "]]]["}]}')
-    3
+    A :class:`json.JSONDecodeError` (so every handler of "not JSON" handles it) whose
+    position is the bracket past the bound and whose text is the message alone.
     """
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "surrogatepass")
-    depth = deepest = 0
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+def _openings(text: str) -> Iterator[tuple[int, int]]:
+    """Each ``[`` or ``{`` of ``text`` outside strings: its index and the depth it opens."""
+    depth = 0
     in_string = escaped = False
-    for char in text:
+    for at, char in enumerate(text):
         if in_string:
             if escaped:
                 escaped = False
@@ -46,13 +48,25 @@ def json_depth(text: str | bytes) -> int:
             in_string = True
         elif char in "[{":
             depth += 1
-            deepest = max(deepest, depth)
+            yield at, depth
         elif char in "]}":
             depth -= 1
-    return deepest
 
 
-def loads_bounded(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def json_depth(text: str | bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` in ``text``, outside strings; one pass.
+
+    >>> json_depth('{"a": [1, {"b": "]]]["}]}')
+    3
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogatepass")
+    return max((depth for _, depth in _openings(text)), default=0)
+
+
+def loads_bounded(
+    text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, strict: bool = True
+) -> Any:
     """:func:`json.loads`, refusing documents nested deeper than ``max_depth``.
 
     >>> try:
@@ -63,16 +77,21 @@ def loads_bounded(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
     A number too long for Python to convert (over 4,300 digits) is refused as not JSON
     too, so a caller that handles :class:`json.JSONDecodeError` handles every bad document.
+    ``strict=False`` allows control characters inside strings, as :func:`json.loads` does.
 
     Raises:
-        JsonDepthError: The document nests deeper than ``max_depth`` (a ``ValueError``).
+        JsonDepthError: The document nests deeper than ``max_depth`` (a
+            :class:`json.JSONDecodeError`).
         json.JSONDecodeError: It is not JSON, or holds such a number (a ``ValueError``).
     """
     depth = json_depth(text)
     if depth > max_depth:
-        raise JsonDepthError(f"JSON nested {depth:,} levels deep (at most {max_depth} are read)")
+        doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        message = f"JSON nested {depth:,} levels deep (at most {max_depth} are read)"
+        past = next(at for at, deeper in _openings(doc) if deeper > max_depth)
+        raise JsonDepthError(message, doc, past)
     try:
-        return json.loads(text)
+        return json.loads(text, strict=strict)
     except json.JSONDecodeError:
         raise
     except ValueError as exc:  # int() past sys.get_int_max_str_digits()

@@ -269,7 +269,7 @@ def make_plan(
     every = tuple(found.threads())
     reach = _Targets(found.roots)
     interrupted = _interrupted(workspace, found)
-    cutoff = now - retention.older_than if retention.older_than is not None else None
+    older_than = retention.older_than
     reasons: dict[str, str] = {}
     own: dict[str, str] = {}  # families that stay on their own account, and why
     for key, family in families.items():
@@ -278,11 +278,12 @@ def make_plan(
             reasons[key] = "an earlier collection of it was interrupted"
         elif not family.total_files:
             reasons[key] = "it holds no files"  # a name or a journal: nothing to delete
-        elif cutoff is not None and activity is not None and activity < cutoff:
-            assert retention.older_than is not None
+        elif older_than is not None and activity is not None and now - activity > older_than:
+            # compared as idle time: now - older_than would leave the calendar for a
+            # retention of a million weeks
             reasons[key] = (
                 f"idle for {format_duration(now - activity)} "
-                f"(retention {format_duration(retention.older_than)})"
+                f"(retention {format_duration(older_than)})"
             )
         else:
             own[key] = _own_reason(family, now)

@@ -35,7 +35,12 @@ def parse_duration(text: str) -> timedelta:
     seconds = sum(int(n) * _UNITS[unit] for n, unit in _PART.findall(compact))
     if seconds == 0:
         raise ValueError(f"{text!r} is no time at all: give a duration above zero, e.g. 7d")
-    return timedelta(seconds=seconds)
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise ValueError(
+            f"{text!r} is longer than a duration can be (at most {timedelta.max.days:,}d)"
+        ) from None
 
 
 def format_duration(delta: timedelta) -> str:

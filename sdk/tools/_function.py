@@ -23,6 +23,7 @@ from ctxfs._errors import (
     PathNotFoundError,
     WorkspaceError,
 )
+from ctxfs._workspace._json import loads_bounded
 from ctxfs.tools._names import DEFAULT_NAMES, ToolNames
 
 __all__ = ["ToolFunction", "error_text"]
@@ -128,7 +129,7 @@ class ToolFunction:
         """
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                arguments = loads_bounded(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 return (
                     f"Error: the arguments of {self.name} are not valid JSON ({exc.msg} at "

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxfs import Workspace
@@ -135,6 +135,41 @@ def test_durations_read_back(seconds: int) -> None:
     text = (f"{days}d" if days else "") + (f"{rest}s" if rest else "")
     assert parse_duration(text) == delta
     assert parse_duration(format_duration(delta).replace(" ", "")) <= delta
+
+
+@settings(max_examples=30, deadline=None)
+@given(count=st.integers(1, 10**30), unit=st.sampled_from("wdhms"))
+def test_any_duration_is_a_retention_or_a_value_error(count: int, unit: str) -> None:
+    """Regression: '99999999999d' raised OverflowError out of parse_duration (a traceback
+    from ctxfs gc), and '1000000w' out of the plan (now minus the retention left the
+    calendar: exit 70)."""
+    try:
+        delta = parse_duration(f"{count}{unit}")
+    except ValueError as exc:
+        assert "longer than a duration can be" in str(exc)
+        return
+    ws = Workspace(f"memory://long-retention-{count}{unit}")
+    ws.write_text("/tool_results/t/call_1.txt", "x")
+    for report in (
+        collect_garbage(ws, older_than=delta),
+        collect_garbage(ws, older_than=delta, max_bytes=0),  # fresh: min_idle keeps it
+    ):
+        assert report.plan.retention.older_than == delta
+        assert report.plan.collect == ()
+
+
+def test_the_longest_durations_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = str(_workspace(tmp_path))
+    assert main(["gc", url, "--older-than", "1000000w"]) == 0
+    assert main(["gc", url, "--min-idle", "1000000w", "--max-bytes", "0"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stopped:
+        main(["gc", url, "--older-than", "99999999999d"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "'99999999999d' is longer than a duration can be (at most 999,999,999d)" in err
 
 
 def test_every_backend_says_when_a_file_was_written(make_workspace: object) -> None:

@@ -37,6 +37,10 @@ def _not_a_json_object(text: str) -> bool:
 broken = st.one_of(
     st.sampled_from(['{"command": "ls', " ", "null", "[1, 2]", '"text"', "{'a': 1}", "{,}"]),
     st.text(max_size=40).filter(_not_a_json_object),
+    # beyond what ctxfs parses: nested past the bound (a RecursionError at a few thousand
+    # levels), or a number too long for int()
+    st.integers(65, 3_000).map(lambda depth: "[" * depth + "]" * depth),
+    st.integers(4_301, 6_000).map(lambda digits: '{"n": ' + "9" * digits + "}"),
 )
 
 
