@@ -29,7 +29,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs._workspace._json import loads_bounded
+from ctxfs._json import loads_bounded
 
 __all__ = [
     "NUL_STAND_INS",

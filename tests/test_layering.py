@@ -30,7 +30,7 @@ import ctxfs
 import ctxfs.backends
 import ctxfs.sandbox
 
-VOCABULARY = {"_errors", "_events", "_tokens", "_messages", "_layout", "_sections"}
+VOCABULARY = {"_errors", "_events", "_json", "_tokens", "_messages", "_layout", "_sections"}
 RANKS: dict[str, int] = {
     **{f"ctxfs.{name}": 0 for name in VOCABULARY},
     "ctxfs.backends": 1,

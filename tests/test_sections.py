@@ -48,7 +48,7 @@ def test_an_unknown_section_name_is_refused() -> None:
 
 @given(st.integers(min_value=1, max_value=5_000))
 def test_json_nested_past_the_bound_is_refused_without_recursion(depth: int) -> None:
-    from ctxfs._workspace._json import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
+    from ctxfs._json import MAX_JSON_DEPTH, JsonDepthError, loads_bounded
 
     text = '["' + "[{" * 3 + '", ' + "[" * depth + "]" * depth + "]"
     if depth + 1 > MAX_JSON_DEPTH:

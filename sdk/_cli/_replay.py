@@ -25,11 +25,11 @@ from ctxfs._archive._transcripts import thread_transcript_dir
 from ctxfs._cli._common import CREATE_HELP, CliError, open_workspace, raw_stream, terminal_safe
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._events import ContextEvent, Summarized, describe_event
+from ctxfs._json import JsonDepthError, loads_bounded
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._replay._recovery import Recovery, check_recovery
 from ctxfs._replay._run import ModelCall, ReplayResult, replay
 from ctxfs._replay._trace import read_trace
-from ctxfs._workspace._json import JsonDepthError, loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.tools._format import plural
 

@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from ctxfs._compaction._clearing import ResultToClear, plan_clearing, pointer_for
 from ctxfs._compaction._means import Means
-from ctxfs._compaction._media import MediaMoved, media_blocks, move_media
+from ctxfs._compaction._media import media_blocks, move_media
 from ctxfs._compaction._request import Offered
 from ctxfs._errors import WorkspaceError
 from ctxfs._events import (
@@ -83,7 +83,9 @@ def apply_clearing(
         message = out[item.index]
         assert isinstance(message, ToolMessage)
         if item.kind == "saved" and media_blocks(message.content):
-            moved = _move_media(means, message, thread_id)
+            moved = move_media(
+                means.workspace, means.counter, message, thread_id=thread_id, moves=_every
+            )
             events.extend(moved.events)
             text = saved_text(moved.content)
             if text is None:  # a block stayed (broken base64, a failed write): so does all
@@ -118,17 +120,9 @@ def apply_clearing(
     )
 
 
-def _move_media(means: Means, message: ToolMessage, thread_id: str) -> MediaMoved:
-    """Every media block of an old result moved to a file (see :mod:`ctxfs._compaction._media`)."""
-    return move_media(
-        means.workspace,
-        means.counter,
-        message.content,
-        thread_id=thread_id,
-        tool_call_id=message.tool_call_id,
-        tool_name=message.name,
-        moves=lambda _block: True,
-    )
+def _every(_block: object) -> bool:
+    """Clearing moves every media block with a payload (see :mod:`ctxfs._compaction._media`)."""
+    return True
 
 
 def clear_one(

@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from ctxfs._events import ContextEvent, MediaOffloaded, OffloadFailed
 from ctxfs._layout import RESULTS_DIR, file_name
@@ -229,14 +229,12 @@ class MediaMoved:
 def move_media(
     workspace: Workspace,
     counter: TokenCounter,
-    content: object,
+    message: ToolMessage,
     *,
     thread_id: str,
-    tool_call_id: str,
-    tool_name: str | None,
     moves: Callable[[MediaBlock], bool],
 ) -> MediaMoved:
-    """Moves the media blocks of ``content`` that ``moves`` picks to files.
+    """Moves the media blocks of a tool result's content that ``moves`` picks to files.
 
     Each block is saved and verified before it is replaced; a block whose payload is not
     canonical base64, whose other keys JSON cannot hold, or whose file could not be
@@ -244,6 +242,8 @@ def move_media(
     else of the content changes. Apply the result to the message with
     :meth:`MediaMoved.applied_to`, which records how to rebuild each moved block.
     """
+    content: object = message.content
+    tool_call_id, tool_name = message.tool_call_id, message.name
     picked = [block for block in media_blocks(content) if moves(block)]
     if not picked:
         return MediaMoved(content, ())

@@ -40,9 +40,9 @@ from ctxfs._archive._transcripts import TranscriptArchive
 from ctxfs._compaction._request import Tool
 from ctxfs._errors import WorkspaceError
 from ctxfs._events import CompactionResult
+from ctxfs._json import loads_bounded
 from ctxfs._messages import message_text
 from ctxfs._summary._message import SUMMARY_TAG
-from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 
 __all__ = ["OpenAICompaction", "OpenAIMessages", "OpenAIMethods"]

@@ -64,10 +64,8 @@ def offload_result(
     moved = move_media(
         means.workspace,
         means.counter,
-        message.content,
+        message,
         thread_id=thread_id,
-        tool_call_id=message.tool_call_id,
-        tool_name=message.name,
         moves=lambda block: moves_at_return(block, threshold, settings.max_media_bytes),
     )
     message = moved.applied_to(message)

@@ -30,10 +30,10 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ctxfs._json import loads_bounded
 from ctxfs._messages import Content, LayoutEntry, replace_tool_arg, restore_text, text_layout
 from ctxfs._pointers._legacy import LegacyPointer, legacy_input_pointer, legacy_result_pointer
 from ctxfs._sections import neutralize, quote_lines
-from ctxfs._workspace._json import loads_bounded
 
 __all__ = [
     "METADATA_KEY",

@@ -40,7 +40,7 @@ from langchain_core.messages import (
 )
 
 from ctxfs._errors import TraceError
-from ctxfs._workspace._json import JsonDepthError, loads_bounded
+from ctxfs._json import JsonDepthError, loads_bounded
 
 __all__ = ["ROLES", "parse_trace", "read_trace"]
 

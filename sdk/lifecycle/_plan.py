@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxfs._errors import PathNotFoundError
+from ctxfs._json import loads_bounded
 from ctxfs._layout import TRANSCRIPTS_DIR
-from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.lifecycle._retention import Retention, format_duration
 from ctxfs.lifecycle._rules import Reference, RetentionRule, RuleContext

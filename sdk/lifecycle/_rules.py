@@ -32,10 +32,10 @@ from langchain_core.messages import BaseMessage
 
 from ctxfs._archive._transcripts import decode_jsonl
 from ctxfs._errors import PathNotFoundError, WorkspaceError
+from ctxfs._json import loads_bounded
 from ctxfs._layout import MEMORIES_DIR, TRANSCRIPTS_DIR, safe_name
 from ctxfs._pointers._pointer import METADATA_KEY, input_pointers, result_pointer
 from ctxfs._summary._message import summary_state
-from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.lifecycle._files import list_files
 from ctxfs.lifecycle._threads import ThreadInfo

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ctxfs._errors import PathNotFoundError
+from ctxfs._json import loads_bounded
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR, file_name, safe_name
-from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.lifecycle._files import FileLister, StampedFile, list_files
 

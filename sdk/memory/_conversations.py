@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ctxfs._errors import PathNotFoundError, WorkspaceError
+from ctxfs._json import loads_bounded
 from ctxfs._layout import MEMORIES_DIR, safe_name
 from ctxfs._messages import message_text
-from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.memory._document import check_namespace
 from ctxfs.memory._queue import SeenMessages, conversational

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from ctxfs._errors import MemoryFormatError
-from ctxfs._workspace._json import JsonDepthError, loads_bounded
+from ctxfs._json import JsonDepthError, loads_bounded
 
 __all__ = [
     "DOCUMENT_FORMAT",
@@ -283,7 +283,7 @@ def parse_document(data: bytes, path: str) -> MemoryDocument:
 
     Raises:
         MemoryFormatError: Not UTF-8 JSON, nested deeper than a memory document can be (see
-            :data:`~ctxfs._workspace._json.MAX_JSON_DEPTH`), not an object, or a field is
+            :data:`~ctxfs._json.MAX_JSON_DEPTH`), not an object, or a field is
             missing or invalid (the first invalid field is named, dotted:
             ``facts.3.confidence``).
     """

@@ -18,8 +18,8 @@ from typing import Any
 
 from ctxfs._archive._transcripts import thread_transcript_dir
 from ctxfs._errors import PathNotFoundError
+from ctxfs._json import loads_bounded
 from ctxfs._layout import TRANSCRIPTS_DIR
-from ctxfs._workspace._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.subagents._result import TaskResult
 

@@ -23,7 +23,7 @@ from ctxfs._errors import (
     PathNotFoundError,
     WorkspaceError,
 )
-from ctxfs._workspace._json import loads_bounded
+from ctxfs._json import loads_bounded
 from ctxfs.tools._names import DEFAULT_NAMES, ToolNames
 
 __all__ = ["ToolFunction", "error_text"]

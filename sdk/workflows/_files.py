@@ -25,7 +25,7 @@ from ctxfs._errors import (
     WorkflowError,
     WorkflowStateError,
 )
-from ctxfs._workspace._json import loads_bounded
+from ctxfs._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.workflows._paths import (
     SESSIONS_DIR,

@@ -8,7 +8,7 @@ read and fix in the state file.
 
 A reply is refused (the stage halts, the reply recorded) when it nests deeper than
 :data:`MAX_REPLY_DEPTH` levels: the state file keeps it a few levels down, and every state
-file must stay readable (:func:`~ctxfs._workspace._json.loads_bounded`).
+file must stay readable (:func:`~ctxfs._json.loads_bounded`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from ctxfs._errors import UnsafePathError
-from ctxfs._workspace._json import MAX_JSON_DEPTH, json_depth, loads_bounded
+from ctxfs._json import MAX_JSON_DEPTH, json_depth, loads_bounded
 from ctxfs.sandbox import normalize_path
 
 __all__ = [

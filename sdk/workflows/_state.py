@@ -28,7 +28,7 @@ and edit it::
 last, so a second runner is detected (:class:`~ctxfs.WorkflowConflictError`).
 
 Reading a state file checks it whole (:func:`load_state`): its JSON nests at most
-:data:`~ctxfs._workspace._json.MAX_JSON_DEPTH` levels, its fields have their types, and the
+:data:`~ctxfs._json.MAX_JSON_DEPTH` levels, its fields have their types, and the
 fields agree with each other (:mod:`ctxfs.workflows._checks`): a hand edit that leaves it
 inconsistent is refused with one line per problem, each naming its field.
 """
@@ -41,7 +41,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ctxfs._errors import WorkflowStateError
-from ctxfs._workspace._json import loads_bounded
+from ctxfs._json import loads_bounded
 from ctxfs.workflows._checks import inconsistencies
 from ctxfs.workflows._paths import dumps_json
 

@@ -12,7 +12,7 @@ from langchain_core.messages import ToolMessage
 
 from ctxfs import ContextEngine, ContextPolicy, Workspace, pointer_of
 from ctxfs._errors import MemoryFormatError
-from ctxfs._workspace._json import loads_bounded
+from ctxfs._json import loads_bounded
 from ctxfs.memory import LongTermMemory
 from ctxfs.tools import tool_functions
 
