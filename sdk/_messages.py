@@ -301,7 +301,7 @@ def _replace_in_openai_calls(
         if isinstance(function, dict) and raw.get("id") == call_id:
             try:
                 parsed = loads_bounded(function.get("arguments") or "{}", strict=False)
-            except ValueError:
+            except ValueError:  # not JSON, a 5,000-digit number, too deep
                 parsed = None
             if isinstance(parsed, dict) and arg in parsed:
                 parsed[arg] = value

@@ -409,3 +409,38 @@ def test_an_internal_error_is_one_line_with_its_own_status(
         "",
         "ctxfs replay: internal error (RuntimeError: boom second line); please report it\n",
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ls", "{ws}"],
+        ["cat", "{ws}", "/a.txt"],
+        ["glob", "{ws}", "*"],
+        ["grep", "{ws}", "a"],
+        ["transcripts", "{ws}"],
+        ["memory", "show", "{ws}"],
+        ["session", "show", "{ws}"],
+        ["threads", "{ws}", "--json"],
+        ["gc", "{ws}", "--older-than", "1d", "--apply"],
+        ["mcp", "serve", "{ws}"],
+        ["demo", "--workspace", "{ws}", "--no-live"],
+    ],
+)
+def test_a_stdout_closed_before_the_start_is_one_line_and_nothing_done(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+) -> None:
+    """Regression: ``ctxfs session show WS bug >&-`` was an internal error (exit 70):
+    Python gives a stream closed before the start as ``None``."""
+    root = tmp_path / "ws"
+    Workspace(root).write_text("/a.txt", "a\n")
+    before = sorted(p.name for p in root.rglob("*"))
+    monkeypatch.setattr(sys, "stdout", None)
+    status = main([word.format(ws=root) for word in argv])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err == f"ctxfs {argv[0]}: standard output is closed; nothing was done\n"
+    assert sorted(p.name for p in root.rglob("*")) == before

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -186,8 +187,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         args = parser.parse_args(words)
     # the commands take text streams; these write everything through terminal_safe
+    # (a stream closed before the start, `ctxfs ... >&-`, is None in Python)
+    err = cast(IO[str], TerminalText(sys.stderr if sys.stderr is not None else io.StringIO()))
+    if sys.stdout is None:
+        _fail(args.command, "standard output is closed; nothing was done", err)
+        return EXIT_ERROR
     out = cast(IO[str], TerminalText(sys.stdout))
-    err = cast(IO[str], TerminalText(sys.stderr))
     try:
         status = int(args.handler(args, out, err))
         out.flush()  # a closed pipe shows here, not at exit
