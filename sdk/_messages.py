@@ -29,8 +29,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs._json import loads_bounded
-
 __all__ = [
     "NUL_STAND_INS",
     "LayoutEntry",
@@ -300,8 +298,8 @@ def _replace_in_openai_calls(
         function = raw.get("function") if isinstance(raw, dict) else None
         if isinstance(function, dict) and raw.get("id") == call_id:
             try:
-                parsed = loads_bounded(function.get("arguments") or "{}", strict=False)
-            except ValueError:  # not JSON, a 5,000-digit number, too deep
+                parsed = json.loads(function.get("arguments") or "{}")
+            except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, too deep
                 parsed = None
             if isinstance(parsed, dict) and arg in parsed:
                 parsed[arg] = value
