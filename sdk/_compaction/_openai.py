@@ -34,6 +34,7 @@ from langchain_core.messages import (
     convert_to_messages,
     convert_to_openai_messages,
 )
+from langchain_core.messages.tool import tool_call
 from langchain_core.output_parsers.openai_tools import make_invalid_tool_call
 
 from ctxfs._archive._transcripts import TranscriptArchive
@@ -222,7 +223,7 @@ def _tool_calls(raw: object, number: int) -> tuple[list[ToolCall], list[InvalidT
         if not isinstance(args, dict):
             invalid.append(make_invalid_tool_call(raw_call, "the arguments are not a JSON object"))
         else:
-            calls.append(ToolCall(name=function["name"], args=args, id=raw_call.get("id")))
+            calls.append(tool_call(name=function["name"], args=args, id=raw_call.get("id")))
     return calls, invalid
 
 

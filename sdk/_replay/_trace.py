@@ -45,10 +45,10 @@ from ctxfs._json import JsonDepthError, loads_bounded
 __all__ = ["ROLES", "parse_trace", "read_trace"]
 
 ROLES = ("system", "user", "assistant", "tool")
+"""The roles a trace line may have."""
 
 _TRACE_DEPTH = 256
 """The deepest JSON nesting read from a trace (a message nests under 10, its arguments more)."""
-"""The roles a trace line may have."""
 
 _DUMPED: dict[str, type[BaseMessage]] = {
     kind.__name__: kind
