@@ -138,6 +138,7 @@ class ContextEngine(OpenAIMethods):
         model: BaseChatModel | None = None,
         force: bool = False,
         plan: Sequence[Mapping[str, Any]] | str | None = None,
+        added_tokens: int = 0,
     ) -> CompactionResult:
         """Keeps a request inside the window: offload old inputs, clear old results, summarize.
 
@@ -173,6 +174,9 @@ class ContextEngine(OpenAIMethods):
                 ``TodoListMiddleware`` keeps it, or text): a summary puts it back after
                 itself, from this state, never from its own text
                 (:attr:`~ctxfs.ContextPolicy.pinning`).
+            added_tokens: Tokens the request holds beyond ``messages``, ``system`` and
+                ``tools`` that compaction cannot touch (what a middleware outside ctxfs adds
+                to this request only): counted in the request like the system message.
 
         Returns:
             The new history, events, tokens before and after, the target and whether it was
@@ -182,7 +186,9 @@ class ContextEngine(OpenAIMethods):
             ValueError: The policy has no window and the model gives none.
         """
         return self._drive(
-            self._steps(messages, thread_id, self._request(system, tools, model), force, plan)
+            self._steps(
+                messages, thread_id, self._request(system, tools, model, added_tokens), force, plan
+            )
         )
 
     def compact_now(
@@ -194,6 +200,7 @@ class ContextEngine(OpenAIMethods):
         tools: Sequence[Tool] = (),
         model: BaseChatModel | None = None,
         plan: Sequence[Mapping[str, Any]] | str | None = None,
+        added_tokens: int = 0,
     ) -> CompactionResult:
         """One compaction now, whatever the triggers say: what ``compact_conversation`` runs.
 
@@ -208,7 +215,7 @@ class ContextEngine(OpenAIMethods):
                 nothing was changed.
             ValueError: The policy has no window and the model gives none.
         """
-        request = self._request(system, tools, model)
+        request = self._request(system, tools, model, added_tokens)
         return summarized_or_refused(
             self._drive(self._steps(messages, thread_id, request, False, plan, now=True))
         )
@@ -222,9 +229,10 @@ class ContextEngine(OpenAIMethods):
         tools: Sequence[Tool] = (),
         model: BaseChatModel | None = None,
         plan: Sequence[Mapping[str, Any]] | str | None = None,
+        added_tokens: int = 0,
     ) -> CompactionResult:
         """Async twin of :meth:`compact_now`."""
-        request = await asyncio.to_thread(self._request, system, tools, model)
+        request = await asyncio.to_thread(self._request, system, tools, model, added_tokens)
         steps = self._steps(messages, thread_id, request, False, plan, now=True)
         return summarized_or_refused(await self._adrive(steps))
 
@@ -238,6 +246,7 @@ class ContextEngine(OpenAIMethods):
         model: BaseChatModel | None = None,
         force: bool = False,
         plan: Sequence[Mapping[str, Any]] | str | None = None,
+        added_tokens: int = 0,
     ) -> CompactionResult:
         """Async twin of :meth:`compact`: the same result, without blocking the event loop.
 
@@ -245,7 +254,7 @@ class ContextEngine(OpenAIMethods):
         (:func:`asyncio.to_thread`) under :attr:`lock`; the summary model is awaited
         (``ainvoke``) on the loop, with the lock released.
         """
-        request = await asyncio.to_thread(self._request, system, tools, model)
+        request = await asyncio.to_thread(self._request, system, tools, model, added_tokens)
         return await self._adrive(self._steps(messages, thread_id, request, force, plan))
 
     def _drive(self, steps: _Steps) -> CompactionResult:
@@ -308,12 +317,19 @@ class ContextEngine(OpenAIMethods):
             return self._parts.system_tokens(system) + self._parts.tool_tokens(tools)
 
     def _request(
-        self, system: BaseMessage | str | None, tools: Sequence[Tool], model: BaseChatModel | None
+        self,
+        system: BaseMessage | str | None,
+        tools: Sequence[Tool],
+        model: BaseChatModel | None,
+        added: int = 0,
     ) -> Fixed:
+        if added < 0:
+            raise ValueError(f"added_tokens must be 0 or more, not {added}")
         with self._lock:
             self._resolve(model)
             system_tokens = self._parts.system_tokens(system)
-            return Fixed(system_tokens, self._parts.tool_tokens(tools), offered_tools(tools))
+            tools_tokens = self._parts.tool_tokens(tools)
+            return Fixed(system_tokens, tools_tokens, offered_tools(tools), added)
 
     def _steps(
         self,

@@ -80,16 +80,19 @@ class Fixed:
         system: Of the system message.
         tools: Of the tool schemas.
         offered: ctxfs's recovery tools among the tools, by name.
+        added: Of what a middleware outside ctxfs adds to this request only (messages it
+            inserts, text it adds to copies), sent but never compacted by ctxfs.
     """
 
     system: int = 0
     tools: int = 0
     offered: Offered = field(default_factory=dict)
+    added: int = 0
 
     @property
     def tokens(self) -> int:
-        """Both together."""
-        return self.system + self.tools
+        """All together."""
+        return self.system + self.tools + self.added
 
 
 class RequestParts:

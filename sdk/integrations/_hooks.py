@@ -243,12 +243,14 @@ class RequestShape:
         plan: The live todo list (the graph state's ``todos``, as LangChain's
             ``TodoListMiddleware`` and Deep Agents' ``write_todos`` keep it): a summary puts
             it back after itself (:attr:`~ctxfs.ContextPolicy.pinning`).
+        added_tokens: What a middleware outside ctxfs adds to this request only.
     """
 
     system: BaseMessage | str | None = None
     tools: Sequence[Tool] = ()
     model: BaseChatModel | None = None
     plan: Sequence[Mapping[str, Any]] | str | None = None
+    added_tokens: int = 0
 
 
 class ContextHooks:
@@ -464,8 +466,8 @@ class ContextHooks:
                 tokens_before=result.tokens_before + fixed,
                 tokens_after=result.request_tokens,
                 system_tokens=system,
-                tool_tokens=fixed - system,
-                message_tokens=result.tokens_after,
+                tool_tokens=fixed - system - request.added_tokens,
+                message_tokens=result.tokens_after + request.added_tokens,
                 max_input_tokens=policy.window,
                 limit=policy.request_limit_tokens,
             ),
@@ -560,6 +562,7 @@ def _compact_args(thread: str, request: RequestShape, force: bool) -> dict[str, 
         "model": request.model,
         "force": force,
         "plan": request.plan,
+        "added_tokens": request.added_tokens,
     }
 
 

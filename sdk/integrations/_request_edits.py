@@ -9,13 +9,13 @@ the model is sent that compacted state with the edit laid over it: see :func:`wi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from langchain_core.messages import BaseMessage
 
 from ctxfs._messages import same_objects
 
-__all__ = ["state_messages", "with_edits"]
+__all__ = ["added_tokens", "state_messages", "with_edits"]
 
 
 def state_messages(request: Sequence[BaseMessage], state: object) -> Sequence[BaseMessage] | None:
@@ -81,3 +81,24 @@ def with_edits(
             out.append(waiting.pop(0)[1])
     out.extend(message for _, message in waiting)
     return out
+
+
+def added_tokens(
+    edited: Sequence[BaseMessage],
+    state: Sequence[BaseMessage],
+    count: Callable[[BaseMessage], int],
+) -> int:
+    """Tokens an outer middleware's edit adds to a request: the messages it inserted, and
+    what a copy it edited holds beyond the state's message. What it cleared or left out is
+    not credited: ctxfs compacts the state, which still holds it, and sends the edit over
+    what it made of it, so only additions can make the request larger than ctxfs counted.
+    """
+    by_id = {m.id: m for m in state if m.id is not None}
+    added = 0
+    for message in edited:
+        original = by_id.get(message.id) if message.id is not None else None
+        if original is None:
+            added += count(message)
+        elif message is not original:
+            added += max(0, count(message) - count(original))
+    return added

@@ -51,7 +51,7 @@ from ctxfs.integrations._on_request import (
     history_tools,
     is_compact_tool,
 )
-from ctxfs.integrations._request_edits import state_messages, with_edits
+from ctxfs.integrations._request_edits import added_tokens, state_messages, with_edits
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 
 try:
@@ -336,8 +336,8 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         the call is made once more.
         """
         request = self._with_own_tools(request)
-        shape, thread = self._shape_of(request), current_thread_id()
         own = self._own_messages(request)
+        shape, thread = self._shape_of(request, own), current_thread_id()
         result = self._hooks.compact_request(own, thread, shape)
         try:
             response = handler(self._sent(request, own, result, thread, shape))
@@ -358,8 +358,8 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelCallResult[Any]:
         """The async twin of :meth:`wrap_model_call` (engine work in worker threads)."""
         request = self._with_own_tools(request)
-        shape, thread = self._shape_of(request), current_thread_id()
         own = self._own_messages(request)
+        shape, thread = self._shape_of(request, own), current_thread_id()
         result = await self._hooks.acompact_request(own, thread, shape)
         try:
             response = await handler(self._sent(request, own, result, thread, shape))
@@ -429,13 +429,19 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         return tool
 
-    def _shape_of(self, request: ModelRequest[Any]) -> RequestShape:
+    def _shape_of(self, request: ModelRequest[Any], own: Sequence[BaseMessage]) -> RequestShape:
         tools = (*request.tools, *self._output_tools(request.response_format))
+        added = 0
+        if own is not request.messages:  # an outer middleware's edit: what it adds is sent too
+            engine = self._hooks.engine
+            with engine.lock:
+                added = added_tokens(request.messages, own, engine.token_counter.count_message)
         return RequestShape(
             system=request.system_message,
             tools=tools,
             model=request.model,
             plan=plan_of(request.state),
+            added_tokens=added,
         )
 
     def _output_tools(self, response_format: object) -> tuple[BaseTool, ...]:

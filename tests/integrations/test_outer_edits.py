@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
@@ -24,9 +25,17 @@ from langchain_core.messages import (
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxfs import ContextPolicy, TranscriptArchive, Workspace, is_summary, resolve_pointers
+from ctxfs import (
+    ContextOverBudget,
+    ContextPolicy,
+    TiktokenCounter,
+    TranscriptArchive,
+    Workspace,
+    is_summary,
+    resolve_pointers,
+)
 from ctxfs.integrations._request_edits import with_edits
-from ctxfs.integrations.langchain import ContextMiddleware
+from ctxfs.integrations.langchain import ContextMeasured, ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
 
 # -- the merge, over generated states, edits and compactions ----------------------------------
@@ -216,3 +225,46 @@ def test_the_async_agent_keeps_the_thread_under_langchains_context_editing() -> 
     results = [m.content for m in whole if isinstance(m, ToolMessage)]
     assert results == [fetch.invoke({"n": i}) for i in range(6)]
     assert any(m.content == "[cleared]" for r in model.requests for m in r)  # the edit was sent
+
+
+class _Adding(AgentMiddleware):  # type: ignore[type-arg]
+    """Adds retrieved text to each request only (a retrieval middleware's way)."""
+
+    def __init__(self, words: int) -> None:
+        super().__init__()
+        self.text = " ".join(f"fact{i}" for i in range(words))
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        extra = HumanMessage(f"Retrieved: {self.text}", id="retrieved")
+        return handler(request.override(messages=[*request.messages, extra]))
+
+
+@pytest.mark.parametrize(("words", "fits"), [(300, True), (1_200, False)])
+def test_what_an_outer_middleware_adds_is_counted_in_the_request(words: int, fits: bool) -> None:
+    # Found in review: ctxfs measured only the state's messages, so an outer middleware
+    # adding text each request sent 4,132 to 5,986 tokens in a 4,000 window with no event.
+    ws = Workspace(f"memory://outer-adds-{words}")
+    window = 4_000
+    policy = ContextPolicy(max_input_tokens=window, clearing={"enabled": False})
+    model = ScriptedChatModel(
+        responses=[*(tool_call("fetch", {"n": i}) for i in range(12)), "done"]
+    )
+    events: list[Any] = []
+    middleware = ContextMiddleware(
+        ws, policy, tools=False, on_event=lambda event, _thread: events.append(event)
+    )
+    agent = create_agent(
+        model, [fetch], middleware=[_Adding(words), middleware], checkpointer=InMemorySaver()
+    )
+    agent.invoke({"messages": [HumanMessage("go", id="u0")]}, {"configurable": {"thread_id": "t"}})
+    counter = TiktokenCounter()
+    over = [e for e in events if isinstance(e, ContextOverBudget)]
+    measured = [e for e in events if isinstance(e, ContextMeasured)]
+    assert len(measured) == len(model.requests)
+    for sent, seen in zip(model.requests, measured, strict=True):
+        size = counter.count_messages(sent)
+        assert seen.tokens_after >= size  # the added text is in what ctxfs measured
+        assert size <= window or over, size  # within the window, or an event says why
+    # 300 words fit: ctxfs compacted the state to leave room for them; 1,200 words (about
+    # 2,400 tokens) with the protected recent window and a summary do not, and events say so
+    assert bool(over) != fits
