@@ -21,7 +21,9 @@ only then is the block replaced by a text block of one line::
   ``max_media_bytes`` (5 MiB by default). The byte cap is what catches images: an image is
   billed by its pixels (at most 1,600 tokens), never over the threshold, yet a 12 MB image
   is 16 MB of base64 in the state and in every request, and over what providers accept for
-  one image. An image the model just asked for is otherwise left for it to see.
+  one image. An image the model just asked for is otherwise left for it to see, unless
+  the result's text is over the threshold: then every block moves, so the text can be
+  saved (a file holds text only) and the result pointed to.
 - *When old results are cleared* in a compaction, every media block of a cleared result
   moves, whatever its size, like the text of the result around it.
 

@@ -61,12 +61,18 @@ def offload_result(
     if result_pointer(message) is not None:
         return ToolResultOutcome(message=message)
     threshold = budget.result_threshold
+    # Large text beside media: the text can only be saved once the media blocks are out of
+    # the content, so all of them move (as when the result is cleared); otherwise only the
+    # blocks large in themselves do.
+    text_over = count_exceeding(means.counter, message_text(message), threshold) is not None
     moved = move_media(
         means.workspace,
         means.counter,
         message,
         thread_id=thread_id,
-        moves=lambda block: moves_at_return(block, threshold, settings.max_media_bytes),
+        moves=lambda block: (
+            text_over or moves_at_return(block, threshold, settings.max_media_bytes)
+        ),
     )
     message = moved.applied_to(message)
     outcome = _offload_text(means, message, thread_id, budget)

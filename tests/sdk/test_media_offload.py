@@ -22,6 +22,7 @@ from ctxfs import (
     ToolResultCleared,
     Workspace,
     WorkspaceError,
+    pointer_of,
     resolve_pointers,
 )
 from ctxfs._archive._codec import decode_jsonl, encode_jsonl
@@ -186,6 +187,22 @@ def test_which_blocks_move_when_the_tool_returns() -> None:
     out = outcome.message.content
     assert [out[i] == content[i] for i in range(5)] == [True, False, True, True, False]
     assert len(outcome.events) == 2
+
+
+def test_large_text_beside_a_small_image_is_offloaded_with_the_image_moved() -> None:
+    # Found in review: a page's text with a screenshot stayed inline whole ("the workspace
+    # keeps only text"): the image was too small to move, and the text could not be saved
+    # beside it.
+    engine, ws = _engine(max_media_bytes=100_000, threshold={"tokens": 2_000})
+    image = {"type": "image", "base64": _b64(_png(10, 10, 100)), "mime_type": "image/png"}
+    page = " ".join(f"word{i}" for i in range(3_000))
+    original = ToolMessage([{"type": "text", "text": page}, image], tool_call_id="c1")
+    outcome = engine.offload_tool_result_detailed(original, thread_id="t")
+    kinds = [type(e).__name__ for e in outcome.events]
+    assert kinds == ["MediaOffloaded", "ToolResultOffloaded"], kinds
+    assert pointer_of(outcome.message) is not None
+    assert engine.token_counter.count_message(outcome.message) < 300
+    assert resolve_pointers([outcome.message], ws)[0].content == original.content
 
 
 def test_old_media_is_moved_when_results_are_cleared() -> None:
