@@ -293,7 +293,7 @@ def _eligible(
         text = saved_text(message.content)
         if text is None and media_blocks(message.content):
             planned = planned_text(message.content, thread_id, message.tool_call_id)
-            text = saved_text(planned)
+            text = saved_text(planned) if planned is not None else None
         if text is None:
             continue
         held = held_pointer(message)

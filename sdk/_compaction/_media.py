@@ -317,11 +317,15 @@ def _movable(block: MediaBlock, raw: Mapping[str, Any]) -> tuple[bytes | None, s
     return data, blank, ""
 
 
-def planned_text(content: Sequence[Any], thread_id: str, tool_call_id: str) -> list[Any]:
+def planned_text(content: Sequence[Any], thread_id: str, tool_call_id: str) -> list[Any] | None:
     """``content`` with every media block that has a payload replaced by the reference it
-    would get at its first-choice path, without writing (for a clearing's estimate)."""
+    would get at its first-choice path, without writing (for a clearing's estimate);
+    ``None`` when a block would have to stay (:func:`move_media` would refuse it), so
+    clearing neither counts the result as freed nor tries it again at every compaction."""
     out = list(content)
     for block in media_blocks(content):
+        if _movable(block, content[block.index])[0] is None:
+            return None
         path = media_path(thread_id, tool_call_id, block)
         out[block.index] = {"type": "text", "text": reference(block, path, block.size_bound())}
     return out

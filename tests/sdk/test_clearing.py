@@ -235,6 +235,8 @@ def test_exempt_small_and_non_text_results_stay() -> None:
     cleared = {e.tool_call_id for e in out.events if isinstance(e, ToolResultCleared)}
     assert cleared == {"c0", "c1"}
     assert [m.content for m in out.messages if m.id in ("t4", "t4b")] == [image, broken]
+    # neither is planned (the broken one is not counted as freed, nor tried and refused)
+    assert not any(isinstance(e, OffloadFailed) for e in out.events), out.events
 
 
 def test_an_offloaded_result_is_cleared_to_the_same_file() -> None:
