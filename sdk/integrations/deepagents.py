@@ -65,7 +65,7 @@ try:
         ReadResult,
         WriteResult,
     )
-    from deepagents.backends.utils import slice_read_response
+    from deepagents.backends.utils import normalize_read_bounds, slice_read_response
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "ctxfs.integrations.deepagents needs Deep Agents: pip install 'ctxfs[deepagents]'"
@@ -210,7 +210,10 @@ class WorkspaceBackend(BackendProtocol):
         Images, audio, video and documents (by extension) come back whole, base64-encoded,
         up to ``max_media_bytes``; a larger one is an error naming its size. ``offset`` is
         0-based; a negative one reads from the start, a non-positive ``limit`` reads nothing;
-        an offset past the end is an error that gives the file's length.
+        an offset past the end is an error that gives the file's length. A text file over
+        the workspace's ``limits.max_read_bytes`` is read as a stream, the window alone kept
+        in memory: its lines end at ``\n`` (``\r\n`` too) and are clipped like those of
+        ctxfs's own ``read_file``, which pages them.
         """
         try:
             if _file_kind(file_path) in _BINARY_KINDS:
@@ -219,12 +222,37 @@ class WorkspaceBackend(BackendProtocol):
                     return ReadResult(error=data)
                 encoded = base64.standard_b64encode(data).decode("ascii")
                 return ReadResult(file_data=FileData(content=encoded, encoding="base64"))
+            size = self._workspace.info(file_path).size or 0
+            if size > self._workspace.limits.max_read_bytes:
+                return self._read_streamed(file_path, offset, limit)
             text = self._workspace.read_text(file_path)
         except PathNotFoundError:
             return ReadResult(error=f"File '{file_path}' not found")
         except WorkspaceError as exc:
             return ReadResult(error=str(exc))
         return slice_read_response(FileData(content=text, encoding="utf-8"), offset, limit)
+
+    def _read_streamed(self, path: str, offset: int, limit: int) -> ReadResult:
+        """:meth:`read` of a large text file, as Deep Agents reports a window."""
+        offset, limit = normalize_read_bounds(offset, limit)
+        if limit == 0:
+            empty = FileData(content="", encoding="utf-8")
+            return ReadResult(file_data=empty, no_lines_requested=True)
+        page = self._workspace.read_lines(path, offset, limit)
+        if offset >= page.total_lines:
+            return ReadResult(
+                error=f"Line offset {offset} exceeds file length ({page.total_lines} lines)"
+            )
+        end = offset + len(page.lines)
+        return ReadResult(
+            file_data=FileData(
+                content="".join(f"{line}\n" for line in page.lines), encoding="utf-8"
+            ),
+            total_lines=page.total_lines,
+            start_line=offset + 1,
+            end_line=end,
+            next_offset=page.next_offset,
+        )
 
     def _read_media(self, path: str) -> bytes | str:
         """The bytes of a media file, or the error when it is over the cap (its size is read
