@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import base64
 import itertools
-import struct
-import zlib
 from typing import Any
 
 import pytest
+from _images import png as _png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -31,15 +30,6 @@ from ctxfs._tokens._media import media_tokens
 from ctxfs.tools import tool_functions
 
 _fresh = itertools.count()
-
-
-def _png(width: int, height: int, padding: int = 0) -> bytes:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", b"\x00" * padding)
 
 
 def _b64(data: bytes) -> str:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import base64
 import math
 import struct
-import zlib
 
 import pytest
+from _images import png as _png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage, ToolMessage
@@ -24,17 +24,6 @@ from ctxfs._tokens._media import (
     media_tokens,
     openai_image_tokens,
 )
-
-
-def _png(width: int, height: int, padding: int = 0) -> bytes:
-    """A valid PNG header (IHDR) of the given size, then ``padding`` bytes of payload."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", b"\x00" * padding)
 
 
 def _gif(width: int, height: int) -> bytes:
