@@ -282,7 +282,7 @@ def test_version_and_help_load_none_of_the_library(argv: list[str]) -> None:
     }  # fmt: skip
 
 
-_HEAVY_PACKAGES = {"langchain", "langchain_core", "langgraph", "mcp", "bm25s", "rich"}
+_HEAVY_PACKAGES = {"langchain", "langchain_core", "langgraph", "mcp", "bm25s", "rich", "imagesize"}
 _HEAVY_OURS = (
     "ctxfs._compaction", "ctxfs._summary", "ctxfs._archive", "ctxfs._replay", "ctxfs.memory",
     "ctxfs.subagents", "ctxfs.workflows", "ctxfs.integrations",

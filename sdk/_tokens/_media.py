@@ -32,8 +32,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import imagesize
-
 __all__ = [
     "IMAGE_TYPES",
     "MAX_IMAGE_TOKENS",
@@ -161,6 +159,8 @@ def image_size(payload: object) -> tuple[int, int]:
         return (-1, -1)
     head = payload[:_HEAD_BASE64_CHARS]
     head = head[: len(head) - len(head) % 4]
+    import imagesize  # on the first image: the workspace commands count none
+
     try:
         raw = base64.b64decode(head, validate=False)
         width, height = imagesize.get(io.BytesIO(raw))
