@@ -163,7 +163,13 @@ def test_errors_are_one_line(
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(workflow_id=st.text(max_size=80).filter(lambda t: not NAME_PATTERN.fullmatch(t)))
+# an id starting with '-' is an option to argparse (still exit 2, with argparse's own
+# message): the generated ids do not start with one
+@given(
+    workflow_id=st.text(max_size=80).filter(
+        lambda t: not NAME_PATTERN.fullmatch(t) and not t.startswith("-")
+    )
+)
 def test_a_workflow_id_that_cannot_name_a_file_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], workflow_id: str
 ) -> None:
