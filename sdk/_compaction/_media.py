@@ -136,14 +136,6 @@ class MediaBlock:
         except (binascii.Error, ValueError):
             return None
 
-    def canonical(self) -> bytes | None:
-        """The payload's bytes if it is canonical base64 (encoding them again gives the
-        payload exactly), else ``None``."""
-        data = self.decoded()
-        if data is None or base64.b64encode(data).decode("ascii") != self.payload:
-            return None
-        return data
-
     def size_bound(self) -> int:
         """The decoded size, without decoding (exact for base64 without line breaks)."""
         return len(self.payload.rstrip("=")) * 3 // 4
@@ -299,10 +291,10 @@ def move_media(
 
 def _movable(block: MediaBlock, raw: Mapping[str, Any]) -> tuple[bytes | None, str | None, str]:
     """The bytes to save and the block's JSON without its payload, or why it stays."""
-    if block.decoded() is None:
-        return None, None, "its payload is not valid base64"
-    data = block.canonical()
+    data = block.decoded()
     if data is None:
+        return None, None, "its payload is not valid base64"
+    if base64.b64encode(data).decode("ascii") != block.payload:
         return (
             None,
             None,

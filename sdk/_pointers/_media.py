@@ -138,18 +138,31 @@ def _blank_at(block: str, at: Sequence[str]) -> bool:
 
 def blank_payload(block: Mapping[str, Any], at: Sequence[str]) -> str | None:
     """``block`` as JSON with the string at ``at`` as ``null``, or ``None`` when JSON cannot
-    give the block back identical (tuples, non-string keys, NaN...)."""
+    give the block back identical (tuples, non-string keys, NaN...). The payload itself is
+    left out before the round trip: a string always comes back, and it may be megabytes."""
+    blanked = _blanked(block, at)
+    if blanked is None:
+        return None
     try:
-        copy = json.loads(json.dumps(block, ensure_ascii=True, allow_nan=False))
+        text = json.dumps(blanked, ensure_ascii=True, allow_nan=False)
     except (TypeError, ValueError):
         return None
-    if copy != block:
+    return text if json.loads(text) == blanked else None
+
+
+def _blanked(value: object, at: Sequence[str]) -> dict[str, Any] | None:
+    """A copy of the dicts along ``at`` with its last key set to ``None`` (the rest shared)."""
+    if not isinstance(value, dict) or not at or at[0] not in value:
         return None
-    holder = copy
-    for key in at[:-1]:
-        holder = holder[key]
-    holder[at[-1]] = None
-    return json.dumps(copy, ensure_ascii=True, allow_nan=False)
+    out = dict(value)
+    if len(at) == 1:
+        out[at[0]] = None
+        return out
+    inner = _blanked(value[at[0]], at[1:])
+    if inner is None:
+        return None
+    out[at[0]] = inner
+    return out
 
 
 def moved_media(message: BaseMessage) -> tuple[MovedMedia, ...]:

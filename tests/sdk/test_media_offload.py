@@ -91,15 +91,19 @@ texts = st.lists(
 )
 
 
+def _payloads(max_bytes: int) -> st.SearchStrategy[list[tuple[int, bytes]]]:
+    """One to three media blocks: a format of FORMATS (by index) and the bytes it carries."""
+    block = st.tuples(
+        st.sampled_from(range(len(FORMATS))), st.binary(min_size=1, max_size=max_bytes)
+    )
+    return st.lists(block, min_size=1, max_size=3)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     before=texts,
     after=texts,
-    payloads=st.lists(
-        st.tuples(st.sampled_from(range(len(FORMATS))), st.binary(min_size=1, max_size=600)),
-        min_size=1,
-        max_size=3,
-    ),
+    payloads=_payloads(max_bytes=600),
     broken=st.sets(st.integers(0, 2), max_size=2),
 )
 def test_moved_blocks_are_byte_exact_and_the_rest_is_unchanged(
@@ -252,11 +256,7 @@ _CLEAR_ALL = {
 @given(
     before=texts,
     after=texts,
-    payloads=st.lists(
-        st.tuples(st.sampled_from(range(len(FORMATS))), st.binary(min_size=1, max_size=300)),
-        min_size=1,
-        max_size=3,
-    ),
+    payloads=_payloads(max_bytes=300),
     at_return=st.booleans(),
     offload_text=st.booleans(),
     own_metadata=st.booleans(),
