@@ -7,7 +7,8 @@
 - :mod:`~ctxfs._workspace._writes`: where a view may write (its read-only areas), the checks
   before a write, updates with no lost change, edits;
 - :mod:`~ctxfs._workspace._find`: glob and grep driven over a store, under one time budget;
-- :mod:`~ctxfs._workspace._literals`: what a pattern says about its literals (prefilter, guard);
+- :mod:`~ctxfs._workspace._literals`: what a pattern says about its literals (prefilter, guard),
+  and :mod:`~ctxfs._workspace._prefilter`: the byte tests that rule a file out undecoded;
 - :mod:`~ctxfs._workspace._glob` (with :mod:`~ctxfs._workspace._automaton`) and
   :mod:`~ctxfs._workspace._grep`: matching, the same on every backend;
 - :mod:`~ctxfs._workspace._textread`: a page of lines from a stream, with bounded memory;

@@ -96,14 +96,17 @@ def grep_store(
         with budget.spend() as deadline:
             try:
                 result = search_file(
-                    info.path, data, compiled, options, deadline=min(deadline, wall.deadline)
+                    info.path,
+                    data,
+                    compiled,
+                    options,
+                    deadline=min(deadline, wall.deadline),
+                    screened=True,
                 )
             except SearchTimeoutError:
                 wall.check(info.path)  # say which bound it was
                 raise
-        if result.binary:
-            binary.append(info.path)
-        elif result.matched:
+        if result.matched:
             matched.append(result)
     return GrepResult(
         output_mode=options.output_mode,

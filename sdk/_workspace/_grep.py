@@ -32,7 +32,6 @@ Passing it raises :class:`~ctxfs._errors.SearchTimeoutError`.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -41,7 +40,8 @@ from typing import Final, Literal, TypeVar
 import regex
 
 from ctxfs._errors import PatternError, SearchTimeoutError
-from ctxfs._workspace._literals import longest_literal_run, may_be_verbose, required_literal
+from ctxfs._workspace._literals import longest_literal_run, may_be_verbose
+from ctxfs._workspace._prefilter import literal_finder, prefilter_for
 from ctxfs._workspace._quote import quote
 
 __all__ = [
@@ -66,10 +66,10 @@ _CONTEXT_ESCAPES: Final = frozenset("AZGK")
 _CONTEXT_GROUPS: Final = ("(?=", "(?!", "(?<=", "(?<!", "(?>")
 _QUANTIFIER_ENDS: Final = frozenset("*+?}")
 _CHUNK_CHARS: Final = 1 << 20
+_CANDIDATE_LINES: Final = 32
+"""Lines holding a search's literal, searched one by one, before the whole text is."""
 _LONG_LITERAL: Final = 128
 """Literal runs this long or longer are kept from the regex module's literal preparation."""
-_PREFILTER_BYTES: Final = 64
-"""The case-insensitive prefilter looks for at most this much of the literal."""
 
 _T = TypeVar("_T")
 _Span = tuple[int, int, int, bool]  # (line number, start offset, end offset, is_match)
@@ -208,6 +208,7 @@ def search_file(
     options: GrepOptions,
     *,
     deadline: float | None = None,
+    screened: bool = False,
 ) -> FileResult:
     """Search the contents of one file.
 
@@ -218,6 +219,8 @@ def search_file(
         options: The search options.
         deadline: The :func:`time.monotonic` time by which the search must be done; by
             default ``options.timeout`` seconds from now (a grep of one file).
+        screened: The caller has found no NUL byte in ``data`` and :func:`prefilter` let
+            it through (a grep over many files tests them before it calls here).
 
     Returns:
         The file's result; ``binary=True`` with no matches if ``data`` contains a NUL byte.
@@ -227,10 +230,18 @@ def search_file(
     """
     if deadline is None:
         deadline = time.monotonic() + options.timeout
-    if data.find(b"\x00") >= 0:  # find, not `in` (see _prefilter)
-        return FileResult(path, binary=True)
-    if _ruled_out(data, options):
-        return FileResult(path)  # a byte scan rules the file out without decoding it
+    if not screened:
+        if data.find(b"\x00") >= 0:  # find, not `in` (see _prefilter)
+            return FileResult(path, binary=True)
+        if _ruled_out(data, options):
+            return FileResult(path)  # a byte scan rules the file out without decoding it
+    if options.output_mode != "content" and not options.multiline:
+        try:
+            count = _count_literal_lines(data, compiled, options, deadline)
+        except TimeoutError as exc:
+            raise timeout_error(path, options) from exc
+        if count is not None:
+            return FileResult(path, match_count=count)
     text = data.decode("utf-8", errors="replace")
     text = text.removeprefix("\ufeff")
     if not text:
@@ -295,48 +306,54 @@ def _ruled_out(data: bytes, options: GrepOptions) -> bool:
 
 
 def prefilter(options: GrepOptions) -> Callable[[bytes], bool]:
-    """A test on a file's bytes: ``False`` when no match can be in it, without decoding it.
+    """A test on a file's bytes: ``False`` when no match can be in it, without decoding it
+    (see :mod:`ctxfs._workspace._prefilter`). A test that can rule nothing out answers
+    ``True``."""
+    return prefilter_for(options.pattern, options.fixed_strings, options.ignore_case)
 
-    It looks for a literal every match must hold (the fixed string, or the longest literal a
-    regular expression requires: :func:`~ctxfs._workspace._literals.required_literal`).
-    Case-sensitive, for its UTF-8 bytes. Case-insensitive, for an ASCII literal in ASCII
-    bytes only, where full Unicode case folding is ASCII's (a file with other bytes is
-    searched: ``ss`` matches ``ß`` there). A test that can rule nothing out answers ``True``.
+
+def _count_literal_lines(
+    data: bytes, compiled: regex.Pattern[str], options: GrepOptions, deadline: float
+) -> int | None:
+    """Matching lines counted by searching only the lines whose bytes hold the literal every
+    match holds (in ``files_with_matches`` mode, up to the first), each decoded on its own.
+
+    Exact: a line that matches holds the literal, and each line is searched as the
+    line-by-line path searches it (decoding never moves a ``\\n``, and a line loses its
+    byte order mark and final ``\\r`` as the whole text does). ``None`` where it does not
+    apply (no literal known; case-insensitive over bytes that are not ASCII; a pattern
+    that needs the line loop) or when more than ``_CANDIDATE_LINES`` lines hold the
+    literal: then the whole text is searched at once.
     """
-    return _prefilter(options.pattern, options.fixed_strings, options.ignore_case)
+    find = literal_finder(options.pattern, options.fixed_strings, options.ignore_case)
+    if find is None or (options.ignore_case and not data.isascii()) or _needs_line_loop(options):
+        return None
+    first_only = options.output_mode == "files_with_matches"
+    needle = options.pattern.lower() if options.ignore_case else options.pattern
 
+    def matches(line: str) -> bool:
+        if not options.fixed_strings:
+            return _line_matches(line, compiled, deadline)
+        _time_left(deadline)  # a fixed string never reaches the regex module (see _literal_search)
+        return needle in (line.lower() if options.ignore_case else line)
 
-def _maybe(data: bytes) -> bool:
-    return True
-
-
-@functools.lru_cache(maxsize=64)
-def _prefilter(pattern: str, fixed: bool, ignore_case: bool) -> Callable[[bytes], bool]:
-    literal = pattern if fixed else required_literal(pattern)
-    # Line endings, decoding replacements and the BOM change under decoding, so a literal
-    # holding one rules nothing out.
-    if not literal or any(c in literal for c in "\n\r\ufffd\ufeff"):
-        return _maybe
-    needle = literal.encode("utf-8")
-    if not ignore_case:
-
-        def holds(data: bytes) -> bool:
-            # find, not `in`: `in` first tries the operand as a byte value, and pays for a
-            # TypeError on every file
-            return data.find(needle) >= 0
-
-        return holds
-    if not literal.isascii():
-        return _maybe
-    # On bytes, the regex module folds ASCII letters only: exact for ASCII text. A part of
-    # a required literal is required too, and a short one keeps the regex module's literal
-    # preparation (cubic in the length) short.
-    search = regex.compile(regex.escape(needle[:_PREFILTER_BYTES]), regex.IGNORECASE).search
-
-    def ascii_any_case(data: bytes) -> bool:
-        return not data.isascii() or search(data) is not None
-
-    return ascii_any_case
+    count = 0
+    hit = find(data, 0)
+    for _ in range(_CANDIDATE_LINES):
+        if hit < 0:
+            return count
+        start = data.rfind(b"\n", 0, hit) + 1
+        end = data.find(b"\n", hit)
+        end = len(data) if end == -1 else end
+        line = data[start:end].decode("utf-8", errors="replace").removesuffix("\r")
+        if start == 0:
+            line = line.removeprefix("\ufeff")
+        if matches(line):
+            count += 1
+            if first_only:
+                return count
+        hit = find(data, end + 1) if end < len(data) else -1
+    return count if hit < 0 else None
 
 
 def _literal_search(options: GrepOptions, body: str) -> tuple[str, str] | None:
