@@ -32,6 +32,7 @@ Passing it raises :class:`~ctxfs._errors.SearchTimeoutError`.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -432,9 +433,12 @@ def _clip(line: str, limit: int) -> str:
 
 def _needs_line_loop(options: GrepOptions) -> bool:
     """Tell whether the pattern may look beyond its line (lexical, conservative)."""
-    if options.fixed_strings:
-        return False
-    pattern = options.pattern
+    return not options.fixed_strings and _looks_beyond_line(options.pattern)
+
+
+@functools.lru_cache(maxsize=64)
+def _looks_beyond_line(pattern: str) -> bool:
+    """Read once per pattern, not once per file searched."""
     if any(group in pattern for group in _CONTEXT_GROUPS):
         return True
     i = 0
