@@ -303,6 +303,9 @@ def test_the_workspace_commands_load_only_the_workspace_and_its_tools(tmp_path: 
         # a local folder needs no fsspec (only other storage loads it)
         assert not {m for m in modules if m.partition(".")[0] == "fsspec"}, argv
         assert "ctxfs.backends._fsspec" not in modules, argv
+        # only grep matches: ls and cat load no matcher and no regex module
+        matching = {m for m in modules if m.partition(".")[0] == "regex" or m.endswith("._grep")}
+        assert bool(matching) == (argv[0] == "grep"), (argv, matching)
 
 
 # -- what reaches a terminal ----------------------------------------------------------------

@@ -36,7 +36,7 @@ import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeVar
+from typing import Final, TypeVar, get_args
 
 import regex
 
@@ -44,6 +44,7 @@ from ctxfs._errors import PatternError, SearchTimeoutError
 from ctxfs._workspace._literals import longest_literal_run, may_be_verbose
 from ctxfs._workspace._prefilter import literal_finder, prefilter_for
 from ctxfs._workspace._quote import quote
+from ctxfs._workspace._results import FileResult, GrepLine, OutputMode
 
 __all__ = [
     "FileResult",
@@ -57,8 +58,7 @@ __all__ = [
     "timeout_error",
 ]
 
-OutputMode = Literal["files_with_matches", "content", "count"]
-_OUTPUT_MODES: Final = ("files_with_matches", "content", "count")
+_OUTPUT_MODES: Final = get_args(OutputMode)
 
 # Constructs that let a match depend on text outside its own line (or that cannot give back
 # what they consumed across a newline); their presence sends the search down the exact
@@ -117,48 +117,6 @@ class GrepOptions:
             raise ValueError("max_line_chars must be at least 1")
         if not self.timeout > 0:
             raise ValueError("timeout must be a positive number of seconds")
-
-
-@dataclass(frozen=True, slots=True)
-class GrepLine:
-    """One output line of content mode.
-
-    Attributes:
-        line_number: 1-based line number in the file.
-        text: The line without its line ending, clipped to ``max_line_chars``.
-        is_match: True for a matching line, False for a context line.
-        gap_before: True when lines were skipped between the previous returned line of the
-            same file and this one while context was requested: print ``--`` before it.
-    """
-
-    line_number: int
-    text: str
-    is_match: bool
-    gap_before: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class FileResult:
-    """The outcome of searching one file.
-
-    Attributes:
-        path: The virtual path, as given to :func:`search_file`.
-        binary: True if the file was skipped as binary (then there are no matches).
-        match_count: Matching lines, or matches in multiline mode. In
-            ``files_with_matches`` mode the search stops at the first, so this is 0 or 1.
-        lines: Content mode only: matching and context lines in file order, each at most
-            once.
-    """
-
-    path: str
-    binary: bool = False
-    match_count: int = 0
-    lines: tuple[GrepLine, ...] = ()
-
-    @property
-    def matched(self) -> bool:
-        """True if the file has at least one match."""
-        return self.match_count > 0
 
 
 def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:

@@ -7,11 +7,65 @@ return it, and the workspace hands it on unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from ctxfs._workspace._grep import FileResult, OutputMode
 from ctxfs.backends._info import FileInfo
 
-__all__ = ["EditResult", "FileInfo", "GlobResult", "GrepResult", "ReadResult"]
+__all__ = [
+    "EditResult",
+    "FileInfo",
+    "FileResult",
+    "GlobResult",
+    "GrepLine",
+    "GrepResult",
+    "OutputMode",
+    "ReadResult",
+]
+
+OutputMode = Literal["files_with_matches", "content", "count"]
+"""How grep reports: the matching files, their lines, or a count per file."""
+
+
+@dataclass(frozen=True, slots=True)
+class GrepLine:
+    """One output line of content mode.
+
+    Attributes:
+        line_number: 1-based line number in the file.
+        text: The line without its line ending, clipped to ``max_line_chars``.
+        is_match: True for a matching line, False for a context line.
+        gap_before: True when lines were skipped between the previous returned line of the
+            same file and this one while context was requested: print ``--`` before it.
+    """
+
+    line_number: int
+    text: str
+    is_match: bool
+    gap_before: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    """The outcome of searching one file.
+
+    Attributes:
+        path: The virtual path, as given to :func:`search_file`.
+        binary: True if the file was skipped as binary (then there are no matches).
+        match_count: Matching lines, or matches in multiline mode. In
+            ``files_with_matches`` mode the search stops at the first, so this is 0 or 1.
+        lines: Content mode only: matching and context lines in file order, each at most
+            once.
+    """
+
+    path: str
+    binary: bool = False
+    match_count: int = 0
+    lines: tuple[GrepLine, ...] = ()
+
+    @property
+    def matched(self) -> bool:
+        """True if the file has at least one match."""
+        return self.match_count > 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,14 @@ from ctxfs._errors import (
     PathNotFoundError,
     ReadOnlyPathError,
 )
-from ctxfs._workspace._find import glob_store, grep_store
-from ctxfs._workspace._grep import GrepOptions, OutputMode
-from ctxfs._workspace._results import EditResult, FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._workspace._results import (
+    EditResult,
+    FileInfo,
+    GlobResult,
+    GrepResult,
+    OutputMode,
+    ReadResult,
+)
 from ctxfs._workspace._textread import check_page_request, decode_text, read_capped, read_page
 from ctxfs._workspace._writes import (
     UPDATE_ATTEMPTS,
@@ -479,6 +484,8 @@ class Workspace:
             PathNotFoundError: ``path`` does not exist.
             BackendError: A folder could not be listed (no file silently goes missing).
         """
+        from ctxfs._workspace._find import glob_store  # on first use: ls, cat need no regex
+
         base = self._info(self.resolve(path))
         cap = limit if limit is not None else self._limits.max_glob_results
         return glob_store(self._store, base, pattern, cap=cap, limits=self._limits)
@@ -521,6 +528,9 @@ class Workspace:
             PathNotFoundError: ``path`` does not exist.
             BackendError: A folder could not be listed or a file could not be read.
         """
+        from ctxfs._workspace._find import grep_store  # on first use, as in glob
+        from ctxfs._workspace._grep import GrepOptions
+
         options = GrepOptions(
             pattern=pattern,
             fixed_strings=fixed_strings,

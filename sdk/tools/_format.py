@@ -10,9 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
-from ctxfs._workspace._grep import FileResult, GrepLine
 from ctxfs._workspace._quote import quote
-from ctxfs._workspace._results import FileInfo, GlobResult, GrepResult, ReadResult
+from ctxfs._workspace._results import (
+    FileInfo,
+    FileResult,
+    GlobResult,
+    GrepLine,
+    GrepResult,
+    ReadResult,
+)
 from ctxfs.tools._budget import OutputBudget
 from ctxfs.tools._names import DEFAULT_NAMES, ToolNames
 

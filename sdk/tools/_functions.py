@@ -17,7 +17,7 @@ from ctxfs._layout import (
     TRANSCRIPTS_DIR,
 )
 from ctxfs._tokens import TokenCounter, as_token_counter
-from ctxfs._workspace._grep import OutputMode
+from ctxfs._workspace._results import OutputMode
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.sandbox import Limits
 from ctxfs.tools._args import (
