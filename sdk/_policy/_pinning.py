@@ -30,8 +30,10 @@ class Pinning(_Settings):
     Attributes:
         enabled: ``False`` puts nothing back: the summary alone stands for what it replaced.
         budget: The tokens the pinned user messages may take (default: 15 % of the window);
-            never more than leaves the request at three quarters of where the next summary
-            fires (the high-water mark, or the summary's target when lower).
+            never more than leaves new turns a quarter of their room: the tokens below where
+            the next summary fires (the high-water mark, or the summary's target when
+            lower), beside what every request holds until then (the system prompt, tool
+            schemas, the summary and the task statement).
         machine_made: A regular expression (Python ``re``, searched from the start of the
             text) telling user-role messages that a program wrote (tool notifications,
             reminders) from the user's own words: those are archived like any message and

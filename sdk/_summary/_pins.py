@@ -176,7 +176,9 @@ def select_pins(
     counter: TokenCounter,
     budget: int,
     first_room: int,
-    target_room: int,
+    turns_room: int,
+    kept: int = 0,
+    frame: int = 0,
     pointers: int,
     max_pins: int | None = None,
 ) -> tuple[list[HumanMessage], list[Candidate], Earlier]:
@@ -189,9 +191,15 @@ def select_pins(
         counter: Counts the pins as they will be sent.
         budget: Tokens the user messages other than the first may take (the pinning budget).
         first_room: Tokens the first user message may take: the room the request has left.
-        target_room: The room pinning may take below the summary's target; the other
-            messages take at most this (less what the first took), so pinning does not
-            bring the next summary much closer.
+        turns_room: The turns' room: the tokens below where the next summary fires, beside
+            what every request holds until then (system prompt, tool schemas, the summary).
+            The first message's pin, the recent window the summary keeps, the other pins
+            and the new turns share it; the other pins take at most three quarters of it,
+            less the first's pin and ``kept`` (see :func:`others_room`).
+        kept: Tokens of the recent window the summary keeps.
+        frame: What the in-view message costs besides its pointer lines (its header and
+            the line counting older messages): taken from the other pins' room unless
+            every user message is put back verbatim, when there is no such message.
         pointers: How many messages that do not fit get a pointer each.
         max_pins: Most messages pinned (under a ``messages`` trigger); ``None``: no cap.
 
@@ -199,7 +207,7 @@ def select_pins(
         The pins (oldest first), the candidates pointed to (oldest first), and the count of
         the older ones.
     """
-    kept: dict[int, HumanMessage] = {}
+    pinned: dict[int, HumanMessage] = {}
     used = 0
     room = max_pins if max_pins is not None else len(candidates)
     for candidate in candidates:
@@ -209,29 +217,45 @@ def select_pins(
             pin = _pin(candidate, thread_id)
             cost = counter.count_message(pin)
             if cost <= max(first_room, 0) or cost <= _pointer_cost(candidate, counter):
-                kept[candidate.index] = pin
+                pinned[candidate.index] = pin
                 used = cost
     # The others, newest first, share one budget: verbatim while it holds, then a pointer
     # line (or the message itself when it is shorter), and from the first that fits neither,
     # the older ones are only counted.
-    left = max(0, min(budget, target_room - used))
+    others = sorted(
+        (c for c in candidates if not c.first and c.index not in pinned),
+        key=lambda c: c.index,
+        reverse=True,
+    )
+    whole = {c.index: _pin(c, thread_id) for c in others if c.message is not None}
+    sizes = {index: counter.count_message(pin) for index, pin in whole.items()}
+    share = others_room(turns_room, first=used, kept=kept)
+    first = [c for c in candidates if c.first and c.index not in pinned]  # always pointed to
+    every_one = (
+        not earlier.count
+        and not first
+        and len(whole) == len(others)
+        and len(pinned) + len(others) <= room
+        and sum(sizes.values()) <= min(budget, share)
+    )
+    if not every_one:  # there is an in-view message: its header, and the first's line
+        share -= frame + sum(_pointer_cost(c, counter) for c in first)
+    left = max(0, min(budget, share))
     tail: list[Candidate] = []
     hidden: list[Candidate] = []
-    for candidate in sorted(candidates, key=lambda c: c.index, reverse=True):
-        if candidate.first or candidate.index in kept:
-            continue
+    for candidate in others:
         if hidden:
             hidden.append(candidate)
             continue
-        verbatim = _pin(candidate, thread_id) if candidate.message is not None else None
-        size = counter.count_message(verbatim) if verbatim is not None else None
+        verbatim = whole.get(candidate.index)
+        size = sizes.get(candidate.index)
         line = _pointer_cost(candidate, counter)
-        if verbatim is not None and size is not None and len(kept) < room and size <= left:
-            kept[candidate.index] = verbatim
+        if verbatim is not None and size is not None and len(pinned) < room and size <= left:
+            pinned[candidate.index] = verbatim
             left -= size
         elif len(tail) < pointers and line <= left:
-            if verbatim is not None and size is not None and size <= line and len(kept) < room:
-                kept[candidate.index] = verbatim  # shorter than its pointer
+            if verbatim is not None and size is not None and size <= line and len(pinned) < room:
+                pinned[candidate.index] = verbatim  # shorter than its pointer
                 left -= size
             else:
                 tail.append(candidate)
@@ -239,7 +263,6 @@ def select_pins(
         else:
             hidden.append(candidate)
     hidden.reverse()
-    first = [c for c in candidates if c.first and c.index not in kept]  # always pointed to
     counted = earlier
     if hidden:
         counted = Earlier(
@@ -248,8 +271,21 @@ def select_pins(
             hidden[-1].index,
             tuple(dict.fromkeys([*earlier.segments, *(c.segment for c in hidden)]))[-3:],
         )
-    pins = [kept[index] for index in sorted(kept)]
+    pins = [pinned[index] for index in sorted(pinned)]
     return pins, sorted([*first, *tail], key=lambda c: c.index), counted
+
+
+def others_room(turns_room: int, *, first: int, kept: int) -> int:
+    """The most the user messages other than the first may take when a summary pins them:
+    three quarters of the turns' room (see :func:`select_pins`) less the first message's pin
+    and the recent window kept, so that new turns always keep a quarter of it and the next
+    summary does not follow on the next turn.
+
+    The quarter is of the turns' room, not of the whole request: what no summary shrinks (a
+    long system prompt or task statement) takes its size from the other user messages and
+    from the new turns in those proportions, not from the user's words alone.
+    """
+    return (max(0, turns_room - first) * 3 // 4) - kept
 
 
 def render_plan(todos: Sequence[Mapping[str, Any]] | str) -> str:

@@ -201,7 +201,8 @@ def summarize_steps(
         earlier=earlier,
         first_index=first_index,
         segment=segment.jsonl_path,
-        used=fixed + sum(counts[:system_end]) + counter.count_message(summary) + sum(counts[cut:]),
+        always=fixed + sum(counts[:system_end]) + counter.count_message(summary),
+        kept=sum(counts[cut:]),
         free_messages=_free_messages(message_room, len(current) - cut, cut - system_end - 1),
         plan=plan,
         notes=notes,
@@ -234,13 +235,18 @@ def _in_view(
     earlier: Sequence[BaseMessage],
     first_index: int,
     segment: str,
-    used: int,
+    always: int,
+    kept: int,
     free_messages: int,
     plan: Sequence[Mapping[str, Any]] | str | None,
     notes: tuple[str, str] | None,
 ) -> list[BaseMessage]:
     """What the summary puts back after itself: pinned user messages, then one message with
-    the pointers, the plan and the notes (see :mod:`ctxfs._summary._pins`)."""
+    the pointers, the plan and the notes (see :mod:`ctxfs._summary._pins`).
+
+    ``always`` is what every request holds until the next summary, whatever the turns add
+    (system prompt, tool schemas, this summary); ``kept`` the recent window it keeps.
+    """
     settings = budget.policy.pinning
     if not settings.enabled:
         return []
@@ -257,9 +263,10 @@ def _in_view(
         thread_id=thread_id,
         counter=counter,
         budget=budget.pinned,
-        first_room=budget.request_limit - used,
-        # the pins leave at least a quarter of the room below the next summary for new turns
-        target_room=next_summary(budget) * 3 // 4 - used - _frame(counter, thread_id, segment),
+        first_room=budget.request_limit - always - kept,
+        turns_room=next_summary(budget) - always,
+        kept=kept,
+        frame=_frame(counter, thread_id, segment),
         pointers=settings.pointers,
         max_pins=max(0, free_messages - 1) if free_messages > 1 else free_messages,
     )

@@ -19,6 +19,7 @@ from ctxfs import (
     ToolResultClearing,
     Workspace,
     is_pinned,
+    is_summary,
 )
 
 _fresh = itertools.count()
@@ -117,18 +118,29 @@ def _churn_case(draw: st.DrawFn) -> tuple[ContextPolicy, list[BaseMessage], str]
         tool_inputs={"enabled": False},
         summarization={"trigger": trigger, "keep": keep},
     )
-    # user messages of all lengths: what a summary pins back must not take the new turns' room
+    # user messages of all lengths: what a summary pins back must not take the new turns' room;
+    # a system prompt and a task statement up to a tenth of the window and more (a long one
+    # leaves the other pins and the new turns less room to share)
     words = st.integers(min_value=0, max_value=120)
     shapes = st.tuples(st.integers(min_value=0, max_value=150), st.booleans(), words)
     turns = draw(st.lists(shapes, min_size=50, max_size=90))
-    history: list[BaseMessage] = [SystemMessage("You are a coding agent.", id="sys")]
+    system_words = draw(st.integers(min_value=0, max_value=min(window, 30_000) // 25))
+    task_words = draw(st.integers(min_value=0, max_value=min(window, 30_000) // 12))
+    system = " ".join(["You are a coding agent.", *(f"rule{k}" for k in range(system_words))])
+    history: list[BaseMessage] = [SystemMessage(system, id="sys")]
     for n, (lines, parallel, said) in enumerate(turns):
-        history += _turn(n, lines, parallel, said)
+        history += _turn(n, lines, parallel, task_words if n == 0 else said)
     return policy, history, trigger_kind
 
 
 def _is_task(message: BaseMessage) -> bool:
-    return bool(message.additional_kwargs["ctxfs"].get("first"))
+    return is_pinned(message) and bool(message.additional_kwargs["ctxfs"].get("first"))
+
+
+def _always(message: BaseMessage) -> bool:
+    """In every request from a summary to the next: the system prompt, the summary, and the
+    task statement's pin."""
+    return isinstance(message, SystemMessage) or is_summary(message) or _is_task(message)
 
 
 # each example replays 50 to 90 turns through a dozen summaries: fewer examples
@@ -137,9 +149,11 @@ def _is_task(message: BaseMessage) -> bool:
 def test_a_summary_leaves_room_so_new_turns_do_not_summarize_again(
     case: tuple[ContextPolicy, list[BaseMessage], str],
 ) -> None:
-    """Each summary buys at least half a trigger of new messages (or a quarter of the tokens
-    at which the next summary fires), whatever the trigger and keep kinds: no summary (and no
-    new prompt prefix) per turn. What a summary puts back in view never takes that room."""
+    """Each summary buys at least half a trigger of new messages (or a quarter of the turns'
+    room: the tokens below where the next summary fires, beside the system prompt, the summary
+    and the task statement's pin, which every request holds until then), whatever the trigger
+    and keep kinds: no summary (and no new prompt prefix) per turn. What a summary puts back
+    in view never takes that room."""
     policy, history, trigger_kind = case
     # Summarization alone: clearing (on by default) would make summaries rarer still, and
     # this property is about what a summary leaves behind.
@@ -153,7 +167,7 @@ def test_a_summary_leaves_room_so_new_turns_do_not_summarize_again(
     fires = min(target, policy.budget.high_water)
     state: list[BaseMessage] = []
     new_messages = new_tokens = summaries = 0
-    left = 0  # tokens the previous summary left, besides what it put back in view
+    room = kept = 0  # the turns' room the previous summary left, and its recent window
     for message in history:
         if isinstance(message, AIMessage) and state:
             result = engine.compact(state, thread_id="t")
@@ -161,15 +175,21 @@ def test_a_summary_leaves_room_so_new_turns_do_not_summarize_again(
                 if summaries:  # the first one comes whenever the history first fills up
                     if trigger_kind == "messages":
                         assert limit is not None and new_messages >= -(-limit // 2)
-                    elif left <= fires * 3 // 4:
+                    elif kept <= room * 3 // 4:
                         # (a protected window of a few huge messages may hold more: the
                         # keep setting wins over the room, and the reason says so)
-                        assert new_tokens >= fires // 4
+                        assert new_tokens >= room // 4
                 summaries += 1
                 new_messages = new_tokens = 0
-                # the task statement's pin may take any room the request has; the rest may not
-                put_back = [m for m in result.messages if is_pinned(m) and not _is_task(m)]
-                left = result.tokens_after - sum(counter.count_message(m) for m in put_back)
+                # every request holds these until the next summary; the task statement's pin
+                # may take any room the request has, the other pins may not
+                always = [m for m in result.messages if _always(m)]
+                room = fires - sum(counter.count_message(m) for m in always)
+                kept = sum(
+                    counter.count_message(m)
+                    for m in result.messages
+                    if not (_always(m) or is_pinned(m))
+                )
             state = result.messages
         state = [*state, message]
         new_messages += 1

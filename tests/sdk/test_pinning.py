@@ -97,6 +97,46 @@ def test_later_user_messages_are_pinned_verbatim_or_pointed_to_never_paraphrased
     assert sum(counter.count_message(m) for m in others) <= 120
 
 
+def _words(tag: str, n: int) -> str:
+    return " ".join(f"{tag}{k}" for k in range(n))
+
+
+def test_a_long_task_statement_does_not_push_the_users_later_words_out() -> None:
+    """A system prompt and a task statement that take 60 % of where the next summary fires
+    (as a coding agent's instructions and demonstration do at a 16k window) leave the room
+    for turns small; a later user message (the issue to solve) within the pinning budget
+    still comes back verbatim after every summary, and new turns keep a quarter of the turns'
+    room: below the high-water mark, beside the system prompt, the summary and the task."""
+    engine = _engine(ContextPolicy(max_input_tokens=16_000))
+    counter = engine.token_counter
+    issue = HumanMessage("ISSUE " + _words("issue", 400), id="issue")
+    state: list[BaseMessage] = [
+        SystemMessage(_words("rule", 500), id="sys"),
+        HumanMessage("TASK " + _words("demo", 2_000), id="task"),
+        issue,
+    ]
+    high = engine.policy.budget.high_water
+    assert counter.count_messages(state) > high * 6 // 10
+    summaries = set()
+    for n in range(12):
+        state = engine.compact(state, thread_id="t").messages
+        assert counter.count_messages(state) <= high
+        assert issue.content in _texts(state)  # verbatim, not a pointer
+        summary = next((m for m in state if is_summary(m)), None)
+        if summary is not None and summary.id not in summaries:
+            summaries.add(summary.id)
+            always = [m for m in state if isinstance(m, SystemMessage) or m is summary]
+            always += [m for m in state if is_pinned(m) and "TASK" in str(m.content)]
+            room = high - sum(counter.count_message(m) for m in always)
+            assert high - counter.count_messages(state) >= room // 4
+        call: list[Any] = [{"name": "bash", "args": {"command": f"step {n}"}, "id": f"c{n}"}]
+        state += [
+            AIMessage(_words("think", 60), tool_calls=call, id=f"a{n}"),
+            ToolMessage(_words(f"out{n}x", 250), tool_call_id=f"c{n}", name="bash", id=f"t{n}"),
+        ]
+    assert summaries
+
+
 def test_machine_made_user_messages_are_not_pinned() -> None:
     policy = ContextPolicy(max_input_tokens=3_000, pinning={"machine_made": r"<system-reminder>"})
     engine = _engine(policy)
