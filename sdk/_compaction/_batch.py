@@ -132,16 +132,17 @@ def lossless(
     unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
     if before + extra < budget.clearing_trigger:
         return unchanged, unchanged
-    frees = 0
+    moves: list[tuple[int, int]] = []
     if policy.tool_inputs.enabled and before + extra >= budget.input_trigger:
-        frees = sum(freed for _, freed in input_frees(means, messages, thread_id, budget))
+        moves = list(input_frees(means, messages, thread_id, budget))
     plan = plan_clearing(
         messages,
         budget=budget,
         counter=means.counter,
         thread_id=thread_id,
         tokens=before + extra,
-        also_frees=frees,
+        also_frees=sum(freed for _, freed in moves),
+        also_from=moves[0][0] if moves else None,
     )
     if not plan.go:
         return unchanged, unchanged

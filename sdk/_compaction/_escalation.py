@@ -231,6 +231,7 @@ def forced(budget: Budget[ContextPolicy]) -> Budget[ContextPolicy]:
             "trigger": Threshold(tokens=1),
             "keep": KeepToolResults(results=0),
             "clear_at_least": Threshold(tokens=1),
+            "frees_per_rewrite": 0.0,
         }
     )
     summarization = policy.summarization.model_copy(
