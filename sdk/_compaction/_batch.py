@@ -115,13 +115,15 @@ def lossless(
     extra: int,
     offered: Offered,
     before: int | None = None,
+    counts: Sequence[int] | None = None,
 ) -> tuple[OffloadResult, OffloadResult]:
     """Below the high-water mark: the steps whose explicit trigger is reached, as one
     batch, so the prefix changes once.
 
     With clearing on, the batch goes when what it frees together is worth the cache
     break (see :func:`ctxfs._compaction._clearing.batch_goes`): inputs never move on
-    their own, a call after the results. ``before``: as for :func:`batch`.
+    their own, a call after the results. ``before``: as for :func:`batch`; ``counts``:
+    the tokens of each message, when the caller has them.
     """
     policy = budget.policy
     if not policy.clearing.enabled:
@@ -137,6 +139,7 @@ def lossless(
         moves = list(input_frees(means, messages, thread_id, budget))
     plan = plan_clearing(
         messages,
+        counts,
         budget=budget,
         counter=means.counter,
         thread_id=thread_id,
