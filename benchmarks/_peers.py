@@ -49,6 +49,7 @@ from ctxfs import (
     Summarization,
     Summarized,
     TiktokenCounter,
+    ToolInputOffload,
     Workspace,
     restore_messages,
 )
@@ -63,10 +64,10 @@ TRIM_TOKENS = 8_000
 """Most tokens of old messages shown to the summary model (ctxfs's default)."""
 RESULT_OFFLOAD_TOKENS = 20_000
 """Tool results over this many tokens go to a file (ctxfs's and Deep Agents' default)."""
-INPUT_KEEP_MESSAGES = 20
+INPUT_KEEP_MESSAGES = ToolInputOffload().keep_messages
 """Tool inputs in the most recent messages are never touched (ctxfs's default)."""
-INPUT_MIN_CHARS = 2_000
-"""Tool inputs at least this long are moved out (ctxfs) or clipped (Deep Agents)."""
+INPUT_MIN_CHARS = ToolInputOffload().min_chars
+"""Tool inputs at least this long are moved out (ctxfs's default) or clipped (Deep Agents)."""
 
 SETTINGS = {"mode": "mapped"}
 """Which settings the peers run with: ``mapped`` (ctxfs's defaults mapped onto theirs, the

@@ -115,13 +115,15 @@ def lossless(
     extra: int,
     offered: Offered,
     before: int | None = None,
+    counts: Sequence[int] | None = None,
 ) -> tuple[OffloadResult, OffloadResult]:
     """Below the high-water mark: the steps whose explicit trigger is reached, as one
     batch, so the prefix changes once.
 
     With clearing on, the batch goes when what it frees together is worth the cache
     break (see :func:`ctxfs._compaction._clearing.batch_goes`): inputs never move on
-    their own, a call after the results. ``before``: as for :func:`batch`.
+    their own, a call after the results. ``before``: as for :func:`batch`; ``counts``:
+    the tokens of each message, when the caller has them.
     """
     policy = budget.policy
     if not policy.clearing.enabled:
@@ -132,16 +134,18 @@ def lossless(
     unchanged = OffloadResult(messages=messages, tokens_before=before, tokens_after=before)
     if before + extra < budget.clearing_trigger:
         return unchanged, unchanged
-    frees = 0
+    moves: list[tuple[int, int]] = []
     if policy.tool_inputs.enabled and before + extra >= budget.input_trigger:
-        frees = sum(freed for _, freed in input_frees(means, messages, thread_id, budget))
+        moves = list(input_frees(means, messages, thread_id, budget))
     plan = plan_clearing(
         messages,
+        counts,
         budget=budget,
         counter=means.counter,
         thread_id=thread_id,
         tokens=before + extra,
-        also_frees=frees,
+        also_frees=sum(freed for _, freed in moves),
+        also_from=moves[0][0] if moves else None,
     )
     if not plan.go:
         return unchanged, unchanged

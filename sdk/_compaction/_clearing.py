@@ -43,14 +43,17 @@ that rare:
   clearings the history only grows at the end, so every request is a cache hit up to the new
   messages.
 - *Batched.* A compaction plans the old results together with the old tool inputs, oldest
-  first, down to the low-water mark, and applies them at once; with an explicit
-  ``clearing.trigger`` below the high-water mark, a pass clears every eligible result at
-  once, and only when that frees at least ``clear_at_least`` tokens (or keeps a summary
-  away). So the prefix changes once per compaction, not on every turn as with per-request
-  context editing (which re-derives the cleared set each turn and defeats the cache).
+  first, down to the low-water mark, and applies them at once; from ``clearing.trigger``
+  (below the high-water mark), a pass clears every eligible result at once, and only when
+  that frees at least ``clear_at_least`` tokens and ``frees_per_rewrite`` tokens per token
+  of the request after its first change (or keeps a summary away). So the prefix changes
+  once per batch, not on every turn as with per-request context editing (which re-derives
+  the cleared set each turn and defeats the cache).
 
-The costs are a cache write of the suffix after the first cleared result once per
-compaction, against reading fewer tokens on every later request.
+The costs are a cache write of the suffix after the first cleared result once per batch,
+against reading fewer tokens on every later request. Between compactions results are
+cleared soon after they leave the kept window, while the suffix after them is short: the
+write is small and the saving runs for the rest of the thread.
 
 This module decides (pure functions, no I/O); :mod:`ctxfs._compaction._apply` saves,
 verifies and replaces. Which results are pointers already is read from their structured
@@ -228,6 +231,7 @@ def plan_clearing(
     thread_id: str,
     tokens: int | None = None,
     also_frees: int = 0,
+    also_from: int | None = None,
     go: bool = False,
 ) -> ClearingPlan:
     """Decides which old tool results to clear, and whether to clear them now.
@@ -245,6 +249,9 @@ def plan_clearing(
         tokens: Tokens of the whole history, if already counted.
         also_frees: Tokens the same batch frees otherwise (old tool inputs moved with it):
             the batch goes when both together are worth the cache break.
+        also_from: The first message the same batch changes otherwise (the oldest tool
+            input moved with it), if any: the cache break is at the earlier of it and the
+            first result cleared.
         go: The batch goes whatever it frees (another step of the same compaction already
             changes the prefix).
 
@@ -269,8 +276,13 @@ def plan_clearing(
         return ClearingPlan((), 0, False)
     chosen = _estimate(messages, eligible, size, budget.policy, counter, thread_id)
     frees = sum(r.tokens - r.estimate for r in chosen)
-    if not go and not batch_goes(budget, tokens, len(messages), frees + also_frees):
-        return ClearingPlan((), 0, False)
+    if not go:
+        starts = [i for i in (chosen[0].index if chosen else None, also_from) if i is not None]
+        # what the provider writes to its cache again: the request from the first change on
+        first = min(starts, default=len(messages))
+        rewrite = sum(size(i) for i in range(first, len(messages))) - frees - also_frees
+        if not batch_goes(budget, tokens, len(messages), frees + also_frees, rewrite):
+            return ClearingPlan((), 0, False)
     return ClearingPlan(tuple(chosen), frees, True)
 
 
@@ -398,13 +410,20 @@ def _with_estimate(item: ResultToClear, estimate: int) -> ResultToClear:
     )
 
 
-def batch_goes(budget: Budget[ContextPolicy], tokens: int, messages: int, frees: int) -> bool:
+def batch_goes(
+    budget: Budget[ContextPolicy], tokens: int, messages: int, frees: int, rewrite: int = 0
+) -> bool:
     """Whether a batch freeing ``frees`` tokens is worth the cache break now.
 
-    Monotone in ``frees``: true for some batch, it is true for every larger one.
+    It is when it frees at least ``clear_at_least`` tokens and at least
+    ``frees_per_rewrite`` tokens for each of the ``rewrite`` tokens the provider must then
+    write to its cache again (the request from the batch's first change on, once applied),
+    or when it is what keeps a summary away. Monotone in ``frees``: true for some batch, it
+    is true for every larger one with the same ``rewrite``.
     """
+    ratio = budget.policy.clearing.frees_per_rewrite
     return frees > 0 and (
-        frees >= budget.clear_at_least
+        (frees >= budget.clear_at_least and frees >= ratio * rewrite)
         or (
             budget.summary_fires(tokens, messages)
             and not budget.summary_fires(tokens - frees, messages)

@@ -420,16 +420,17 @@ class ContextEngine(OpenAIMethods):
     ) -> OffloadResult:
         """Replaces old tool results by short pointers to their saved full text.
 
-        Nothing happens below :attr:`ContextPolicy.clearing_trigger_tokens`. At or above it,
-        every tool result outside the kept window that is large enough and not exempt is
-        cleared, in one batch, if the batch frees at least ``clear_at_least`` tokens or keeps
-        a summary away; otherwise nothing changes yet. A result is saved (create-only, read
-        back) before its message is replaced; an offload pointer is cleared to a pointer to
-        the same file, and a recovery tool's view of saved content to a pointer to what it
-        showed, without a new file. Cleared results are never touched again, so running this
-        twice changes nothing. See :mod:`ctxfs._compaction._clearing` for the details and the
-        prompt-cache behaviour. Messages are never mutated; replaced ones keep their id,
-        ``tool_call_id``, ``name``, ``status`` and ``artifact``.
+        Nothing happens below :attr:`ContextPolicy.clearing_trigger_tokens`. At or above it, every
+        tool result outside the kept window that is large enough and not exempt is cleared, in one
+        batch, if the batch is worth its cache write (at least ``clear_at_least`` tokens, and
+        ``frees_per_rewrite`` tokens per token of the history after its first change) or keeps a
+        summary away; otherwise nothing changes yet. A result is saved (create-only, read back)
+        before its message is replaced; an offload pointer is cleared to a pointer to the same file,
+        and a recovery tool's view of saved content to a pointer to what it showed, without a new
+        file. Cleared results are never touched again, so running this twice changes nothing. See
+        :mod:`ctxfs._compaction._clearing` for the details and the prompt-cache behaviour. Messages
+        are never mutated; replaced ones keep their id, ``tool_call_id``, ``name``, ``status`` and
+        ``artifact``.
 
         Args:
             messages: The conversation history.

@@ -99,10 +99,15 @@ def escalate(
     original = list(messages)
     # One compaction at the high-water mark; below it only explicit step triggers act.
     # Counted once: the lossless steps are given the count instead of counting again.
-    counted = means.counter.count_messages(original)
+    counted, counts = _counted(means, original)
     compacting = counted + extra >= budget.high_water
+    if compacting:
+        inputs, cleared = batch(means, original, thread_id, budget, extra, fixed.offered, counted)
+    else:
+        inputs, cleared = lossless(
+            means, original, thread_id, budget, extra, fixed.offered, counted, counts
+        )
     steps = batch if compacting else lossless
-    inputs, cleared = steps(means, original, thread_id, budget, extra, fixed.offered, counted)
     current, events = cleared.messages, [*inputs.events, *cleared.events]
     before, tokens = inputs.tokens_before, cleared.tokens_after
 
@@ -142,6 +147,17 @@ def escalate(
     again, final = steps(means, outcome.messages, thread_id, budget, extra, fixed.offered)
     events += [*repaired, outcome.event, *again.events, *final.events]
     return result(final.messages, events, final.tokens_after, outcome.why_not)
+
+
+def _counted(means: Means, messages: list[BaseMessage]) -> tuple[int, list[int] | None]:
+    """The history's tokens, and each message's when the counter keeps them (ctxfs's
+    counters do: below the high-water mark, clearing's plan reads them there instead of
+    asking for each message on every call)."""
+    counts_of = getattr(means.counter, "_counts_of", None)
+    if counts_of is None:
+        return means.counter.count_messages(messages), None
+    counts: list[int] = counts_of(messages)
+    return sum(counts), counts
 
 
 def _notes(workspace: Workspace, policy: ContextPolicy) -> tuple[str, str] | None:
@@ -231,6 +247,7 @@ def forced(budget: Budget[ContextPolicy]) -> Budget[ContextPolicy]:
             "trigger": Threshold(tokens=1),
             "keep": KeepToolResults(results=0),
             "clear_at_least": Threshold(tokens=1),
+            "frees_per_rewrite": 0.0,
         }
     )
     summarization = policy.summarization.model_copy(

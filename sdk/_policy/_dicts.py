@@ -68,6 +68,7 @@ class ToolResultClearingDict(TypedDict, total=False):
     keep: KeepToolResults | KeepToolResultsDict
     min_tokens: int
     clear_at_least: Threshold | ThresholdDict
+    frees_per_rewrite: float
     exempt_tools: Collection[str]
     recovery_tools: Collection[str]
 

@@ -118,13 +118,13 @@ class ContextPolicy(_Settings):
             ``ls``) returns, as a share of the window or in tokens (default 20 % of the
             window); the tools page beyond it.
         high_water: When a compaction fires: the request reaching this many tokens, or this
-            share of :attr:`request_limit_tokens` (default 70 %; never above the
+            share of :attr:`request_limit_tokens` (default 80 %; never above the
             summarization token trigger). A compaction plans old tool inputs and old tool
             results together, oldest first, down to ``low_water``, and applies them at once:
             the prompt prefix a provider caches changes once, and between compactions the
             history only grows at its end.
         low_water: Where a compaction stops: this many tokens, or this share of
-            :attr:`request_limit_tokens` (default 30 %). Only when the lossless steps cannot
+            :attr:`request_limit_tokens` (default 35 %). Only when the lossless steps cannot
             get the request down to it, and leave it above the halfway point between the
             marks (:attr:`summary_water_tokens`), does the compaction also summarize. Must be
             below ``high_water``: the gap is what the agent appends before the next
@@ -139,8 +139,8 @@ class ContextPolicy(_Settings):
 
     max_input_tokens: int | None = None
     reserve_output_tokens: int | None = None
-    high_water: Threshold = Field(default_factory=lambda: Threshold(fraction=0.7))
-    low_water: Threshold = Field(default_factory=lambda: Threshold(fraction=0.3))
+    high_water: Threshold = Field(default_factory=lambda: Threshold(fraction=0.8))
+    low_water: Threshold = Field(default_factory=lambda: Threshold(fraction=0.35))
     tool_output: Threshold = Field(default_factory=lambda: Threshold(fraction=0.2))
     tool_results: ToolResultOffload = Field(default_factory=ToolResultOffload)
     tool_inputs: ToolInputOffload = Field(default_factory=ToolInputOffload)

@@ -6,6 +6,7 @@ for one window are resolved once, in :mod:`ctxfs._policy._budget`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -115,9 +116,10 @@ class ToolInputOffload(_Settings):
     """When large arguments of old tool calls are saved to files and replaced by pointers.
 
     Old inputs move in a compaction (see :attr:`ContextPolicy.high_water`), in the same batch
-    as old tool results, oldest first: one compaction changes the prompt prefix once. An
-    explicit ``trigger`` also moves every offloadable argument outside the ``keep_messages``
-    most recent messages once the request reaches it, below the high-water mark.
+    as old tool results, oldest first: one compaction changes the prompt prefix once. Below
+    the high-water mark they move with the clearing batch (see
+    :attr:`ToolResultClearing.trigger`); an explicit ``trigger`` also moves every offloadable
+    argument outside the ``keep_messages`` most recent messages once the request reaches it.
 
     Any string argument of any tool counts (a ``bash`` heredoc, a ``Write`` content...):
     ``args`` narrows it down for the tools it names.
@@ -125,21 +127,22 @@ class ToolInputOffload(_Settings):
     Attributes:
         enabled: Turn input offloading off entirely with ``False``.
         trigger: Also offload, below the high-water mark, once the request reaches this many
-            tokens; ``None`` (the default) leaves it to the compactions at the high-water
-            mark.
-        keep_messages: The most recent messages, never touched (default 20).
+            tokens; ``None`` (the default) leaves it to the compactions and, with clearing on,
+            to clearing's batches (from its trigger).
+        keep_messages: The most recent messages, never touched (default 10).
         args: For the tools it names, the only arguments offloaded, e.g.
             ``{"write_file": ["content"]}``; every other tool's string arguments all count
             (the default: ``{}``).
-        min_chars: Arguments shorter than this many characters stay inline (default 2,000):
-            a pointer costs about as much as a small argument.
+        min_chars: Arguments shorter than this many characters stay inline (default 500):
+            a pointer costs about as much as a small argument (one that would not be smaller
+            than its argument is never made).
     """
 
     enabled: bool = True
     trigger: Threshold | None = None
-    keep_messages: int = 20
+    keep_messages: int = 10
     args: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    min_chars: int = 2_000
+    min_chars: int = 500
 
     if TYPE_CHECKING:  # what a type checker accepts: a settings object or a plain dict
 
@@ -192,21 +195,31 @@ class ToolResultClearing(_Settings):
     ``keep`` window whose message holds at least ``min_tokens`` tokens are saved to the
     workspace (or found there, if they were offloaded already) and replaced by a pointer of a
     line (the size, the path of the full text and its first line),
-    oldest first, in the same batch as old tool inputs, down to the low-water mark. Clearing
-    is sticky (a cleared result is never restored or rewritten) and batched, so the prompt
-    prefix, and a provider's prompt cache, stays stable between compactions.
+    oldest first, in the same batch as old tool inputs, down to the low-water mark. Between
+    compactions, from ``trigger`` on, every such result and old input goes in one batch once
+    that batch is worth the cache write it causes (``clear_at_least``,
+    ``frees_per_rewrite``): a result is cleared soon after it leaves the ``keep`` window,
+    while little of the request follows it. Clearing is sticky (a cleared result is never
+    restored or rewritten) and batched, so the prompt prefix, and a provider's prompt
+    cache, changes only when a batch pays for it.
 
     Attributes:
         enabled: Turn clearing off entirely with ``False``.
         trigger: Also clear, below the high-water mark, once the request reaches this many
-            tokens (every old result, in batches of at least ``clear_at_least``); ``None``
-            (the default) leaves it to the compactions at the high-water mark.
+            tokens (every old result, in batches worth their cache write: see
+            ``clear_at_least`` and ``frees_per_rewrite``; default 10 % of the window);
+            ``None`` leaves it to the compactions at the high-water mark.
         keep: The recent tool results never cleared (default: the last 4).
         min_tokens: Results whose message holds fewer tokens stay (default 150): a pointer
             costs 30 to 60 tokens.
-        clear_at_least: With an explicit ``trigger``, the least a batch below the high-water
-            mark must free (default 5 % of the window), unless it is what keeps a summary
-            away.
+        clear_at_least: With a ``trigger``, the least a batch below the high-water mark
+            must free (default 2 % of the window), unless it is what keeps a summary away.
+        frees_per_rewrite: With a ``trigger``, a batch below the high-water mark
+            also frees at least this many tokens for each token of the request after its
+            first change (what a provider's cache must write again), unless it is what keeps
+            a summary away (default 0.5: at a cache write of 1.25 and a read of 0.1, the
+            batch has paid for its write within about 23 requests; 0 leaves only
+            ``clear_at_least``).
         exempt_tools: Tools whose results are never cleared (default: none).
         recovery_tools: Tools that show saved content: their results on a path inside the
             SDK's areas (``/tool_results``, ``/tool_inputs``, ``/transcripts``) are cleared to
@@ -214,10 +227,11 @@ class ToolResultClearing(_Settings):
     """
 
     enabled: bool = True
-    trigger: Threshold | None = None
+    trigger: Threshold | None = Field(default_factory=lambda: Threshold(fraction=0.1))
     keep: KeepToolResults = Field(default_factory=lambda: KeepToolResults(results=4))
     min_tokens: int = 150
-    clear_at_least: Threshold = Field(default_factory=lambda: Threshold(fraction=0.05))
+    clear_at_least: Threshold = Field(default_factory=lambda: Threshold(fraction=0.02))
+    frees_per_rewrite: float = 0.5
     exempt_tools: frozenset[str] = frozenset()
     recovery_tools: frozenset[str] = DEFAULT_EXEMPT_TOOLS
 
@@ -231,6 +245,7 @@ class ToolResultClearing(_Settings):
             keep: KeepToolResults | KeepToolResultsDict = ...,
             min_tokens: int = ...,
             clear_at_least: Threshold | ThresholdDict = ...,
+            frees_per_rewrite: float = ...,
             exempt_tools: Collection[str] = ...,
             recovery_tools: Collection[str] = ...,
         ) -> None: ...
@@ -240,6 +255,15 @@ class ToolResultClearing(_Settings):
     def _check_min_tokens(cls, value: int) -> int:
         if value < 1:
             raise ValueError(f"min_tokens must be at least 1, e.g. min_tokens=150; got {value}")
+        return value
+
+    @field_validator("frees_per_rewrite")
+    @classmethod
+    def _check_frees_per_rewrite(cls, value: float) -> float:
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(
+                f"frees_per_rewrite must be 0 or more, e.g. frees_per_rewrite=0.5; got {value}"
+            )
         return value
 
 

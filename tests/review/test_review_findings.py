@@ -85,6 +85,7 @@ def _clearing_engine(name: str) -> ContextEngine:
             "trigger": {"tokens": 1},
             "keep": {"results": 0},
             "clear_at_least": {"tokens": 1},
+            "frees_per_rewrite": 0.0,
             "min_tokens": 1,
         },
     )

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from _histories import snapshot
 from _runs import fixed_clock
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import ValidationError
 
@@ -19,6 +21,7 @@ from ctxfs import (
     OffloadFailed,
     PrefixChanged,
     Summarized,
+    Threshold,
     ToolInputOffloaded,
     ToolResultCleared,
     ToolResultClearing,
@@ -27,8 +30,10 @@ from ctxfs import (
     pointer_of,
     resolve_pointers,
 )
+from ctxfs._compaction._clearing import batch_goes
 from ctxfs._layout import result_path
 from ctxfs._pointers._pointer import CLEARED_TAG, brief_call, count_lines, head_line
+from ctxfs._policy._budget import Budget
 from ctxfs.tools import tool_functions
 
 _fresh = itertools.count()
@@ -68,6 +73,7 @@ def policy(**clearing: Any) -> ContextPolicy:
         "keep": {"results": 2},
         "min_tokens": 100,
         "clear_at_least": {"tokens": 100},
+        "frees_per_rewrite": 0.0,  # batches go by their size alone, unless a test says
         **clearing,
     }
     return ContextPolicy(max_input_tokens=100_000, clearing=settings)
@@ -88,16 +94,19 @@ def test_clearing_is_on_by_default_with_documented_settings() -> None:
     assert pol.clearing.enabled
     assert pol.clearing.keep == KeepToolResults(results=4)
     assert pol.clearing.min_tokens == 150
-    assert pol.clearing.trigger is None and pol.tool_inputs.trigger is None
-    # both steps wait for the compaction at the high-water mark, 70 % of the 95,904-token
-    # request budget, which frees down to the low-water mark, 30 % of it
+    assert pol.clearing.trigger == Threshold(fraction=0.1) and pol.tool_inputs.trigger is None
+    assert pol.clearing.frees_per_rewrite == 0.5
+    # between compactions both steps move in one batch from 10 % of the window, when it
+    # frees at least 2 % of the window and half a token per token the cache writes again;
+    # the compaction at the high-water mark, 80 % of the 95,904-token request budget,
+    # frees down to the low-water mark, 35 % of it
     assert pol.request_limit_tokens == 95_904
-    assert pol.clearing_trigger_tokens == pol.input_trigger_tokens == pol.high_water_tokens
-    assert (pol.high_water_tokens, pol.low_water_tokens) == (67_132, 28_771)
-    assert pol.summary_water_tokens == 28_771 + (67_132 - 28_771) // 2
-    assert pol.clear_at_least_tokens == 5_000
+    assert pol.clearing_trigger_tokens == pol.input_trigger_tokens == 10_000
+    assert (pol.high_water_tokens, pol.low_water_tokens) == (76_723, 33_566)
+    assert pol.summary_water_tokens == 33_566 + (76_723 - 33_566) // 2
+    assert pol.clear_at_least_tokens == 2_000
     off = ContextPolicy(max_input_tokens=100_000, clearing={"enabled": False})
-    assert off.input_trigger_tokens == 67_132
+    assert off.input_trigger_tokens == 76_723
 
 
 def test_clearing_never_triggers_later_than_summarization() -> None:
@@ -117,6 +126,8 @@ def test_clearing_never_triggers_later_than_summarization() -> None:
         ({"keep": {"fraction": 30}}, "write fraction=0.3"),
         ({"min_tokens": 0}, "min_tokens must be at least 1"),
         ({"clear_at_least": {"fraction": 0.1, "tokens": 5}}, "set either tokens or fraction"),
+        ({"frees_per_rewrite": -1}, "frees_per_rewrite must be 0 or more"),
+        ({"frees_per_rewrite": float("nan")}, "frees_per_rewrite must be 0 or more"),
         ({"exempt": ["bash"]}, "did you mean 'exempt_tools'?"),
     ],
 )
@@ -359,6 +370,40 @@ def test_a_small_batch_waits_until_it_is_worth_a_prefix_change() -> None:
     more = [*messages, *turn(4), *turn(5)]
     out = eng.clear_tool_results(more, thread_id=THREAD)
     assert len(out.events) == 4  # all four at once
+
+
+def test_a_batch_waits_while_it_frees_less_than_its_share_of_the_cache_write() -> None:
+    messages = history(4)  # two results outside the window: about 1,100 tokens to free
+    # the request after the first old result, which the provider would write again
+    messages[-2] = messages[-2].model_copy(update={"content": "thinking " * 3_000})
+    waits = engine(policy(frees_per_rewrite=0.5)).clear_tool_results(messages, thread_id=THREAD)
+    assert waits.messages == messages and waits.events == ()
+    goes = engine(policy(frees_per_rewrite=0.0)).clear_tool_results(messages, thread_id=THREAD)
+    assert len(goes.events) == 2
+    # the same batch without the long turn after it is worth its cache write
+    short = history(4)
+    out = engine(policy(frees_per_rewrite=0.5)).clear_tool_results(short, thread_id=THREAD)
+    assert len(out.events) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    floor=st.integers(min_value=1, max_value=5_000),
+    ratio=st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0]),
+    frees=st.integers(min_value=0, max_value=20_000),
+    more=st.integers(min_value=0, max_value=20_000),
+    rewrite=st.integers(min_value=0, max_value=40_000),
+)
+def test_a_batch_goes_when_it_frees_its_floor_and_its_share_of_the_rewrite(
+    floor: int, ratio: float, frees: int, more: int, rewrite: int
+) -> None:
+    pol = policy(clear_at_least={"tokens": floor}, frees_per_rewrite=ratio)
+    budget = Budget.of(pol, 100_000)
+    tokens = 10_000  # far below every summarization trigger: no summary to keep away
+    goes = batch_goes(budget, tokens, 10, frees, rewrite)
+    assert goes == (frees > 0 and frees >= floor and frees >= ratio * rewrite)
+    if goes:  # monotone: a larger batch with the same cache write goes too
+        assert batch_goes(budget, tokens, 10, frees + more, rewrite)
 
 
 def test_a_compaction_that_reaches_the_low_water_mark_does_not_summarize() -> None:

@@ -53,6 +53,7 @@ def clearing_policies(draw: st.DrawFn) -> ContextPolicy:
             "keep": keep,
             "min_tokens": draw(st.integers(min_value=1, max_value=80)),
             "clear_at_least": {"tokens": draw(st.integers(min_value=1, max_value=400))},
+            "frees_per_rewrite": draw(st.sampled_from([0.0, 0.5, 2.0])),
         },
     )
 
@@ -150,6 +151,7 @@ def test_reading_offloaded_files_back_is_cleared_without_a_new_file(
             "keep": {"results": keep},
             "min_tokens": 1,
             "clear_at_least": {"tokens": 1},
+            "frees_per_rewrite": 0.0,
         },
     )
     engine = fresh_engine(policy, f"rr{next(_fresh)}")

@@ -208,6 +208,7 @@ def test_old_media_is_moved_when_results_are_cleared() -> None:
             "keep": {"results": 1},
             "min_tokens": 50,
             "clear_at_least": {"tokens": 100},
+            "frees_per_rewrite": 0.0,
         },
     )
     engine = ContextEngine(ws, policy)
@@ -249,6 +250,7 @@ _CLEAR_ALL = {
     "keep": {"results": 0},
     "min_tokens": 1,
     "clear_at_least": {"tokens": 1},
+    "frees_per_rewrite": 0.0,
 }
 
 

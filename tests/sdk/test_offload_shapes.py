@@ -194,6 +194,7 @@ def test_old_results_with_other_keys_or_nul_are_cleared_and_come_back_exactly() 
             "keep": {"results": 1},
             "min_tokens": 100,
             "clear_at_least": {"tokens": 100},
+            "frees_per_rewrite": 0.0,
         },
     )
     engine = ContextEngine(Workspace(f"memory://clear{next(_fresh)}"), policy)

@@ -175,6 +175,7 @@ def test_pointer_dicts_hold_only_the_keys_of_an_openai_tool_message() -> None:
             "trigger": {"tokens": 500},
             "keep": {"results": 0},
             "clear_at_least": {"tokens": 100},
+            "frees_per_rewrite": 0.0,
         },
     )
     engine = ContextEngine(Workspace("memory://openai-tool-keys-cleared"), clearing)

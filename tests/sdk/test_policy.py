@@ -24,26 +24,28 @@ def test_defaults() -> None:
     # ctxfs's recovery tools are exempt by identity, not by these names
     assert policy.tool_results.exempt_tools == frozenset()
     assert policy.clearing.recovery_tools == DEFAULT_EXEMPT_TOOLS
-    assert policy.tool_inputs.trigger is None  # from the high-water mark
-    assert policy.tool_inputs.keep_messages == 20
-    assert policy.tool_inputs.min_chars == 2_000
+    assert policy.tool_inputs.trigger is None  # from the clearing trigger
+    assert policy.tool_inputs.keep_messages == 10
+    assert policy.tool_inputs.min_chars == 500
     assert policy.tool_inputs.args == {}  # every string argument of every tool
     assert policy.result_threshold_tokens == 12_500  # a sixteenth of the window
-    # One compaction at the high-water mark (70 % of the request budget) frees down to the
-    # low-water mark (30 %): inputs and results move in it together, whether clearing is on
-    # or off. The summarization trigger (85 % of the window) holds the high-water mark
-    # when it is lower.
+    # One compaction at the high-water mark (80 % of the request budget) frees down to the
+    # low-water mark (35 %): inputs and results move in it together, whether clearing is on
+    # or off; between compactions they move together from the clearing trigger (10 % of the
+    # window) when the batch is worth its cache write. The summarization trigger (85 % of
+    # the window) holds the high-water mark when it is lower.
     assert (policy.high_water, policy.low_water) == (
-        Threshold(fraction=0.7),
-        Threshold(fraction=0.3),
+        Threshold(fraction=0.8),
+        Threshold(fraction=0.35),
     )
     assert policy.request_limit_tokens == 195_904
-    assert policy.high_water_tokens == policy.input_trigger_tokens == 137_132
-    assert policy.low_water_tokens == 58_771
+    assert policy.high_water_tokens == 156_723
+    assert policy.clearing_trigger_tokens == policy.input_trigger_tokens == 20_000
+    assert policy.low_water_tokens == 68_566
     off = ContextPolicy(max_input_tokens=200_000, clearing={"enabled": False})
-    assert off.input_trigger_tokens == 137_132
+    assert off.input_trigger_tokens == 156_723
     held = ContextPolicy(max_input_tokens=200_000, summarization={"trigger": {"fraction": 0.5}})
-    assert (held.high_water_tokens, held.low_water_tokens) == (100_000, 58_771 * 100_000 // 137_132)
+    assert (held.high_water_tokens, held.low_water_tokens) == (100_000, 68_566 * 100_000 // 156_723)
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,7 @@ def water_mark_policies(draw: st.DrawFn) -> ContextPolicy:
         tool_inputs={**base.tool_inputs.model_dump(), "trigger": None},
         clearing={
             "enabled": draw(st.booleans()),
+            "trigger": None,
             "keep": {"results": draw(st.integers(min_value=0, max_value=3))},
             "min_tokens": draw(st.integers(min_value=1, max_value=60)),
         },
