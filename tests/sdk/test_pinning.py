@@ -112,7 +112,7 @@ def test_a_long_task_statement_does_not_push_the_users_later_words_out() -> None
     issue = HumanMessage("ISSUE " + _words("issue", 400), id="issue")
     state: list[BaseMessage] = [
         SystemMessage(_words("rule", 500), id="sys"),
-        HumanMessage("TASK " + _words("demo", 2_000), id="task"),
+        HumanMessage("TASK " + _words("demo", 2_400), id="task"),
         issue,
     ]
     high = engine.policy.budget.high_water
