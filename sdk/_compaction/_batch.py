@@ -116,14 +116,16 @@ def lossless(
     offered: Offered,
     before: int | None = None,
     counts: Sequence[int] | None = None,
+    calls: list[object] | None = None,
 ) -> tuple[OffloadResult, OffloadResult]:
     """Below the high-water mark: the steps whose explicit trigger is reached, as one
     batch, so the prefix changes once.
 
     With clearing on, the batch goes when what it frees together is worth the cache
     break (see :func:`ctxfs._compaction._clearing.batch_goes`): inputs never move on
-    their own, a call after the results. ``before``: as for :func:`batch`; ``counts``:
-    the tokens of each message, when the caller has them.
+    their own, a call after the results. ``before``: as for :func:`batch`; ``counts``
+    and ``calls``: the tokens of each message and the counter's record of its tool calls,
+    when the caller has them.
     """
     policy = budget.policy
     if not policy.clearing.enabled:
@@ -136,7 +138,7 @@ def lossless(
         return unchanged, unchanged
     moves: list[tuple[int, int]] = []
     if policy.tool_inputs.enabled and before + extra >= budget.input_trigger:
-        moves = list(input_frees(means, messages, thread_id, budget))
+        moves = list(input_frees(means, messages, thread_id, budget, calls))
     plan = plan_clearing(
         messages,
         counts,

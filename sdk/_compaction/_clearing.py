@@ -71,8 +71,10 @@ per-message cache, and only for the messages the decision looks at.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import ge
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -268,7 +270,7 @@ def plan_clearing(
 
     if tokens is None:
         tokens = sum(counts) if counts is not None else counter.count_messages(messages)
-    eligible = _eligible(messages, size, budget, thread_id)
+    eligible = _eligible(messages, counts, size, budget, thread_id)
     # A pointer costs at least the message overhead, so this bounds what the batch frees
     # without writing a pointer out. Between two batches most passes stop here.
     most = sum(max(0, size(i) - MESSAGE_OVERHEAD_TOKENS) for i, _, _ in eligible)
@@ -288,6 +290,7 @@ def plan_clearing(
 
 def _eligible(
     messages: Sequence[BaseMessage],
+    counts: Sequence[int] | None,
     size: Callable[[int], int],
     budget: Budget[ContextPolicy],
     thread_id: str,
@@ -297,10 +300,16 @@ def _eligible(
     settings = budget.policy.clearing
     kept = kept_results(messages, size, budget.clearing_keep)
     eligible: list[tuple[int, str, Pointer | None]] = []
-    for i, message in enumerate(messages):
+    # Large enough first: this runs on most calls, and with the counts at hand the small
+    # messages (most of a history) are passed over in C.
+    large: Iterable[int] = range(len(messages))
+    if counts is not None:
+        large = compress(large, map(ge, counts, repeat(settings.min_tokens)))
+    for i in large:
+        message = messages[i]
         if not isinstance(message, ToolMessage) or i in kept:
             continue
-        if message.name in settings.exempt_tools:
+        if size(i) < settings.min_tokens or message.name in settings.exempt_tools:
             continue
         text = saved_text(message.content)
         if text is None and media_blocks(message.content):
@@ -309,7 +318,7 @@ def _eligible(
         if text is None:
             continue
         held = held_pointer(message)
-        if (held is not None and held.kind != "result") or size(i) < settings.min_tokens:
+        if held is not None and held.kind != "result":
             continue  # cleared results are never cleared again
         eligible.append((i, text, held))
     return eligible

@@ -99,13 +99,13 @@ def escalate(
     original = list(messages)
     # One compaction at the high-water mark; below it only explicit step triggers act.
     # Counted once: the lossless steps are given the count instead of counting again.
-    counted, counts = _counted(means, original)
+    counted, counts, calls = _counted(means, original)
     compacting = counted + extra >= budget.high_water
     if compacting:
         inputs, cleared = batch(means, original, thread_id, budget, extra, fixed.offered, counted)
     else:
         inputs, cleared = lossless(
-            means, original, thread_id, budget, extra, fixed.offered, counted, counts
+            means, original, thread_id, budget, extra, fixed.offered, counted, counts, calls
         )
     steps = batch if compacting else lossless
     current, events = cleared.messages, [*inputs.events, *cleared.events]
@@ -149,15 +149,18 @@ def escalate(
     return result(final.messages, events, final.tokens_after, outcome.why_not)
 
 
-def _counted(means: Means, messages: list[BaseMessage]) -> tuple[int, list[int] | None]:
-    """The history's tokens, and each message's when the counter keeps them (ctxfs's
-    counters do: below the high-water mark, clearing's plan reads them there instead of
-    asking for each message on every call)."""
+def _counted(
+    means: Means, messages: list[BaseMessage]
+) -> tuple[int, list[int] | None, list[object] | None]:
+    """The history's tokens, and each message's and the record of its tool calls when the
+    counter keeps them (ctxfs's counters do: below the high-water mark, clearing's plan and
+    the input scan read them there instead of looking at every message on every call)."""
     counts_of = getattr(means.counter, "_counts_of", None)
     if counts_of is None:
-        return means.counter.count_messages(messages), None
+        return means.counter.count_messages(messages), None, None
     counts: list[int] = counts_of(messages)
-    return sum(counts), counts
+    calls: list[object] | None = means.counter._calls_of(messages)  # type: ignore[attr-defined]
+    return sum(counts), counts, calls
 
 
 def _notes(workspace: Workspace, policy: ContextPolicy) -> tuple[str, str] | None:

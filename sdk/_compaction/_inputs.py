@@ -6,8 +6,10 @@ pointer never costs as many tokens as the argument it replaces.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -37,21 +39,65 @@ from ctxfs._workspace._saving import Unsaved, save_text
 
 __all__ = ["input_frees", "input_pointer", "offload_call_args", "offload_inputs"]
 
+_SCANS = 64
+"""Histories whose last input scan is remembered (one per thread)."""
+
 
 def input_frees(
-    means: Means, messages: Sequence[BaseMessage], thread_id: str, budget: Budget[ContextPolicy]
+    means: Means,
+    messages: Sequence[BaseMessage],
+    thread_id: str,
+    budget: Budget[ContextPolicy],
+    calls: list[object] | None = None,
 ) -> Iterator[tuple[int, int]]:
-    """What offloading each old input would free: (message index, tokens), oldest first."""
+    """What offloading each old input would free: (message index, tokens), oldest first.
+
+    ``calls``: the token counter's record of each message's tool calls (see
+    :func:`ctxfs._compaction._escalation.escalate`). With it, a message whose calls were
+    looked at before with nothing to move, and whose record object is the same (it did not
+    change), is passed over without being looked at: the scan runs on most calls below the
+    high-water mark, and its work then grows with what changed, not with the history.
+    """
     settings = budget.policy.tool_inputs
-    for i in range(max(0, len(messages) - settings.keep_messages)):
+    end = max(0, len(messages) - settings.keep_messages)
+    scan = means.input_scans.get(messages[0].id) if messages and calls is not None else None
+    if scan is not None and calls is not None and scan.settings is settings:
+        known = min(len(scan.calls), end)
+        # in C: the positions whose record object was replaced since the last scan
+        redo = set(compress(range(known), map(is_not, calls[:known], scan.calls[:known])))
+        redo.update(i for i in scan.movable if i < known)
+        positions: Iterable[int] = [*sorted(redo), *range(known, end)]
+    else:
+        positions = range(end)
+    movable: list[int] = []
+    for i in positions:
         message = messages[i]
-        if isinstance(message, AIMessage) and message.tool_calls:
-            held = input_pointers(message)
-            for index, call, arg, value in _input_candidates(message, settings):
-                if (index, arg) not in held:
-                    _, _, freed = input_pointer(means, call, index, arg, value, thread_id)
-                    if freed > 0:
-                        yield i, freed
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            continue
+        held: Mapping[tuple[int, str], Pointer] | None = None  # read only if there are candidates
+        for index, call, arg, value in _input_candidates(message, settings):
+            held = input_pointers(message) if held is None else held
+            if (index, arg) not in held:
+                _, _, freed = input_pointer(means, call, index, arg, value, thread_id)
+                if freed > 0:
+                    yield i, freed
+        if held is not None:
+            movable.append(i)  # has candidates: looked at again next time
+    if calls is not None and messages:
+        scans = means.input_scans
+        if len(scans) >= _SCANS:
+            del scans[next(iter(scans))]
+        scans[messages[0].id] = _InputScan(settings, calls[:end], movable)
+
+
+@dataclass(frozen=True, slots=True)
+class _InputScan:
+    """The last input scan of a history: the settings it ran with, the counter's record of
+    the tool calls it looked at, and the messages that had arguments to consider."""
+
+    settings: ToolInputOffload
+    calls: list[object]
+    movable: list[int]
 
 
 def input_pointer(

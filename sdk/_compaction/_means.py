@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ctxfs._compaction._request import SentRequests
 from ctxfs._pointers._recovery import RecoveryTool
@@ -45,6 +46,8 @@ class Means:
     arg_counts: dict[str, int] = field(default_factory=dict)
     tools: dict[int | None, dict[str, RecoveryTool]] = field(default_factory=dict)
     sent: SentRequests = field(default_factory=SentRequests)
+    input_scans: dict[str | None, Any] = field(default_factory=dict)
+    """The last input scan of each history (see :func:`ctxfs._compaction._inputs.input_frees`)."""
 
     def arg_tokens(self, value: str) -> int:
         """The tokens of an argument, counted once."""

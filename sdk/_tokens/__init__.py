@@ -331,6 +331,14 @@ class _CachedMessageCounting:
             return []
         return list(self._histories[messages[0].id].tokens)
 
+    def _calls_of(self, messages: Sequence[BaseMessage]) -> list[object] | None:
+        """The record of each message's tool calls for a history :meth:`count_messages` has
+        just counted (private copies, ``None`` where a message has none): the object at a
+        position is replaced only when that message changed, so comparing identities tells
+        which messages changed between two counts. ``None`` when there is no such record."""
+        counted = self._histories.get(messages[0].id) if messages else None
+        return counted.calls if counted is not None and len(counted) == len(messages) else None
+
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:
         """Returns the total tokens of ``messages``; only new or changed ones are tokenized.
 
