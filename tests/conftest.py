@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import os
 import threading
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -20,6 +21,48 @@ import pytest
 from ctxfs import Workspace
 
 BUCKET = "ctxfs-test"
+
+
+def _unit(item: pytest.Item) -> str:
+    """What must stay on one worker: a module whose tests share a module-scoped fixture
+    (it is built once per worker), else the test itself."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    shared = any(d.scope == "module" for defs in definitions for d in defs)
+    return item.nodeid.split("::")[0] if shared else item.nodeid
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each worker starts with its share of the tests marked ``slow``.
+
+    The wall time is bounded by whichever worker ends last: a test of half a minute started
+    near the end leaves the other worker idle meanwhile. pytest-xdist hands each worker a
+    contiguous run of the collection at first (then moves tests to whichever runs out), so
+    the slow tests are dealt in turn to the front of each worker's run, and every worker
+    ends on short tests. Without workers they simply come first.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    units: dict[str, list[pytest.Item]] = {}
+    rest = []
+    for item in items:
+        if item.get_closest_marker("slow") is None:
+            rest.append(item)
+        else:
+            units.setdefault(_unit(item), []).append(item)
+    hands: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for number, unit in enumerate(units.values()):
+        hands[number % workers] += unit
+    order: list[pytest.Item] = []
+    left = len(items)
+    for worker, hand in enumerate(hands):
+        size = left // (workers - worker)  # xdist's first split: an even share of what is left
+        left -= size
+        taken = max(0, size - len(hand))
+        order += [*hand, *rest[:taken]]
+        del rest[:taken]
+    items[:] = [*order, *rest]
+
+
 _counter = itertools.count()
 
 

@@ -100,6 +100,7 @@ def _run_together(config: dict[str, Any]) -> list[dict[str, Any]]:
     return reports
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_two_processes_updating_one_file_lose_nothing(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -120,6 +121,7 @@ def test_two_processes_updating_one_file_lose_nothing(
     assert all(report["computed"] >= COUNT for report in reports)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_two_processes_editing_one_file_lose_no_edit(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -142,6 +144,7 @@ TWO_WRITERS = os.path.join(os.path.dirname(__file__), "_two_writers_worker.py")
 ROUNDS = 12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_two_processes_compacting_one_thread_get_a_branch_each_and_lose_nothing(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
