@@ -64,17 +64,18 @@ lint: $(STAMP_DEV)
 
 # mypy cannot follow setuptools' package-dir mapping (ctxfs -> sdk/, ctxfs.backends ->
 # backends/, ...), so it checks a tree of symlinks laid out as the installed package; the
-# examples and the docs' Python blocks (one module per page) are checked as strictly.
+# examples and the docs' Python blocks (one module per page) are checked as strictly. Its
+# cache stays outside the tree, which is made anew each time: a second run reads it.
 SHIM := $(VENV)/typeshim
+MYPY := $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/.mypy_cache
 typecheck: $(STAMP_DEV)
 	rm -rf $(SHIM) && mkdir -p $(SHIM)/ctxfs
 	for entry in sdk/*; do ln -s "$(CURDIR)/$$entry" $(SHIM)/ctxfs/; done
 	ln -s "$(CURDIR)/backends" $(SHIM)/ctxfs/backends
 	ln -s "$(CURDIR)/sandbox" $(SHIM)/ctxfs/sandbox
 	$(BIN)/python docs/gen_doc_modules.py $(SHIM)/docs >/dev/null
-	cd $(SHIM) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p ctxfs
-	cd $(SHIM) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
-		$(CURDIR)/examples/*.py docs/*.py
+	cd $(SHIM) && $(MYPY) -p ctxfs
+	cd $(SHIM) && $(MYPY) $(CURDIR)/examples/*.py docs/*.py
 
 # Two workers: the slow tests wait on subprocesses and the S3 server more than on a core;
 # worksteal: a worker that runs out takes queued tests from the other, so a few long tests
