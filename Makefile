@@ -15,6 +15,9 @@ TRAJECTORIES ?= ../shared/data/trajectories
 # module joins the tree at the next install, so the folders (whose times change when a file
 # is added) are prerequisites.
 EDITABLE := --config-settings editable_mode=strict
+# No byte-compiling of every installed module (about 15,000 files, half a minute of CPU):
+# Python compiles the ones a run imports, once, on first import.
+INSTALL := $(BIN)/python -m pip install --quiet --no-compile $(EDITABLE)
 SOURCE_DIRS := $(shell find sdk backends sandbox -type d -not -name __pycache__)
 
 $(BIN)/python:
@@ -22,19 +25,19 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP_DEV): $(BIN)/python pyproject.toml Makefile $(SOURCE_DIRS)
-	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[dev]'
+	$(INSTALL) -e '.[dev]'
 	touch $@
 
 $(STAMP_DEMO): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[demo]'
+	$(INSTALL) -e '.[demo]'
 	touch $@
 
 $(STAMP_BENCH): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[bench]'
+	$(INSTALL) -e '.[bench]'
 	touch $@
 
 $(STAMP_DOCS): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet $(EDITABLE) -e '.[docs]'
+	$(INSTALL) -e '.[docs]'
 	touch $@
 
 demo: $(STAMP_DEMO)
@@ -64,17 +67,18 @@ lint: $(STAMP_DEV)
 
 # mypy cannot follow setuptools' package-dir mapping (ctxfs -> sdk/, ctxfs.backends ->
 # backends/, ...), so it checks a tree of symlinks laid out as the installed package; the
-# examples and the docs' Python blocks (one module per page) are checked as strictly.
+# examples and the docs' Python blocks (one module per page) are checked as strictly. Its
+# cache stays outside the tree, which is made anew each time: a second run reads it.
 SHIM := $(VENV)/typeshim
+MYPY := $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/.mypy_cache
 typecheck: $(STAMP_DEV)
 	rm -rf $(SHIM) && mkdir -p $(SHIM)/ctxfs
 	for entry in sdk/*; do ln -s "$(CURDIR)/$$entry" $(SHIM)/ctxfs/; done
 	ln -s "$(CURDIR)/backends" $(SHIM)/ctxfs/backends
 	ln -s "$(CURDIR)/sandbox" $(SHIM)/ctxfs/sandbox
 	$(BIN)/python docs/gen_doc_modules.py $(SHIM)/docs >/dev/null
-	cd $(SHIM) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p ctxfs
-	cd $(SHIM) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
-		$(CURDIR)/examples/*.py docs/*.py
+	cd $(SHIM) && $(MYPY) -p ctxfs
+	cd $(SHIM) && $(MYPY) $(CURDIR)/examples/*.py docs/*.py
 
 # Two workers: the slow tests wait on subprocesses and the S3 server more than on a core;
 # worksteal: a worker that runs out takes queued tests from the other, so a few long tests

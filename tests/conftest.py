@@ -1,14 +1,16 @@
 """Shared fixtures: one parametrized `workspace` over memory, local disk and S3 (moto server).
 
-The S3 backend is real HTTP: moto's ThreadedMotoServer on 127.0.0.1 and a free port, started
-once per session and reset before each test that uses it.
+The S3 backend is real HTTP: moto's S3 server on 127.0.0.1 and a free port (:func:`s3_server`),
+started once per session and reset before each test that uses it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
-import socket
+import os
+import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,30 +21,99 @@ import pytest
 from ctxfs import Workspace
 
 BUCKET = "ctxfs-test"
+
+
+def _unit(item: pytest.Item) -> str:
+    """What must stay on one worker: a module whose tests share a module-scoped fixture
+    (it is built once per worker), else the test itself."""
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    shared = any(d.scope == "module" for defs in definitions for d in defs)
+    return item.nodeid.split("::")[0] if shared else item.nodeid
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each worker starts with its share of the tests marked ``slow``.
+
+    The wall time is bounded by whichever worker ends last: a test of half a minute started
+    near the end leaves the other worker idle meanwhile. pytest-xdist hands each worker a
+    contiguous run of the collection at first (then moves tests to whichever runs out), so
+    the slow tests are dealt in turn to the front of each worker's run, and every worker
+    ends on short tests. Without workers they simply come first.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    units: dict[str, list[pytest.Item]] = {}
+    rest = []
+    for item in items:
+        if item.get_closest_marker("slow") is None:
+            rest.append(item)
+        else:
+            units.setdefault(_unit(item), []).append(item)
+    hands: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for number, unit in enumerate(units.values()):
+        hands[number % workers] += unit
+    order: list[pytest.Item] = []
+    left = len(items)
+    for worker, hand in enumerate(hands):
+        size = left // (workers - worker)  # xdist's first split: an even share of what is left
+        left -= size
+        taken = max(0, size - len(hand))
+        order += [*hand, *rest[:taken]]
+        del rest[:taken]
+    items[:] = [*order, *rest]
+
+
 _counter = itertools.count()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def s3_app() -> Any:
+    """moto's WSGI application for S3 (and its ``/moto-api``), without the service guessing.
+
+    moto's server guesses each request's service from its headers, and looking up the guess
+    lists moto's ~200 service folders on disk (a ``stat`` each) twice per request: a third
+    of the server's time per S3 request, which every S3 test waits for.
+    """
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    class S3Only(DomainDispatcherApplication):
+        def get_application(self, environ: dict[str, Any]) -> Any:
+            path = environ.get("PATH_INFO", "")
+            backend = "moto_api" if path.startswith("/moto-api") else "s3"
+            with self.lock:
+                app = self.app_instances.get(backend)
+                if app is None:
+                    app = self.app_instances[backend] = self.create_app(backend)  # type: ignore[arg-type]
+            return app
+
+    return S3Only(create_backend_app)
+
+
+@contextlib.contextmanager
+def s3_server(wrap: Callable[[Any], Any] = lambda app: app) -> Iterator[str]:
+    """A moto S3 server on loopback and a free port, in a thread; yields its URL."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+    from werkzeug.serving import make_server
+
+    # werkzeug logs every request at INFO, and pytest keeps each record of each test:
+    # thousands of formatted lines per S3 test for nothing.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = make_server(
+        "127.0.0.1", 0, wrap(s3_app()), threaded=True, request_handler=MotoRequestHandler
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join()
 
 
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
     """URL of a moto S3 server running on loopback for the whole session."""
-    from moto.server import ThreadedMotoServer
-
-    # werkzeug logs every request at INFO, and pytest keeps each record of each test:
-    # thousands of formatted lines per S3 test for nothing.
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    with s3_server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(scope="session")

@@ -230,6 +230,7 @@ def _printing_commands(ws: Path) -> list[list[str]]:
     ]
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_ends_every_command_quietly(tmp_path: Path) -> None:
     from ctxfs.memory import LongTermMemory, MemoryUpdate
 

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = """\
 from ctxfs import FileInfo, Workspace
 
@@ -22,6 +24,7 @@ text: str = ws.read_text("/a.txt")
 """
 
 
+@pytest.mark.slow
 def test_mypy_strict_finds_ctxfs_from_a_users_script(tmp_path: Path) -> None:
     # One wrong annotation: the run must report exactly it, so ctxfs was found and its
     # types were read (a missing package would be reported instead, or Any let it pass).

@@ -4,7 +4,8 @@
   window once into a budget, runs each step under its lock, and answers the summary model;
 - :mod:`~ctxfs._compaction._escalation`: one compaction, in order of escalation, and its
   result (a generator over values, shared by the sync and the async driver);
-- :mod:`~ctxfs._compaction._means`: what the steps work with (workspace, counter, caches);
+- :mod:`~ctxfs._compaction._means`: what the steps work with (workspace, counter, caches),
+  and what the engine gives the public methods of its steps;
 - :mod:`~ctxfs._compaction._request`: the request's other parts, its window, and the prefix
   a provider caches;
 - :mod:`~ctxfs._compaction._results`: step 1, result offload when a tool returns;
@@ -14,6 +15,9 @@
 - :mod:`~ctxfs._compaction._batch`: the lossless steps planned as one frozen batch, applied
   at once;
 - :mod:`~ctxfs._compaction._openai`: OpenAI-style dicts in and out of the engine.
+
+Each step's public method on the engine (``offload_tool_result``, ``offload_tool_inputs``,
+``clear_tool_results``, ``compact_openai``) lives beside its step, in a mixin of the engine.
 """
 
 from ctxfs._compaction._engine import ContextEngine

@@ -15,9 +15,9 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ctxfs._compaction._clearing import ResultToClear, plan_clearing, pointer_for
-from ctxfs._compaction._means import Means
+from ctxfs._compaction._means import EngineState, Means
 from ctxfs._compaction._media import media_blocks, move_media
-from ctxfs._compaction._request import Offered
+from ctxfs._compaction._request import Offered, Tool
 from ctxfs._errors import WorkspaceError
 from ctxfs._events import (
     ContextEvent,
@@ -33,12 +33,19 @@ from ctxfs._pointers._pointer import (
     count_lines,
     point_result,
 )
-from ctxfs._pointers._recovery import BUDGET_KEY, default_tools
+from ctxfs._pointers._recovery import BUDGET_KEY, default_tools, offered_tools
 from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._workspace._saving import Unsaved, exists, read_saved, save_text
 
-__all__ = ["apply_clearing", "clear_one", "clear_results", "read_offloaded", "repeats"]
+__all__ = [
+    "ClearingMethods",
+    "apply_clearing",
+    "clear_one",
+    "clear_results",
+    "read_offloaded",
+    "repeats",
+]
 
 
 def clear_results(
@@ -207,3 +214,39 @@ def _cleared_kind(item: ResultToClear) -> Literal["saved", "offloaded"]:
 
 
 _IO_ERRORS = (WorkspaceError, OSError)
+
+
+class ClearingMethods(EngineState):
+    """The engine's method for step 3 (a mixin of :class:`~ctxfs.ContextEngine`)."""
+
+    def clear_tool_results(
+        self, messages: Sequence[BaseMessage], *, thread_id: str, tools: Sequence[Tool] = ()
+    ) -> OffloadResult:
+        """Replaces old tool results by short pointers to their saved full text.
+
+        Nothing happens below :attr:`ContextPolicy.clearing_trigger_tokens`. At or above it, every
+        tool result outside the kept window that is large enough and not exempt is cleared, in one
+        batch, if the batch is worth its cache write (at least ``clear_at_least`` tokens, and
+        ``frees_per_rewrite`` tokens per token of the history after its first change) or keeps a
+        summary away; otherwise nothing changes yet. A result is saved (create-only, read back)
+        before its message is replaced; an offload pointer is cleared to a pointer to the same file,
+        and a recovery tool's view of saved content to a pointer to what it showed, without a new
+        file. Cleared results are never touched again, so running this twice changes nothing. See
+        :mod:`ctxfs._compaction._clearing` for the details and the prompt-cache behaviour. Messages
+        are never mutated; replaced ones keep their id, ``tool_call_id``, ``name``, ``status`` and
+        ``artifact``.
+
+        Args:
+            messages: The conversation history.
+            thread_id: The conversation; names the folder results are saved in.
+            tools: The tools the model is offered: a view is repeated at the output budget
+                of ctxfs's recovery tool among them (else at the tools' default budget).
+
+        Returns:
+            The new list, one :class:`~ctxfs._events.ToolResultCleared` per result cleared (or
+            :class:`~ctxfs._events.OffloadFailed` per result kept inline after a failure), and
+            the token counts before and after.
+        """
+        with self._lock:
+            budget, offered = self._resolve(None), offered_tools(tools)
+            return clear_results(self._means, messages, thread_id, budget, 0, offered)

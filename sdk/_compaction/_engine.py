@@ -7,7 +7,9 @@ never call back into it: result offload when a tool returns (``_results``), and 
 model call one compaction (:mod:`~ctxfs._compaction._escalation`: old inputs and old results
 as one batch, then a summary only if a trigger still fires). A compaction is a generator
 that yields when the summary model must answer; the sync and the async driver answer it,
-and nothing else differs between them.
+and nothing else differs between them. The public methods that run one step alone live
+beside their step, in the engine's mixins (``_results``, ``_inputs``, ``_apply``, and
+``_openai`` for OpenAI-style dicts); this module holds the driving.
 
 One engine may be called from several threads (a sync ``ToolNode`` runs parallel tool calls in
 a thread pool, async callers run engine work in worker threads, concurrent runs of one graph
@@ -24,9 +26,9 @@ from datetime import datetime
 from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 
-from ctxfs._compaction._apply import clear_results
+from ctxfs._compaction._apply import ClearingMethods
 from ctxfs._compaction._escalation import (
     WORTH_COMPACTING,
     escalate,
@@ -34,13 +36,12 @@ from ctxfs._compaction._escalation import (
     requested,
     summarized_or_refused,
 )
-from ctxfs._compaction._inputs import offload_inputs
+from ctxfs._compaction._inputs import InputMethods
 from ctxfs._compaction._means import Means
 from ctxfs._compaction._openai import OpenAIMessages, OpenAIMethods
 from ctxfs._compaction._request import Fixed, RequestParts, Tool, budget_for_window
-from ctxfs._compaction._results import offload_result
-from ctxfs._events import CompactionResult, OffloadResult, ToolResultOutcome
-from ctxfs._pointers._recovery import offered_tools
+from ctxfs._compaction._results import ResultMethods
+from ctxfs._events import CompactionResult
 from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._body import ModelAnswer, acall_model, call_model
@@ -52,7 +53,7 @@ __all__ = ["ContextEngine"]
 _Steps = Generator[str, ModelAnswer, CompactionResult]
 
 
-class ContextEngine(OpenAIMethods):
+class ContextEngine(ResultMethods, InputMethods, ClearingMethods, OpenAIMethods):
     """Keeps a conversation inside its window by moving large content into a workspace.
 
     Example:
@@ -323,13 +324,10 @@ class ContextEngine(OpenAIMethods):
         model: BaseChatModel | None,
         added: int = 0,
     ) -> Fixed:
-        if added < 0:
-            raise ValueError(f"added_tokens must be 0 or more, not {added}")
         with self._lock:
+            fixed = self._parts.fixed(system, tools, added)  # a negative ``added`` first
             self._resolve(model)
-            system_tokens = self._parts.system_tokens(system)
-            tools_tokens = self._parts.tool_tokens(tools)
-            return Fixed(system_tokens, tools_tokens, offered_tools(tools), added)
+            return fixed
 
     def _steps(
         self,
@@ -348,101 +346,3 @@ class ContextEngine(OpenAIMethods):
         least = WORTH_COMPACTING if now else 0
         steps = escalate(self._means, messages, thread_id, budget, fixed, plan, at_least=least)
         return (yield from steps)
-
-    # -- step 1: tool results -------------------------------------------------------------
-
-    def offload_tool_result(
-        self, message: ToolMessage, *, thread_id: str, tool: object | None = None
-    ) -> ToolMessage:
-        """Returns ``message``, or a pointer to its saved content if it is too large.
-
-        A result is offloaded when its text is over the policy's threshold, its tool is not
-        exempt (ctxfs's own recovery tools page instead; they are told by identity, so pass
-        the ``tool`` that ran, and a tool of another making is offloaded whatever its name;
-        ``exempt_tools`` names more), it is not already a pointer ctxfs made, and the
-        pointer would cost fewer tokens than the result itself (just over a small threshold,
-        a result can be no larger than the pointer's preview of it). The returned message
-        keeps the id, ``tool_call_id``, ``name``, ``status`` and ``artifact``. On a failed
-        write the input is returned unchanged.
-
-        Args:
-            message: The tool's result.
-            thread_id: The conversation it belongs to; names the folder it is saved in.
-            tool: The tool that returned it (a LangChain tool or a
-                :class:`~ctxfs.ToolFunction`), if known.
-        """
-        return self.offload_tool_result_detailed(message, thread_id=thread_id, tool=tool).message
-
-    def offload_tool_result_detailed(
-        self, message: ToolMessage, *, thread_id: str, tool: object | None = None
-    ) -> ToolResultOutcome:
-        """Like :meth:`offload_tool_result`, and also says what happened.
-
-        Returns:
-            The message to keep and a :class:`~ctxfs._events.ToolResultOffloaded` or
-            :class:`~ctxfs._events.OffloadFailed` event (``None`` when nothing was tried, or
-            when the pointer would not have been smaller than the result).
-        """
-        with self._lock:
-            return offload_result(self._means, message, thread_id, self._resolve(None), tool)
-
-    # -- step 2: tool inputs --------------------------------------------------------------
-
-    def offload_tool_inputs(
-        self, messages: Sequence[BaseMessage], *, thread_id: str
-    ) -> OffloadResult:
-        """Saves large arguments of old tool calls to files once the history is too long.
-
-        Nothing happens below :attr:`ContextPolicy.input_trigger_tokens`. At or above it,
-        every configured string argument (by default ``write_file.content``,
-        ``edit_file.old_string/new_string``) of at least ``min_chars`` characters, in AI
-        messages older than the ``keep_messages`` most recent, is saved byte-exact and
-        replaced by a pointer naming the saved copy and the file the tool wrote, unless that
-        pointer would cost as many tokens as the argument or more. Pointers already in place
-        are left alone, so running this twice changes nothing. Messages are never mutated;
-        replaced ones keep their id.
-
-        Args:
-            messages: The conversation history.
-            thread_id: The conversation it belongs to; names the folder inputs are saved in.
-
-        Returns:
-            The new list, one event per argument moved (or kept inline after a failure), and
-            the token counts before and after.
-        """
-        with self._lock:
-            return offload_inputs(self._means, messages, thread_id, self._resolve(None), 0)
-
-    # -- step 3: clearing old tool results ------------------------------------------------
-
-    def clear_tool_results(
-        self, messages: Sequence[BaseMessage], *, thread_id: str, tools: Sequence[Tool] = ()
-    ) -> OffloadResult:
-        """Replaces old tool results by short pointers to their saved full text.
-
-        Nothing happens below :attr:`ContextPolicy.clearing_trigger_tokens`. At or above it, every
-        tool result outside the kept window that is large enough and not exempt is cleared, in one
-        batch, if the batch is worth its cache write (at least ``clear_at_least`` tokens, and
-        ``frees_per_rewrite`` tokens per token of the history after its first change) or keeps a
-        summary away; otherwise nothing changes yet. A result is saved (create-only, read back)
-        before its message is replaced; an offload pointer is cleared to a pointer to the same file,
-        and a recovery tool's view of saved content to a pointer to what it showed, without a new
-        file. Cleared results are never touched again, so running this twice changes nothing. See
-        :mod:`ctxfs._compaction._clearing` for the details and the prompt-cache behaviour. Messages
-        are never mutated; replaced ones keep their id, ``tool_call_id``, ``name``, ``status`` and
-        ``artifact``.
-
-        Args:
-            messages: The conversation history.
-            thread_id: The conversation; names the folder results are saved in.
-            tools: The tools the model is offered: a view is repeated at the output budget
-                of ctxfs's recovery tool among them (else at the tools' default budget).
-
-        Returns:
-            The new list, one :class:`~ctxfs._events.ToolResultCleared` per result cleared (or
-            :class:`~ctxfs._events.OffloadFailed` per result kept inline after a failure), and
-            the token counts before and after.
-        """
-        with self._lock:
-            budget, offered = self._resolve(None), offered_tools(tools)
-            return clear_results(self._means, messages, thread_id, budget, 0, offered)

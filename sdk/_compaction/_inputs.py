@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxfs._compaction._means import Means
+from ctxfs._compaction._means import EngineState, Means
 from ctxfs._events import (
     ContextEvent,
     OffloadFailed,
@@ -37,7 +37,7 @@ from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy, ToolInputOffload
 from ctxfs._workspace._saving import Unsaved, save_text
 
-__all__ = ["input_frees", "input_pointer", "offload_call_args", "offload_inputs"]
+__all__ = ["InputMethods", "input_frees", "input_pointer", "offload_call_args", "offload_inputs"]
 
 _SCANS = 64
 """Histories whose last input scan is remembered (one per thread)."""
@@ -223,3 +223,32 @@ def _input_candidates(
             if offloadable_text(value) is None:
                 continue  # NUL-bearing text could not be read back
             yield index, call, arg, value
+
+
+class InputMethods(EngineState):
+    """The engine's method for step 2 (a mixin of :class:`~ctxfs.ContextEngine`)."""
+
+    def offload_tool_inputs(
+        self, messages: Sequence[BaseMessage], *, thread_id: str
+    ) -> OffloadResult:
+        """Saves large arguments of old tool calls to files once the history is too long.
+
+        Nothing happens below :attr:`ContextPolicy.input_trigger_tokens`. At or above it,
+        every configured string argument (by default ``write_file.content``,
+        ``edit_file.old_string/new_string``) of at least ``min_chars`` characters, in AI
+        messages older than the ``keep_messages`` most recent, is saved byte-exact and
+        replaced by a pointer naming the saved copy and the file the tool wrote, unless that
+        pointer would cost as many tokens as the argument or more. Pointers already in place
+        are left alone, so running this twice changes nothing. Messages are never mutated;
+        replaced ones keep their id.
+
+        Args:
+            messages: The conversation history.
+            thread_id: The conversation it belongs to; names the folder inputs are saved in.
+
+        Returns:
+            The new list, one event per argument moved (or kept inline after a failure), and
+            the token counts before and after.
+        """
+        with self._lock:
+            return offload_inputs(self._means, messages, thread_id, self._resolve(None), 0)

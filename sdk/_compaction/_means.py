@@ -5,21 +5,34 @@ The steps are functions over values (:mod:`~ctxfs._compaction._results`,
 :mod:`~ctxfs._compaction._batch`, :mod:`~ctxfs._compaction._escalation`); the engine hands
 each of them its :class:`Means` and its :class:`~ctxfs._policy._budget.Budget`, and holds its
 lock around them (the token counter's caches are not thread-safe).
+
+A step that users may also run alone has its public method beside it, in a mixin of the
+engine (:class:`~ctxfs._compaction._results.ResultMethods`,
+:class:`~ctxfs._compaction._inputs.InputMethods`,
+:class:`~ctxfs._compaction._apply.ClearingMethods`), on :class:`EngineState`: what the engine
+gives such a method.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxfs._compaction._request import SentRequests
 from ctxfs._pointers._recovery import RecoveryTool
 from ctxfs._tokens import TokenCounter
 from ctxfs._workspace._workspace import Workspace
 
-__all__ = ["Means"]
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from ctxfs._policy._budget import Budget
+    from ctxfs._policy._settings import ContextPolicy
+
+__all__ = ["EngineState", "Means"]
 
 _ARG_COUNTS = 4_096
 """The most argument token counts a :class:`Means` keeps (then it starts again)."""
@@ -57,3 +70,14 @@ class Means:
                 self.arg_counts.clear()
             tokens = self.arg_counts[value] = self.counter.count_text(value)
         return tokens
+
+
+class EngineState:
+    """What :class:`~ctxfs.ContextEngine` gives the public methods of its steps (the base
+    of their mixins): its lock, its :class:`Means`, and its budget for the window."""
+
+    if TYPE_CHECKING:
+        _lock: threading.RLock
+        _means: Means
+
+        def _resolve(self, model: BaseChatModel | None) -> Budget[ContextPolicy]: ...

@@ -38,7 +38,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 
 from ctxfs._events import PrefixChanged
-from ctxfs._pointers._recovery import RecoveryTool
+from ctxfs._pointers._recovery import RecoveryTool, offered_tools
 from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import TokenCounter
@@ -114,6 +114,18 @@ class RequestParts:
             return 0
         message = SystemMessage(system) if isinstance(system, str) else system
         return self._counter.count_message(message)
+
+    def fixed(self, system: BaseMessage | str | None, tools: Sequence[Tool], added: int) -> Fixed:
+        """The parts of a request given apart from its messages, counted.
+
+        Raises:
+            ValueError: ``added`` is negative.
+        """
+        if added < 0:
+            raise ValueError(f"added_tokens must be 0 or more, not {added}")
+        return Fixed(
+            self.system_tokens(system), self.tool_tokens(tools), offered_tools(tools), added
+        )
 
     def tool_tokens(self, tools: Sequence[Tool]) -> int:
         """Tokens of the tools' schemas."""

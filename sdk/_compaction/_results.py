@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from langchain_core.messages import ToolMessage
 
-from ctxfs._compaction._means import Means
+from ctxfs._compaction._means import EngineState, Means
 from ctxfs._compaction._media import move_media, moves_at_return
 from ctxfs._events import (
     OffloadFailed,
@@ -39,7 +39,7 @@ from ctxfs._policy._settings import ContextPolicy
 from ctxfs._tokens import count_exceeding
 from ctxfs._workspace._saving import Unsaved, save_text
 
-__all__ = ["offload_result"]
+__all__ = ["ResultMethods", "offload_result"]
 
 
 def offload_result(
@@ -140,3 +140,42 @@ def _offload_text(
         tokens_after=pointer_tokens,
     )
     return ToolResultOutcome(message=point_result(message, pointer, rendered), event=offloaded)
+
+
+class ResultMethods(EngineState):
+    """The engine's methods for step 1 (a mixin of :class:`~ctxfs.ContextEngine`)."""
+
+    def offload_tool_result(
+        self, message: ToolMessage, *, thread_id: str, tool: object | None = None
+    ) -> ToolMessage:
+        """Returns ``message``, or a pointer to its saved content if it is too large.
+
+        A result is offloaded when its text is over the policy's threshold, its tool is not
+        exempt (ctxfs's own recovery tools page instead; they are told by identity, so pass
+        the ``tool`` that ran, and a tool of another making is offloaded whatever its name;
+        ``exempt_tools`` names more), it is not already a pointer ctxfs made, and the
+        pointer would cost fewer tokens than the result itself (just over a small threshold,
+        a result can be no larger than the pointer's preview of it). The returned message
+        keeps the id, ``tool_call_id``, ``name``, ``status`` and ``artifact``. On a failed
+        write the input is returned unchanged.
+
+        Args:
+            message: The tool's result.
+            thread_id: The conversation it belongs to; names the folder it is saved in.
+            tool: The tool that returned it (a LangChain tool or a
+                :class:`~ctxfs.ToolFunction`), if known.
+        """
+        return self.offload_tool_result_detailed(message, thread_id=thread_id, tool=tool).message
+
+    def offload_tool_result_detailed(
+        self, message: ToolMessage, *, thread_id: str, tool: object | None = None
+    ) -> ToolResultOutcome:
+        """Like :meth:`offload_tool_result`, and also says what happened.
+
+        Returns:
+            The message to keep and a :class:`~ctxfs._events.ToolResultOffloaded` or
+            :class:`~ctxfs._events.OffloadFailed` event (``None`` when nothing was tried, or
+            when the pointer would not have been smaller than the result).
+        """
+        with self._lock:
+            return offload_result(self._means, message, thread_id, self._resolve(None), tool)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import messages_from_dict
 
 from ctxfs import TranscriptArchive, Workspace
@@ -25,6 +26,7 @@ STEPS = 10
 THREADS = ("t0", "t1", "t2", "t3")
 
 
+@pytest.mark.slow
 def test_eight_processes_on_four_threads_lose_nothing_and_stay_within_the_window(
     atomic_s3: dict[str, Any],  # noqa: F811
     tmp_path: Path,

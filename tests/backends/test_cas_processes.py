@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 from ctxfs import TranscriptArchive, Workspace
+from tests.conftest import s3_server
 
 WORKER = os.path.join(os.path.dirname(__file__), "_cas_worker.py")
 COUNT = 40
@@ -48,40 +48,23 @@ class _OneAtATime:
 def atomic_s3() -> Iterator[dict[str, Any]]:
     """storage_options of a fresh bucket on a moto server serving one request at a time."""
     import boto3
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
-    from werkzeug.serving import make_server
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    app = _OneAtATime(DomainDispatcherApplication(create_backend_app))
-    server = make_server("127.0.0.1", port, app, True, request_handler=MotoRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    options = {
-        "endpoint_url": endpoint,
-        "key": "testing",
-        "secret": "testing",
-        "client_kwargs": {"region_name": "us-east-1"},
-    }
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    )
-    client.create_bucket(Bucket="ctxfs-cas")
-    try:
+    with s3_server(_OneAtATime) as endpoint:
+        options = {
+            "endpoint_url": endpoint,
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"region_name": "us-east-1"},
+        }
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+        client.create_bucket(Bucket="ctxfs-cas")
         yield options
-    finally:
-        server.shutdown()
-        thread.join()
 
 
 def _target(backend: str, tmp_path: Path, options: dict[str, Any] | None) -> dict[str, Any]:
@@ -117,6 +100,7 @@ def _run_together(config: dict[str, Any]) -> list[dict[str, Any]]:
     return reports
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_two_processes_updating_one_file_lose_nothing(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -137,6 +121,7 @@ def test_two_processes_updating_one_file_lose_nothing(
     assert all(report["computed"] >= COUNT for report in reports)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_two_processes_editing_one_file_lose_no_edit(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -159,6 +144,7 @@ TWO_WRITERS = os.path.join(os.path.dirname(__file__), "_two_writers_worker.py")
 ROUNDS = 12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_two_processes_compacting_one_thread_get_a_branch_each_and_lose_nothing(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest

@@ -58,6 +58,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[tuple[str,
     return _finished(root), root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kill",
     [

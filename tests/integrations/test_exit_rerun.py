@@ -75,6 +75,7 @@ def before_the_kill(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, lis
 
 # The killed turn's compactions write 4 files each (JSONL, Markdown, record, index head):
 # the first archives the previous turn's pages, the third the killed turn's own first page.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kill", "branches"),
     [

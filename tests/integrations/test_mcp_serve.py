@@ -43,6 +43,7 @@ def _text(result: types.CallToolResult) -> str:
     return first.text
 
 
+@pytest.mark.slow
 def test_a_listing_is_answered_while_two_slow_greps_run(folder: Path) -> None:
     params = StdioServerParameters(
         command=SERVE[0], args=[*SERVE[1:], str(folder)], env={"PATH": os.environ["PATH"]}

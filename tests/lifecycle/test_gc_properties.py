@@ -60,8 +60,8 @@ def _on_each_store(**strategies: st.SearchStrategy[Any]) -> Callable[[F], F]:
     def register(test: F) -> F:
         on_s3 = pytest.mark.parametrize("make_workspace", ["s3"], indirect=True)
         small = strategies | {"model": models(max_roots=2)}
-        globals()[f"{test.__name__}_s3"] = on_s3(
-            settings(_SETTINGS, max_examples=_S3_EXAMPLES)(given(**small)(test))
+        globals()[f"{test.__name__}_s3"] = pytest.mark.slow(
+            on_s3(settings(_SETTINGS, max_examples=_S3_EXAMPLES)(given(**small)(test)))
         )
         on_disk = pytest.mark.parametrize("make_workspace", ["memory", "local"], indirect=True)
         return on_disk(settings(_SETTINGS, max_examples=_EXAMPLES)(given(**strategies)(test)))
@@ -275,6 +275,7 @@ def _pointing_pair(make_workspace: object) -> tuple[Model, Workspace]:
     return model, healthy
 
 
+@pytest.mark.slow
 def test_a_thread_pointing_to_an_older_one_goes_first(make_workspace: object) -> None:
     # so that a collection cut short after any deletion leaves nothing pointing to what is
     # gone; every cut on memory and local disk, a few on S3 (each costs a second there)

@@ -25,6 +25,7 @@ def _worker(*args: object) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_two_processes_updating_one_memory_lose_no_fact(tmp_path: Path) -> None:
     count = 15
     children = [_worker("add", tmp_path, writer, count) for writer in ("a", "b")]
@@ -36,6 +37,7 @@ def test_two_processes_updating_one_memory_lose_no_fact(tmp_path: Path) -> None:
     assert {f.id for f in facts} == expected
 
 
+@pytest.mark.slow
 def test_a_sigkill_at_any_write_leaves_a_valid_memory(tmp_path: Path) -> None:
     count = 3
     child = _worker("kill", tmp_path, "-", count)

@@ -5,6 +5,7 @@ summary names only its own segments; checked from the store itself."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -45,6 +46,7 @@ _OPERATIONS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

@@ -8,6 +8,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from _histories import comparable, snapshot
 from _runs import fresh_engine, reconstruct, replay, runs, summary_policies
 from hypothesis import HealthCheck, event, given, settings
@@ -228,6 +229,7 @@ def _long_run(seed: int, turns: int) -> list[BaseMessage]:
     return messages
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(min_value=0, max_value=10**6), turns=st.integers(min_value=80, max_value=140)

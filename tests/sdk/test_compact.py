@@ -79,6 +79,15 @@ def test_below_every_trigger_nothing_changes() -> None:
     assert result.reached_target and result.reason is None
 
 
+def test_negative_added_tokens_are_refused_before_the_window_is_looked_for() -> None:
+    windowless = ContextEngine(Workspace(f"memory://c{next(_fresh)}"), ContextPolicy())
+    for call in (windowless.compact, windowless.compact_now):
+        with pytest.raises(ValueError, match="added_tokens must be 0 or more, not -1"):
+            call(history(2), thread_id="t", added_tokens=-1)
+    with pytest.raises(ValueError, match="does not know the model's window"):
+        windowless.compact(history(2), thread_id="t")
+
+
 def test_compaction_archives_then_summarizes_and_keeps_the_recent_window() -> None:
     eng = engine()
     messages = history()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
 from _histories import comparable, snapshot
 from _runs import fresh_engine, reconstruct, replay, runs, summary_policies
 from hypothesis import HealthCheck, given, settings
@@ -144,6 +145,7 @@ def _always(message: BaseMessage) -> bool:
 
 
 # each example replays 50 to 90 turns through a dozen summaries: fewer examples
+@pytest.mark.slow
 @settings(_PROPERTY, max_examples=25)
 @given(case=_churn_case())
 def test_a_summary_leaves_room_so_new_turns_do_not_summarize_again(

@@ -12,6 +12,7 @@ import pytest
 WORKER = Path(__file__).with_name("_crash_worker.py")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="needs fork and SIGKILL")
 def test_a_kill_after_any_write_ends_consistent_after_a_rerun(tmp_path: Path) -> None:
     done = subprocess.run(

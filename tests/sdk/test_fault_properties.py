@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -51,6 +52,7 @@ def turn(n: int, size: int) -> list[BaseMessage]:
     ]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

@@ -6,6 +6,7 @@ import itertools
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ def test_following_the_notes_lists_every_entry_once_within_budget(
     assert found == (matches or ["No files match '*.txt' under /d"])
 
 
+@pytest.mark.slow
 def test_thousands_of_offloaded_files_are_listed_in_bounded_pages(tmp_path: Path) -> None:
     # a local folder: the memory filesystem scans every file it holds on each lookup; each
     # page lists the whole folder again, so the files are as many as it takes for a dozen

@@ -264,6 +264,7 @@ def test_every_archived_line_is_found_where_it_is(lines: list[str]) -> None:
     _every_line_is_found(Workspace(f"memory://h{next(_fresh)}"), lines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 @given(
     lines=st.lists(

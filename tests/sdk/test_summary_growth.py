@@ -6,6 +6,7 @@ import itertools
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -163,6 +164,7 @@ def test_malformed_counts_are_ignored() -> None:
         assert state.segment_count == 2 and not state.earlier_files
 
 
+@pytest.mark.slow
 def test_summary_size_stays_flat_through_the_engine() -> None:
     """Many summaries of one thread: the summary (text and metadata) does not grow."""
     policy = ContextPolicy(

@@ -140,6 +140,7 @@ class TestForgotTheFixture(WorkspaceConformance):
 """
 
 
+@pytest.mark.slow
 def test_a_user_runs_the_shipped_suite_on_their_own_filesystem_and_store(tmp_path: Path) -> None:
     (tmp_path / "test_mine.py").write_text(USER_SUITE)
     tests = [name for name in dir(WorkspaceConformance) if name.startswith("test_")]

@@ -90,6 +90,7 @@ def base(request: pytest.FixtureRequest) -> Base:
     return history, messages_from_dict(messages_to_dict(history))
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=_FIXTURE)
 @given(seed=st.integers(0, 2**16), reload=st.booleans())
 def test_appending_one_message_tokenizes_only_that_message(
@@ -109,6 +110,7 @@ def test_appending_one_message_tokenizes_only_that_message(
     assert counter.slow == 0 and counter.texts == 0  # the same history again: nothing
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=_FIXTURE)
 @given(data=st.data(), reload=st.booleans())
 def test_a_replaced_message_is_the_only_one_looked_at(

@@ -205,6 +205,7 @@ def test_a_default_content_grep_over_megabytes_is_bounded_and_cheap_to_cut() -> 
     assert counter.chars < 50_000  # the page was cut without tokenizing the 8 MB
 
 
+@pytest.mark.slow
 def test_a_listing_of_thousands_of_files_is_bounded(tmp_path: Path) -> None:
     # a local folder: the memory filesystem scans every file it holds on each lookup; 3,000
     # names are some 24,000 tokens, twelve times the page

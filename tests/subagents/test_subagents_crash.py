@@ -72,6 +72,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
     return _finished(root), root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kill",
     [

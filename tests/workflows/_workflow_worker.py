@@ -12,7 +12,8 @@ stages the resume ran, and the final outputs.
 
 The parent never touches the storage itself, so every child starts from a process without
 storage threads or connections (safe to fork, S3 included); it warms up (tokenizer, schemas)
-on a memory workspace first, so the children do not each pay for it.
+on a memory workspace first, and imports the S3 client's modules (no client is made), so
+the children do not each pay for it.
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ def main(argv: list[str]) -> None:
     prefix, first, last, step = argv[0].rstrip("/"), int(argv[1]), argv[2], int(argv[3])
     endpoint = argv[4] if len(argv) > 4 else None
     workflow(Workspace("memory://warm-up")).run(TASK, workflow_id=WORKFLOW_ID)
+    if endpoint:
+        import s3fs  # noqa: F401  (a second or more per child otherwise)
     status, clean = _in_child(lambda: _clean_run(f"{prefix}/reference", endpoint))
     if status != 0:
         raise SystemExit(f"the uninterrupted run failed: {clean}")

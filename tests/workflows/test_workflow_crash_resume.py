@@ -113,6 +113,7 @@ def test_a_crash_at_every_write_resumes_to_the_same_outputs(
         assert len(calls) == len(set(calls))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("backend", "first", "step"),
     [
@@ -156,6 +157,7 @@ def test_sigkill_at_every_write_then_resume(
         assert len(run["done_before"]) + len(run["calls"]) <= 5, n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_a_second_runner_in_another_process_is_detected(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
