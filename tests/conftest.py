@@ -139,20 +139,24 @@ def s3_options(endpoint: str, session: Any = None) -> dict[str, Any]:
 @pytest.fixture
 def s3_bucket(s3_endpoint: str) -> str:
     """A fresh, empty bucket: the server is reset before each test."""
-    import boto3
-
     request = urllib.request.Request(f"{s3_endpoint}/moto-api/reset", method="POST")
     with urllib.request.urlopen(request) as response:
         assert response.status == 200
-    client = boto3.client(
+    s3_client(s3_endpoint).create_bucket(Bucket=BUCKET)
+    return BUCKET
+
+
+def s3_client(endpoint: str) -> Any:
+    """A boto3 S3 client of the moto server at ``endpoint`` (its test credentials)."""
+    import boto3
+
+    return boto3.client(
         "s3",
-        endpoint_url=s3_endpoint,
+        endpoint_url=endpoint,
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
         region_name="us-east-1",
     )
-    client.create_bucket(Bucket=BUCKET)
-    return BUCKET
 
 
 WorkspaceFactory = Callable[..., Workspace]

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from ctxfs import TranscriptArchive, Workspace
-from tests.conftest import s3_server
+from tests.conftest import s3_client, s3_server
 
 WORKER = os.path.join(os.path.dirname(__file__), "_cas_worker.py")
 COUNT = 40
@@ -47,8 +47,6 @@ class _OneAtATime:
 @pytest.fixture(scope="module")
 def atomic_s3() -> Iterator[dict[str, Any]]:
     """storage_options of a fresh bucket on a moto server serving one request at a time."""
-    import boto3
-
     with s3_server(_OneAtATime) as endpoint:
         options = {
             "endpoint_url": endpoint,
@@ -56,14 +54,7 @@ def atomic_s3() -> Iterator[dict[str, Any]]:
             "secret": "testing",
             "client_kwargs": {"region_name": "us-east-1"},
         }
-        client = boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name="us-east-1",
-        )
-        client.create_bucket(Bucket="ctxfs-cas")
+        s3_client(endpoint).create_bucket(Bucket="ctxfs-cas")
         yield options
 
 

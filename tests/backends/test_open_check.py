@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BUCKET, s3_options
+from conftest import BUCKET, s3_client, s3_options
 from test_conformance import _dead_endpoint, _unprivileged
 
 from ctxfs import BackendError, UnsafePathError, Workspace
@@ -47,17 +47,9 @@ def test_a_missing_bucket_is_refused_when_the_workspace_is_opened(
 def test_opening_a_good_bucket_leaves_nothing_behind(
     s3_endpoint: str, s3_bucket: str, aio_session: Any
 ) -> None:
-    import boto3
-
     workspace = _s3(s3_endpoint, aio_session, s3_bucket)  # reads, then writes a probe
     assert workspace.ls("/") == []
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    )
+    client = s3_client(s3_endpoint)
     assert client.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
 
 
