@@ -21,7 +21,7 @@ values it needs (the policy's budget, token counter, archive), never the engine.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -266,7 +266,11 @@ def _in_view(
         first_room=budget.request_limit - always - kept,
         turns_room=next_summary(budget) - always,
         kept=kept,
-        frame=_frame(counter, thread_id, segment),
+        frame=_frame(
+            counter,
+            thread_id,
+            {segment, *counted.segments, *(c.segment for c in candidates)},
+        ),
         pointers=settings.pointers,
         max_pins=max(0, free_messages - 1) if free_messages > 1 else free_messages,
     )
@@ -283,10 +287,12 @@ def _in_view(
     return [*pins, *([extra] if extra is not None else [])]
 
 
-def _frame(counter: TokenCounter, thread_id: str, segment: str) -> int:
+def _frame(counter: TokenCounter, thread_id: str, segments: Iterable[str]) -> int:
     """What the in-view message costs besides its pointer lines, at most: its header and the
-    line counting older user messages, with the widest numbers."""
-    widest = Earlier(10**9, 10**9, 10**9, (segment,) * 3)
+    line counting older user messages, with the widest numbers and the three segment names
+    (of those it may name) that take the most tokens."""
+    names = sorted(segments, key=counter.count_text, reverse=True)
+    widest = Earlier(10**9, 10**9, 10**9, tuple((names + names[:1] * 3)[:3]))
     frame = in_view_message(pointed=(), counted=widest, plan=None, notes=None, thread_id=thread_id)
     return 0 if frame is None else counter.count_message(frame)
 
