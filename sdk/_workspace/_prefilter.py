@@ -61,15 +61,28 @@ def _maybe(data: bytes) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _prefilter(pattern: str, fixed: bool, ignore_case: bool) -> Callable[[bytes], bool]:
+    needle = _needle(pattern, fixed, ignore_case)
+    if needle is None:
+        return _maybe
+    return _ascii_any_case(needle) if ignore_case else literal_test(needle)
+
+
+def _needle(pattern: str, fixed: bool, ignore_case: bool) -> bytes | None:
+    """The bytes the tests look for: the literal every match holds (case-insensitive: its
+    first ``_FOLDED_BYTES``, and only an ASCII one), or ``None`` where it rules nothing out."""
     literal = pattern if fixed else required_literal(pattern)
     if not literal or any(c in literal for c in "\n\r\ufffd\ufeff"):
-        return _maybe
-    needle = literal.encode("utf-8")
-    if not ignore_case:
-        return literal_test(needle)
-    if not literal.isascii():
-        return _maybe
-    return _ascii_any_case(needle[:_FOLDED_BYTES])
+        return None
+    if ignore_case:
+        return literal.encode("ascii")[:_FOLDED_BYTES] if literal.isascii() else None
+    return literal.encode("utf-8")
+
+
+@functools.lru_cache(maxsize=64)
+def _folded(needle: bytes) -> regex.Pattern[bytes]:
+    """``needle`` for the regex module's case-insensitive search: on bytes it folds ASCII
+    letters only, which is exact for ASCII text."""
+    return regex.compile(regex.escape(needle), regex.IGNORECASE)
 
 
 def literal_test(needle: bytes) -> Callable[[bytes], bool]:
@@ -103,8 +116,7 @@ def literal_test(needle: bytes) -> Callable[[bytes], bool]:
 
 def _ascii_any_case(needle: bytes) -> Callable[[bytes], bool]:
     """A test for ``needle`` (ASCII) in any case, exact for ASCII bytes; other bytes pass."""
-    # On bytes, the regex module folds ASCII letters only: exact for ASCII text.
-    search = regex.compile(regex.escape(needle), regex.IGNORECASE).search
+    search = _folded(needle).search
     at = _rarest(needle, caseless=True)
     if at < 0 or _rarity(needle[at]) <= _WORD_RARITY:
 
@@ -160,15 +172,12 @@ def literal_finder(
 
 @functools.lru_cache(maxsize=64)
 def _finder(pattern: str, fixed: bool, ignore_case: bool) -> Callable[[bytes, int], int] | None:
-    literal = pattern if fixed else required_literal(pattern)
-    if not literal or any(c in literal for c in "\n\r\ufffd\ufeff"):
+    needle = _needle(pattern, fixed, ignore_case)
+    if needle is None:
         return None
-    needle = literal.encode("utf-8")
     if not ignore_case:
         return lambda data, start: data.find(needle, start)
-    if not literal.isascii():
-        return None
-    search = regex.compile(regex.escape(needle[:_FOLDED_BYTES]), regex.IGNORECASE).search
+    search = _folded(needle).search
 
     def find_any_case(data: bytes, start: int) -> int:
         found = search(data, start)
