@@ -155,11 +155,10 @@ def _counted(
     """The history's tokens, and each message's and the record of its tool calls when the
     counter keeps them (ctxfs's counters do: below the high-water mark, clearing's plan and
     the input scan read them there instead of looking at every message on every call)."""
-    counts_of = getattr(means.counter, "_counts_of", None)
-    if counts_of is None:
+    record_of = getattr(means.counter, "_record_of", None)
+    if record_of is None:
         return means.counter.count_messages(messages), None, None
-    counts: list[int] = counts_of(messages)
-    calls: list[object] | None = means.counter._calls_of(messages)  # type: ignore[attr-defined]
+    counts, calls = record_of(messages)
     return sum(counts), counts, calls
 
 

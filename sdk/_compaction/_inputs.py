@@ -7,14 +7,14 @@ pointer never costs as many tokens as the argument it replaces.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import compress
 from operator import is_not
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ctxfs._compaction._means import EngineState, Means
+from ctxfs._compaction._means import EngineState, InputScan, Means
 from ctxfs._events import (
     ContextEvent,
     OffloadFailed,
@@ -87,17 +87,7 @@ def input_frees(
         scans = means.input_scans
         if len(scans) >= _SCANS:
             del scans[next(iter(scans))]
-        scans[messages[0].id] = _InputScan(settings, calls[:end], movable)
-
-
-@dataclass(frozen=True, slots=True)
-class _InputScan:
-    """The last input scan of a history: the settings it ran with, the counter's record of
-    the tool calls it looked at, and the messages that had arguments to consider."""
-
-    settings: ToolInputOffload
-    calls: list[object]
-    movable: list[int]
+        scans[messages[0].id] = InputScan(settings, calls[:end], movable)
 
 
 def input_pointer(

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctxfs._compaction._request import SentRequests
 from ctxfs._pointers._recovery import RecoveryTool
@@ -30,12 +30,23 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ctxfs._policy._budget import Budget
-    from ctxfs._policy._settings import ContextPolicy
+    from ctxfs._policy._settings import ContextPolicy, ToolInputOffload
 
-__all__ = ["EngineState", "Means"]
+__all__ = ["EngineState", "InputScan", "Means"]
 
 _ARG_COUNTS = 4_096
 """The most argument token counts a :class:`Means` keeps (then it starts again)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputScan:
+    """The last input scan of a history (:func:`ctxfs._compaction._inputs.input_frees`):
+    the settings it ran with, the counter's record of the tool calls it looked at, and the
+    messages that had arguments to consider."""
+
+    settings: ToolInputOffload
+    calls: list[object]
+    movable: list[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +70,7 @@ class Means:
     arg_counts: dict[str, int] = field(default_factory=dict)
     tools: dict[int | None, dict[str, RecoveryTool]] = field(default_factory=dict)
     sent: SentRequests = field(default_factory=SentRequests)
-    input_scans: dict[str | None, Any] = field(default_factory=dict)
+    input_scans: dict[str | None, InputScan] = field(default_factory=dict)
     """The last input scan of each history (see :func:`ctxfs._compaction._inputs.input_frees`)."""
 
     def arg_tokens(self, value: str) -> int:

@@ -323,21 +323,17 @@ class _CachedMessageCounting:
             self._by_id[key] = snapshot
         return snapshot
 
-    def _counts_of(self, messages: Sequence[BaseMessage]) -> list[int]:
-        """The tokens of each message, as one :meth:`count_messages` of the history counts
-        them: a copy of its record, made in C, without looking at the messages one by one."""
+    def _record_of(self, messages: Sequence[BaseMessage]) -> tuple[list[int], list[object]]:
+        """The history counted, then its record: the tokens of each message (a copy, made in
+        C, without looking at the messages one by one) and each message's tool calls as
+        counted (private copies, ``None`` where a message has none; the list itself, not a
+        copy). The object at a position of the second is replaced only when that message
+        changed, so comparing identities tells which messages changed between two counts."""
         self.count_messages(messages)
         if not messages:
-            return []
-        return list(self._histories[messages[0].id].tokens)
-
-    def _calls_of(self, messages: Sequence[BaseMessage]) -> list[object] | None:
-        """The record of each message's tool calls for a history :meth:`count_messages` has
-        just counted (private copies, ``None`` where a message has none): the object at a
-        position is replaced only when that message changed, so comparing identities tells
-        which messages changed between two counts. ``None`` when there is no such record."""
-        counted = self._histories.get(messages[0].id) if messages else None
-        return counted.calls if counted is not None and len(counted) == len(messages) else None
+            return [], []
+        counted = self._histories[messages[0].id]
+        return list(counted.tokens), counted.calls
 
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:
         """Returns the total tokens of ``messages``; only new or changed ones are tokenized.

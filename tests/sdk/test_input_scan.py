@@ -50,8 +50,7 @@ _EDITS = st.lists(
 
 
 def _scan(means: Means, history: list[BaseMessage], record: bool) -> list[tuple[int, int]]:
-    _COUNTER.count_messages(history)
-    calls = _COUNTER._calls_of(history) if record else None
+    calls = _COUNTER._record_of(history)[1] if record else None
     return list(input_frees(means, history, "t", _BUDGET, calls))
 
 
