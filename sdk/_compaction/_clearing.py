@@ -282,7 +282,8 @@ def plan_clearing(
         starts = [i for i in (chosen[0].index if chosen else None, also_from) if i is not None]
         # what the provider writes to its cache again: the request from the first change on
         first = min(starts, default=len(messages))
-        rewrite = sum(size(i) for i in range(first, len(messages))) - frees - also_frees
+        after = counts[first:] if counts is not None else map(size, range(first, len(messages)))
+        rewrite = sum(after) - frees - also_frees
         if not batch_goes(budget, tokens, len(messages), frees + also_frees, rewrite):
             return ClearingPlan((), 0, False)
     return ClearingPlan(tuple(chosen), frees, True)
