@@ -172,8 +172,12 @@ class LocalStore:
         links = (self._link(path, name) for name in listing.links)
         return [*listing.files, *folders, *(info for info in links if info is not None)]
 
-    def walk(self, path: str) -> Iterator[FileInfo]:
+    def walk(self, path: str, *, sizes: bool = True) -> Iterator[FileInfo]:
         """Every regular file below ``path``, depth first, with an explicit stack.
+
+        With ``sizes=False`` the files are described without their size (``None``): the
+        size costs a call per file, which a search that reads every file anyway (and learns
+        the size as it opens it, see :meth:`fetch_within`) need not pay.
 
         A folder is opened relative to its parent's descriptor, held while the parent still
         has folders to visit (at most :data:`_HELD` at once; past that a folder is reached
@@ -181,7 +185,7 @@ class LocalStore:
         """
         stack: list[_Frame] = []
         try:
-            self._visit(stack, path, None)
+            self._visit(stack, path, None, sizes)
             while stack:
                 yield from stack[-1].files
                 stack[-1].files = []
@@ -191,14 +195,20 @@ class LocalStore:
                     continue
                 name = frame.todo.pop()
                 parent = frame.handle if frame.handle >= 0 else None
-                self._visit(stack, _child(frame.folder, name), (parent, name))
+                self._visit(stack, _child(frame.folder, name), (parent, name), sizes)
                 if not frame.todo:
                     frame.close()  # nothing else to open from it
         finally:
             for frame in stack:
                 frame.close()
 
-    def _visit(self, stack: list[_Frame], folder: str, via: tuple[int | None, str] | None) -> None:
+    def _visit(
+        self,
+        stack: list[_Frame],
+        folder: str,
+        via: tuple[int | None, str] | None,
+        sizes: bool = True,
+    ) -> None:
         """List ``folder`` onto the stack: its files to yield, its folders to visit."""
         try:
             with translate_errors(folder):
@@ -207,7 +217,7 @@ class LocalStore:
             return  # removed while the walk ran
         try:
             with translate_errors(folder):
-                listing = _entries(handle, folder)
+                listing = _entries(handle, folder, sizes)
         except BaseException:
             os.close(handle)
             raise
@@ -260,6 +270,16 @@ class LocalStore:
         The files of one folder are opened relative to one descriptor of it. (A thread
         reading ahead was measured slower: the reads are short and the hand-over is not.)
         """
+        for info, data in self.fetch_within(files, None):
+            assert data is not None  # no cap: every file is read
+            yield info, data
+
+    def fetch_within(
+        self, files: Iterable[FileInfo], max_bytes: int | None
+    ) -> Iterator[tuple[FileInfo, bytes | None]]:
+        """Like :meth:`fetch`, for files listed without their size (``walk(sizes=False)``):
+        each is yielded described with the size it has when opened, and a file over
+        ``max_bytes`` with ``None`` instead of its content, unread."""
         current: str | None = None
         handle = -1
         try:
@@ -272,7 +292,14 @@ class LocalStore:
                             handle = -1
                         current = folder
                         handle = self._tree.open_folder(folder or "/")
-                    data = _read_all(self._open_at(handle, name, info.path))
+                    opened = self._open_at(handle, name, info.path)
+                    if info.size is None:
+                        info = FileInfo(info.path, "file", opened[1])
+                    if max_bytes is not None and opened[1] > max_bytes:
+                        os.close(opened[0])
+                        yield info, None
+                        continue
+                    data = _read_all(opened)
                 except FileNotFoundError:
                     continue
                 except OSError as exc:
@@ -392,9 +419,10 @@ class _Listing:
     links: list[str]
 
 
-def _entries(handle: int, folder: str) -> _Listing:
+def _entries(handle: int, folder: str, sizes: bool = True) -> _Listing:
     """The entries of the open folder ``folder``, read in full so that no error escapes
-    half-way. One pass and no call per file: a walk over many files spends its time here."""
+    half-way. One pass, and no call per file but the one for its size (``sizes=False``:
+    none, the files' sizes left ``None``): a walk over many files spends its time here."""
     listing = _Listing([], [], [])
     files, folders, links = listing.files, listing.folders, listing.links
     prefix = "/" if folder == "/" else folder + "/"
@@ -406,7 +434,7 @@ def _entries(handle: int, folder: str) -> _Listing:
             try:
                 # follow_symlinks=False: a link is neither a file nor a folder here
                 if entry.is_file(follow_symlinks=False):
-                    size = entry.stat(follow_symlinks=False).st_size
+                    size = entry.stat(follow_symlinks=False).st_size if sizes else None
                     files.append(FileInfo(prefix + name, "file", size))
                 elif entry.is_dir(follow_symlinks=False):
                     folders.append(name)

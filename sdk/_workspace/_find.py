@@ -27,7 +27,7 @@ from ctxfs._workspace._grep import (
 )
 from ctxfs._workspace._quote import quote
 from ctxfs._workspace._results import GlobResult, GrepResult
-from ctxfs.backends import FileInfo, Store
+from ctxfs.backends import FileInfo, LocalStore, Store
 from ctxfs.sandbox import Limits, TimeBudget, relative_to
 
 __all__ = ["glob_store", "grep_store"]
@@ -64,25 +64,22 @@ def grep_store(
     wall = _Wall("grep", options.pattern, limits)
     compiled = compile_pattern(options)
     matcher = compile_glob(glob) if glob else None
-    files = _files(store, base, wall)
+    files = _files(store, base, wall, sizes=False)
     # One budget for the whole call: glob filtering and every file's search share it.
     budget = TimeBudget(options.timeout)
     if matcher is not None:
         files = list(_select(files, base.path, matcher, glob or "", budget, wall))
     else:
         files = _visible(files, base.path)
-    selected: list[FileInfo] = []
     too_large: list[str] = []
-    for info in files:
-        if info.size is not None and info.size > limits.max_grep_file_bytes:
-            too_large.append(info.path)
-        else:
-            selected.append(info)
     matched = []
     binary: list[str] = []
     may_match = prefilter(options)
-    for info, data in store.fetch(selected):
+    for info, data in _contents(store, files, limits.max_grep_file_bytes):
         wall.check(info.path)
+        if data is None:
+            too_large.append(info.path)
+            continue
         # Most files are settled by two byte scans, without decoding and without the
         # matcher's budget (they are linear, and outside every regex call). find, not `in`:
         # `in` first tries the operand as a byte value and pays for a TypeError each time.
@@ -111,10 +108,24 @@ def grep_store(
     return GrepResult(
         output_mode=options.output_mode,
         files=tuple(matched),
-        searched=len(selected),
+        searched=len(files) - len(too_large),
         skipped_binary=tuple(binary),
         skipped_large=tuple(too_large),
     )
+
+
+def _contents(
+    store: Store, files: list[FileInfo], max_bytes: int
+) -> Iterator[tuple[FileInfo, bytes | None]]:
+    """Each file's content, or ``None`` for a file over ``max_bytes`` (not read)."""
+    if isinstance(store, LocalStore):
+        # Listed without sizes (see _files): the store learns each as it opens the file.
+        yield from store.fetch_within(files, max_bytes)
+        return
+    over = [info for info in files if info.size is not None and info.size > max_bytes]
+    skipped = {info.path for info in over}
+    yield from ((info, None) for info in over)
+    yield from store.fetch([info for info in files if info.path not in skipped])
 
 
 def _visible(files: list[FileInfo], base: str) -> list[FileInfo]:
@@ -145,12 +156,21 @@ class _Wall:
         )
 
 
-def _files(store: Store, base: FileInfo, wall: _Wall) -> list[FileInfo]:
-    """Every file under ``base`` (a folder or a single file), sorted."""
+def _files(store: Store, base: FileInfo, wall: _Wall, *, sizes: bool = True) -> list[FileInfo]:
+    """Every file under ``base`` (a folder or a single file), sorted.
+
+    With ``sizes=False``, on local disk the files are listed without their sizes: a size
+    costs a call per file there (a sixth of a grep over many small files), and a search,
+    which opens every file, learns it then (see :func:`_contents`).
+    """
     if not base.is_dir:
         return [base]
     found = []
-    for info in store.walk(base.path):
+    if not sizes and isinstance(store, LocalStore):
+        listing = store.walk(base.path, sizes=False)
+    else:
+        listing = store.walk(base.path)
+    for info in listing:
         wall.check(info.path)
         found.append(info)
     return sorted(found, key=lambda f: f.path)

@@ -9,6 +9,7 @@ import pytest
 
 from ctxfs import FileInfo, PathNotFoundError, UnsafePathError, Workspace
 from ctxfs.backends import LocalStore
+from ctxfs.sandbox import Limits
 
 DEPTH = 1_000
 
@@ -149,3 +150,39 @@ def test_grep_and_walk_list_files_links_and_folders_as_before(tmp_path: Path) ->
     }
     found = ws.grep("needle", "/", fixed_strings=True)
     assert [f.path for f in found.files] == ["/a/b/two.txt", "/a/link.txt", "/a/one.txt"]
+
+
+def test_a_walk_without_sizes_leaves_them_to_the_read_which_skips_files_over_its_cap(
+    tmp_path: Path,
+) -> None:
+    """grep lists local files without their sizes (a call per file saved) and learns each
+    size as it opens the file: a file over the cap is described with its size and not read,
+    one that grew past the cap since it was listed included."""
+    root = tmp_path / "root"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "small.txt").write_text("needle\n")
+    (root / "d" / "large.txt").write_text("needle " * 100)
+    (root / "link.txt").symlink_to(root / "d" / "small.txt")
+    store = LocalStore(root)
+    unsized = sorted(store.walk("/", sizes=False), key=lambda info: info.path)
+    assert [(i.path, i.size) for i in unsized] == [
+        ("/d/large.txt", None),
+        ("/d/small.txt", None),
+        ("/link.txt", 7),  # a link is described by its target, as before
+    ]
+    (root / "d" / "small.txt").write_text("needle, and grown since the listing\n")
+    read = {info.path: (info.size, data) for info, data in store.fetch_within(unsized, 100)}
+    assert read == {
+        "/d/large.txt": (700, None),
+        "/d/small.txt": (36, b"needle, and grown since the listing\n"),
+        "/link.txt": (7, b"needle, and grown since the listing\n"),
+    }
+    # fetch reads every file, and describes one listed without its size with the size read
+    assert [(i, d) for i, d in store.fetch(unsized[:1])] == [
+        (FileInfo("/d/large.txt", "file", 700), b"needle " * 100)
+    ]
+    ws = Workspace(root, limits=Limits(max_grep_file_bytes=100))
+    found = ws.grep("needle", "/", fixed_strings=True)
+    assert [f.path for f in found.files] == ["/d/small.txt", "/link.txt"]
+    assert found.skipped_large == ("/d/large.txt",)
+    assert found.searched == 2
