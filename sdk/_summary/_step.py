@@ -204,6 +204,7 @@ def summarize_steps(
         always=fixed + sum(counts[:system_end]) + counter.count_message(summary),
         kept=sum(counts[cut:]),
         free_messages=_free_messages(message_room, len(current) - cut, cut - system_end - 1),
+        room_messages=None if message_room is None else message_room - (len(current) - cut),
         plan=plan,
         notes=notes,
     )
@@ -238,6 +239,7 @@ def _in_view(
     always: int,
     kept: int,
     free_messages: int,
+    room_messages: int | None,
     plan: Sequence[Mapping[str, Any]] | str | None,
     notes: tuple[str, str] | None,
 ) -> list[BaseMessage]:
@@ -246,6 +248,8 @@ def _in_view(
 
     ``always`` is what every request holds until the next summary, whatever the turns add
     (system prompt, tool schemas, this summary); ``kept`` the recent window it keeps.
+    ``free_messages``: how many messages it may put back (:func:`_free_messages`);
+    ``room_messages``: under a ``messages`` trigger, the room the kept window left.
     """
     settings = budget.policy.pinning
     if not settings.enabled:
@@ -283,7 +287,12 @@ def _in_view(
         pointed=pointed, counted=counted, plan=plan, notes=kept_notes, thread_id=thread_id
     )
     if extra is not None and len(pins) >= free_messages:
-        extra = None  # no room left: the task statement's pin comes first
+        # No room left: the pins come first. But a message that points to user messages that
+        # did not fit (they have no other trace) stays beyond the messages the summary
+        # replaces, though not beyond a ``messages`` trigger's room.
+        names_users = bool(pointed) or counted.count > 0
+        if not names_users or (room_messages is not None and len(pins) >= room_messages):
+            extra = None
     return [*pins, *([extra] if extra is not None else [])]
 
 
@@ -312,8 +321,9 @@ def _free_messages(room: int | None, kept: int, replaced: int) -> int:
     """How many messages a summary may put back after itself.
 
     Never more than the messages it replaces besides the one the summary takes (so the graph
-    state is updated in place: each new message takes the place of one it replaces), and
-    under a ``messages`` trigger never more than the room the kept window left.
+    state is updated in place: each new message takes the place of one it replaces; but see
+    :func:`_in_view` for the in-view message), and under a ``messages`` trigger never more
+    than the room the kept window left.
     """
     free = max(0, replaced)
     return free if room is None else max(0, min(free, room - kept))
