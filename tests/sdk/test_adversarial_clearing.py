@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import given, settings
+from _runs import fixed_clock, fresh_engine, runs
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from test_clearing_properties import clearing_policies
 
 from ctxfs import ContextEngine, ContextPolicy, ToolResultCleared, Workspace, resolve_pointers
+from ctxfs._tokens import TiktokenCounter
 
 _fresh = itertools.count()
 _EXPENSIVE = st.text(st.sampled_from("𝔘𝔙𝔚😀中é ab"), min_size=1, max_size=120)
@@ -100,3 +103,75 @@ def test_clearing_never_makes_a_result_larger(
             assert event.tokens_after < event.tokens
     # and nothing is lost
     assert resolve_pointers(out, engine.workspace) == resolve_pointers(history, engine.workspace)
+
+
+# -- forks: an engine's caches never change what it decides --------------------------------
+
+
+def _branch(history: list[BaseMessage], at: int) -> list[BaseMessage]:
+    """``history`` forked at ``at``: the same prefix, then other messages with other ids (a
+    re-run from an older checkpoint)."""
+    tail = []
+    for message in history[at:]:
+        update: dict[str, object] = {"id": f"{message.id}-b"}
+        if isinstance(message, ToolMessage) and isinstance(message.content, str):
+            update["content"] = f"other {message.content}"
+        tail.append(message.model_copy(update=update))
+    return [*history[:at], *tail]
+
+
+@st.composite
+def _clearing_first(draw: st.DrawFn) -> ContextPolicy:
+    """Clearing between compactions at its most eager, with summaries rare."""
+    return ContextPolicy(
+        max_input_tokens=draw(st.integers(2_000, 20_000)),
+        tool_results={"threshold": {"tokens": draw(st.sampled_from([20, 300, 1_500]))}},
+        tool_inputs={"trigger": {"tokens": 1}, "keep_messages": draw(st.integers(0, 3))},
+        clearing={
+            "trigger": {"tokens": 1},
+            "keep": {"results": draw(st.integers(0, 2))},
+            "min_tokens": draw(st.integers(1, 50)),
+            "clear_at_least": {"tokens": draw(st.integers(1, 200))},
+            "frees_per_rewrite": draw(st.sampled_from([0.0, 0.5, 2.0])),
+        },
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=runs(), policy=clearing_policies() | _clearing_first(), data=st.data())
+def test_two_branches_of_one_thread_compact_as_a_fresh_engine_would(
+    history: list[BaseMessage], policy: ContextPolicy, data: st.DataObject
+) -> None:
+    """One engine compacts two branches of a thread in turn (time travel); before each model
+    call its answer equals that of an engine made for that call alone, on a workspace that
+    went through the same calls: the counter's records, the input scans and the other caches
+    change nothing."""
+    at = data.draw(st.integers(1, len(history)))
+    branches = [history, _branch(history, at)]
+    kept = fresh_engine(policy, f"fork-kept-{next(_fresh)}")
+    fresh_ws = Workspace(f"memory://fork-fresh-{next(_fresh)}")
+    states: list[list[BaseMessage]] = [[], []]
+    positions = [0, 0]
+    while positions[0] < len(branches[0]) or positions[1] < len(branches[1]):
+        b = data.draw(st.sampled_from([i for i in (0, 1) if positions[i] < len(branches[i])]))
+        message = branches[b][positions[b]]
+        positions[b] += 1
+        if isinstance(message, AIMessage) and states[b]:
+            one = kept.compact(states[b], thread_id="t")
+            other = ContextEngine(fresh_ws, policy, clock=fixed_clock).compact(
+                states[b], thread_id="t"
+            )
+            assert one.messages == other.messages
+            assert one.tokens_after == other.tokens_after
+            assert one.tokens_after == TiktokenCounter().count_messages(one.messages)
+            for e in one.events:
+                event(type(e).__name__)
+            states[b] = one.messages
+        if isinstance(message, ToolMessage):
+            one_m = kept.offload_tool_result(message, thread_id="t")
+            other_m = ContextEngine(fresh_ws, policy, clock=fixed_clock).offload_tool_result(
+                message, thread_id="t"
+            )
+            assert one_m == other_m
+            message = one_m
+        states[b] = [*states[b], message]
