@@ -98,9 +98,9 @@ def test_clearing_never_makes_a_result_larger(
     for old, new in zip(history, out, strict=True):
         if new is not old and new != old:
             assert counter.count_message(new) < counter.count_message(old), new.content
-    for event in events:
-        if isinstance(event, ToolResultCleared):
-            assert event.tokens_after < event.tokens
+    for happened in events:
+        if isinstance(happened, ToolResultCleared):
+            assert happened.tokens_after < happened.tokens
     # and nothing is lost
     assert resolve_pointers(out, engine.workspace) == resolve_pointers(history, engine.workspace)
 
@@ -175,3 +175,53 @@ def test_two_branches_of_one_thread_compact_as_a_fresh_engine_would(
             assert one_m == other_m
             message = one_m
         states[b] = [*states[b], message]
+
+
+# -- text UTF-8 cannot hold ------------------------------------------------------------------
+
+
+def _surrogate_run(engine: ContextEngine) -> list[BaseMessage]:
+    text = "line \ud800 of a result\n" * 400  # a lone surrogate: no file can hold it
+    write = {"file_path": "/a.py", "content": "print('x')  # \udfff\n" * 200}
+    small = {"file_path": "/b.py", "content": "print('small')\n" * 40}
+    calls = [
+        {"name": "bash", "args": {"command": "run"}, "id": "c1"},
+        {"name": "write_file", "args": write, "id": "c2"},
+        {"name": "write_file", "args": small, "id": "c3"},
+    ]
+    result = engine.offload_tool_result(
+        ToolMessage(text, tool_call_id="c1", name="bash", id="t1"), thread_id="t"
+    )
+    return [
+        HumanMessage("task", id="h"),
+        AIMessage("", tool_calls=calls, id="a1"),
+        result,
+        ToolMessage("ok", tool_call_id="c2", name="write_file", id="t2"),
+        ToolMessage("ok", tool_call_id="c3", name="write_file", id="t3"),
+        AIMessage("done", id="a2"),
+    ]
+
+
+def test_text_no_file_can_hold_is_not_planned_for_nor_tried_again_and_again() -> None:
+    """A result or an argument with a lone surrogate stays inline (UTF-8 cannot hold it): the
+    plan does not count what clearing it would free, so it does not send a batch that frees
+    less than ``clear_at_least`` (here only the small input would move), and later passes do
+    not try to write it again."""
+    policy = ContextPolicy(
+        max_input_tokens=100_000,
+        tool_results={"threshold": {"tokens": 100}},
+        tool_inputs={"trigger": {"tokens": 1}, "keep_messages": 0, "min_chars": 10},
+        clearing={
+            "trigger": {"tokens": 1},
+            "keep": {"results": 0},
+            "min_tokens": 5,
+            "clear_at_least": {"tokens": 2_000},
+            "frees_per_rewrite": 0.0,
+        },
+    )
+    engine = ContextEngine(Workspace(f"memory://clear-{next(_fresh)}"), policy)
+    history = _surrogate_run(engine)
+    for _ in range(3):
+        result = engine.compact(history, thread_id="t")
+        assert result.messages == history
+        assert result.events == ()
