@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import pytest
 from _runs import fixed_clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -87,3 +88,36 @@ def test_the_task_statement_is_never_out_of_view(
         ]
         state = engine.compact(state, thread_id="t").messages
         assert _where_the_task_is(state, task), n
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"pointers": [{"x": 1}]},
+        {"pointers": "abc"},
+        {"pointers": [{"index": "a", "segment": 1}]},
+        {"counted": []},
+        {"counted": {"count": "x", "first_index": 1, "last_index": 2}},
+        {"counted": {"count": 3}},
+    ],
+)
+def test_what_an_earlier_summary_recorded_is_read_strictly(damage: dict[str, object]) -> None:
+    """The digest vouches for an in-view message's text, not for the rest of its metadata
+    (another version's shape, a damaged checkpoint): entries of another shape are left out,
+    and the next compaction goes on."""
+    engine = _engine(4_000)
+    history: list[BaseMessage] = [
+        SystemMessage("sys", id="s"),
+        HumanMessage(_task(1_500), id="task"),
+        AIMessage("ok", id="a1"),
+        HumanMessage("go", id="h2"),
+    ]
+    state = []
+    for message in engine.compact(history, thread_id="t").messages:
+        if in_view_kind(message) == "in_view":
+            data = {**message.additional_kwargs["ctxfs"], **damage}
+            message = message.model_copy(update={"additional_kwargs": {"ctxfs": data}})
+        state.append(message)
+    state += [AIMessage("y " * 1_500, id="a2"), HumanMessage("more", id="h3")]
+    result = engine.compact(state, thread_id="t", force=True)
+    assert any(isinstance(e, Summarized) for e in result.events)
