@@ -36,6 +36,7 @@ from ctxfs._summary._body import ModelAnswer, extractive_body, format_prompt, re
 from ctxfs._summary._cut import choose_cut, prefix_end, split_blocks
 from ctxfs._summary._message import build_summary_message, next_state, summary_state
 from ctxfs._summary._pins import (
+    Candidate,
     Earlier,
     in_view_message,
     notes_text,
@@ -261,23 +262,28 @@ def _in_view(
         machine_made=settings.machine_made,
         earlier=earlier,
     )
-    pins, pointed, counted = select_pins(
-        candidates,
-        earlier=counted,
-        thread_id=thread_id,
-        counter=counter,
-        budget=budget.pinned,
-        first_room=budget.request_limit - always - kept,
-        turns_room=next_summary(budget) - always,
-        kept=kept,
-        frame=_frame(
-            counter,
-            thread_id,
-            {segment, *counted.segments, *(c.segment for c in candidates)},
-        ),
-        pointers=settings.pointers,
-        max_pins=max(0, free_messages - 1) if free_messages > 1 else free_messages,
+    earlier_counted = counted
+    frame = _frame(
+        counter, thread_id, {segment, *counted.segments, *(c.segment for c in candidates)}
     )
+
+    def select(max_pins: int) -> tuple[list[HumanMessage], list[Candidate], Earlier]:
+        return select_pins(
+            candidates,
+            earlier=earlier_counted,
+            thread_id=thread_id,
+            counter=counter,
+            budget=budget.pinned,
+            first_room=budget.request_limit - always - kept,
+            turns_room=next_summary(budget) - always,
+            kept=kept,
+            frame=frame,
+            pointers=settings.pointers,
+            max_pins=max_pins,
+        )
+
+    most = max(0, free_messages - 1) if free_messages > 1 else free_messages
+    pins, pointed, counted = select(most)
     kept_notes = None
     if notes is not None:
         path, text = notes
@@ -287,12 +293,17 @@ def _in_view(
         pointed=pointed, counted=counted, plan=plan, notes=kept_notes, thread_id=thread_id
     )
     if extra is not None and len(pins) >= free_messages:
-        # No room left: the pins come first. But a message that points to user messages that
-        # did not fit (they have no other trace) stays beyond the messages the summary
-        # replaces, though not beyond a ``messages`` trigger's room.
+        # No room left: the pins come first. But user messages that did not fit have no
+        # other trace, so one message more than the summary replaces (not beyond a
+        # ``messages`` trigger's room) goes to them: a pin, when that leaves none out (the
+        # task statement alone, short), else the message that points to them.
         names_users = bool(pointed) or counted.count > 0
         if not names_users or (room_messages is not None and len(pins) >= room_messages):
             extra = None
+        else:
+            more, more_pointed, more_counted = select(most + 1)
+            if len(more) > len(pins) and not more_pointed and not more_counted.count:
+                pins, extra = more, None
     return [*pins, *([extra] if extra is not None else [])]
 
 

@@ -121,3 +121,18 @@ def test_what_an_earlier_summary_recorded_is_read_strictly(damage: dict[str, obj
     state += [AIMessage("y " * 1_500, id="a2"), HumanMessage("more", id="h3")]
     result = engine.compact(state, thread_id="t", force=True)
     assert any(isinstance(e, Summarized) for e in result.events)
+
+
+def test_a_short_task_statement_archived_alone_comes_back_verbatim() -> None:
+    """No slot for it (the summary took the only message it replaced), yet a pin costs less
+    than a pointer to it: the task statement is pinned, one message beyond the slots."""
+    engine = _engine(4_000)
+    history: list[BaseMessage] = [
+        SystemMessage("sys", id="s"),
+        HumanMessage("write it", id="task"),
+        AIMessage("y " * 3_000, id="a1"),  # the latest block: the summary keeps it
+    ]
+    result = engine.compact(history, thread_id="t")
+    assert any(isinstance(e, Summarized) and e.messages_archived == 1 for e in result.events)
+    assert _where_the_task_is(result.messages, "write it") == "pinned"
+    assert not any(in_view_kind(m) == "in_view" for m in result.messages)
