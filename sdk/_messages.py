@@ -5,7 +5,8 @@ One home for the small questions every step asks of a message, so that they get 
 - :func:`text_blocks` / :func:`message_text`: the text of a content (a string, or the ``str``
   and ``{"type": "text"}`` blocks of a list; images and other blocks carry no text).
 - :func:`offloadable_text`: the text a step may move to a file, or ``None`` when moving it
-  would lose something (non-text blocks, extra keys on a block, NUL characters).
+  would lose something (non-text blocks, extra keys on a block, NUL characters, a lone
+  surrogate no file can hold).
 - :func:`saved_text` / :func:`text_layout` / :func:`restore_text`: the text a tool result is
   saved as, and how its content is laid out again from it, byte-exact, for every content of
   text blocks (extra keys such as ``id``, ``cache_control`` or ``annotations`` included, NUL
@@ -21,6 +22,7 @@ One home for the small questions every step asks of a message, so that they get 
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -85,10 +87,11 @@ def offloadable_text(content: Content) -> str | None:
     (a ``str`` or a ``{"type": "text", "text": ...}`` dict with no other keys); the file then
     holds the blocks' concatenation. Lists with images, citations or other blocks stay inline.
     Text containing NUL characters stays inline too: the workspace treats such files as
-    binary, so the agent could not read them back.
+    binary, so the agent could not read them back. So does text no file can hold
+    (:func:`_storable`).
     """
     if isinstance(content, str):
-        return None if "\x00" in content else content
+        return None if "\x00" in content or not _storable(content) else content
     parts: list[str] = []
     for block in content:
         if isinstance(block, str):
@@ -100,7 +103,16 @@ def offloadable_text(content: Content) -> str | None:
         else:
             return None
     text = "".join(parts)
-    return None if "\x00" in text else text
+    return None if "\x00" in text or not _storable(text) else text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _storable(text: str) -> bool:
+    """Whether a file can hold ``text``: it holds no lone surrogate, which UTF-8 cannot
+    encode (such text stays in the message, where it is kept as it is)."""
+    return text.isascii() or _SURROGATE.search(text) is None
 
 
 def _saved(content: Content) -> tuple[str, tuple[LayoutEntry, ...]] | str:
@@ -129,6 +141,10 @@ def _saved(content: Content) -> tuple[str, tuple[LayoutEntry, ...]] | str:
                 return f"block {number} has keys JSON cannot hold ({exc})"
             layout.append(("text", len(block["text"]), rest))
     text = "".join(parts)
+    if not _storable(text):
+        at = _SURROGATE.search(text)
+        where = at.start() if at is not None else "?"
+        return f"its text holds a lone surrogate (at {where}), which UTF-8 cannot store"
     if "\x00" in text:
         stand_in = next((c for c in NUL_STAND_INS if c not in text), None)
         if stand_in is None:
@@ -149,7 +165,8 @@ def saved_text(content: Content) -> str | None:
     with NUL characters (which would make the file binary, unreadable to the agent's tools)
     replaced by a character the text does not hold; :func:`text_layout` records which, and
     the blocks' other keys, so that :func:`restore_text` gives back the content exactly.
-    Contents with other blocks (images...) are not saved: :func:`why_not_saved` says why.
+    Contents with other blocks (images...), and text with a lone surrogate (which UTF-8
+    cannot store), are not saved: :func:`why_not_saved` says why.
 
     Example:
         >>> content = [{"type": "text", "text": "a\\x00b", "id": "lc_1"}]

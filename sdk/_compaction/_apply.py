@@ -110,6 +110,11 @@ def apply_clearing(
             )
             continue
         cleared = point_result(message, pointer, rendered)
+        tokens_after = counter.count_message(cleared)
+        if tokens_after >= counter.count_message(message):
+            # The plan's estimate stood in for what it could not read (an offloaded file's
+            # first line, a path taken): a pointer no smaller would spend the cache for nothing.
+            continue
         out[item.index] = cleared
         events.append(
             ToolResultCleared(
@@ -118,7 +123,7 @@ def apply_clearing(
                 path=pointer.path,
                 kind="reread" if pointer.kind == "reread" else _cleared_kind(item),
                 tokens=item.tokens,
-                tokens_after=counter.count_message(cleared),
+                tokens_after=tokens_after,
             )
         )
     after = counter.count_messages(out)

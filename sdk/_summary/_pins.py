@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
@@ -133,21 +133,23 @@ def user_candidates(
         data = _verified(message)
         if data is None:
             continue
+        # What an earlier summary recorded is read as strictly as its state (entries of
+        # another shape are left out): the digest vouches for the text, not for the rest.
         if data["kind"] == "pinned":
+            kwargs, pin_id = data.get("kwargs"), data.get("id")
             original = message.model_copy(
-                update={"additional_kwargs": dict(data.get("kwargs") or {}), "id": data.get("id")}
+                update={
+                    "additional_kwargs": dict(kwargs) if isinstance(kwargs, Mapping) else {},
+                    "id": pin_id if isinstance(pin_id, str) else None,
+                }
             )
-            found.append(_earlier(data, message=original))
+            found += [c for c in [_earlier(data, message=original)] if c is not None]
         elif data["kind"] == "in_view":
-            found += [_earlier(p, message=None) for p in data.get("pointers") or ()]
-            c = data.get("counted") or {}
-            if c.get("count"):
-                counted = Earlier(
-                    int(c["count"]),
-                    int(c["first_index"]),
-                    int(c["last_index"]),
-                    tuple(str(s) for s in c.get("segments") or ()),
-                )
+            pointers = data.get("pointers")
+            for entry in pointers if isinstance(pointers, list) else ():
+                candidate = _earlier(entry, message=None)
+                found += [candidate] if candidate is not None else []
+            counted = _counted(data.get("counted")) or counted
     seen_first = counted.count > 0 or any(c.first for c in found)
     pattern = re.compile(machine_made) if machine_made else None
     for offset, message in enumerate(messages):
@@ -393,14 +395,36 @@ def _pointer_line(candidate: Candidate) -> str:
     return f"- {what} {candidate.index} ({one_line(name)}): {attribute(candidate.head)}"
 
 
-def _earlier(data: Mapping[str, Any], *, message: BaseMessage | None) -> Candidate:
+def _earlier(data: object, *, message: BaseMessage | None) -> Candidate | None:
+    """The candidate an earlier summary recorded, or ``None`` for an entry of another shape."""
+    if not isinstance(data, Mapping):
+        return None
+    index, segment, head = data.get("index"), data.get("segment"), data.get("head")
+    if not _whole(index) or not isinstance(segment, str):
+        return None
     return Candidate(
-        index=int(data["index"]),
-        segment=str(data["segment"]),
-        first=bool(data.get("first")),
+        index=index,
+        segment=segment,
+        first=data.get("first") is True,
         message=message,
-        head=str(data.get("head") or ""),
+        head=head if isinstance(head, str) else "",
     )
+
+
+def _counted(data: object) -> Earlier | None:
+    """The user messages an earlier summary counted, or ``None`` (none, or another shape)."""
+    if not isinstance(data, Mapping):
+        return None
+    count, first, last = data.get("count"), data.get("first_index"), data.get("last_index")
+    if not (_whole(count) and count > 0 and _whole(first) and _whole(last)):
+        return None
+    segments = data.get("segments")
+    names = [s for s in segments if isinstance(s, str)] if isinstance(segments, list) else []
+    return Earlier(count, first, last, tuple(names))
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _head(text: str) -> str:

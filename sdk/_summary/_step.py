@@ -36,6 +36,7 @@ from ctxfs._summary._body import ModelAnswer, extractive_body, format_prompt, re
 from ctxfs._summary._cut import choose_cut, prefix_end, split_blocks
 from ctxfs._summary._message import build_summary_message, next_state, summary_state
 from ctxfs._summary._pins import (
+    Candidate,
     Earlier,
     in_view_message,
     notes_text,
@@ -204,6 +205,7 @@ def summarize_steps(
         always=fixed + sum(counts[:system_end]) + counter.count_message(summary),
         kept=sum(counts[cut:]),
         free_messages=_free_messages(message_room, len(current) - cut, cut - system_end - 1),
+        room_messages=None if message_room is None else message_room - (len(current) - cut),
         plan=plan,
         notes=notes,
     )
@@ -238,6 +240,7 @@ def _in_view(
     always: int,
     kept: int,
     free_messages: int,
+    room_messages: int | None,
     plan: Sequence[Mapping[str, Any]] | str | None,
     notes: tuple[str, str] | None,
 ) -> list[BaseMessage]:
@@ -246,6 +249,8 @@ def _in_view(
 
     ``always`` is what every request holds until the next summary, whatever the turns add
     (system prompt, tool schemas, this summary); ``kept`` the recent window it keeps.
+    ``free_messages``: how many messages it may put back (:func:`_free_messages`);
+    ``room_messages``: under a ``messages`` trigger, the room the kept window left.
     """
     settings = budget.policy.pinning
     if not settings.enabled:
@@ -257,23 +262,28 @@ def _in_view(
         machine_made=settings.machine_made,
         earlier=earlier,
     )
-    pins, pointed, counted = select_pins(
-        candidates,
-        earlier=counted,
-        thread_id=thread_id,
-        counter=counter,
-        budget=budget.pinned,
-        first_room=budget.request_limit - always - kept,
-        turns_room=next_summary(budget) - always,
-        kept=kept,
-        frame=_frame(
-            counter,
-            thread_id,
-            {segment, *counted.segments, *(c.segment for c in candidates)},
-        ),
-        pointers=settings.pointers,
-        max_pins=max(0, free_messages - 1) if free_messages > 1 else free_messages,
+    earlier_counted = counted
+    frame = _frame(
+        counter, thread_id, {segment, *counted.segments, *(c.segment for c in candidates)}
     )
+
+    def select(max_pins: int) -> tuple[list[HumanMessage], list[Candidate], Earlier]:
+        return select_pins(
+            candidates,
+            earlier=earlier_counted,
+            thread_id=thread_id,
+            counter=counter,
+            budget=budget.pinned,
+            first_room=budget.request_limit - always - kept,
+            turns_room=next_summary(budget) - always,
+            kept=kept,
+            frame=frame,
+            pointers=settings.pointers,
+            max_pins=max_pins,
+        )
+
+    most = max(0, free_messages - 1) if free_messages > 1 else free_messages
+    pins, pointed, counted = select(most)
     kept_notes = None
     if notes is not None:
         path, text = notes
@@ -283,7 +293,17 @@ def _in_view(
         pointed=pointed, counted=counted, plan=plan, notes=kept_notes, thread_id=thread_id
     )
     if extra is not None and len(pins) >= free_messages:
-        extra = None  # no room left: the task statement's pin comes first
+        # No room left: the pins come first. But user messages that did not fit have no
+        # other trace, so one message more than the summary replaces (not beyond a
+        # ``messages`` trigger's room) goes to them: a pin, when that leaves none out (the
+        # task statement alone, short), else the message that points to them.
+        names_users = bool(pointed) or counted.count > 0
+        if not names_users or (room_messages is not None and len(pins) >= room_messages):
+            extra = None
+        else:
+            more, more_pointed, more_counted = select(most + 1)
+            if len(more) > len(pins) and not more_pointed and not more_counted.count:
+                pins, extra = more, None
     return [*pins, *([extra] if extra is not None else [])]
 
 
@@ -312,8 +332,9 @@ def _free_messages(room: int | None, kept: int, replaced: int) -> int:
     """How many messages a summary may put back after itself.
 
     Never more than the messages it replaces besides the one the summary takes (so the graph
-    state is updated in place: each new message takes the place of one it replaces), and
-    under a ``messages`` trigger never more than the room the kept window left.
+    state is updated in place: each new message takes the place of one it replaces; but see
+    :func:`_in_view` for the in-view message), and under a ``messages`` trigger never more
+    than the room the kept window left.
     """
     free = max(0, replaced)
     return free if room is None else max(0, min(free, room - kept))

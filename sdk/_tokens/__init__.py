@@ -178,22 +178,24 @@ class _MessageCache:
     same object (an id reused after garbage collection fails that check), and a fingerprint
     (see :func:`_fingerprint`) that must still compare equal, so a message given new content
     or new tool calls is recounted. Entries are dropped when their message is collected.
+    Each entry also holds the private snapshot the count was made on, for the callers that
+    must see edits deeper than the fingerprint does (:meth:`count_messages`).
     """
 
     def __init__(self) -> None:
-        # id(message) -> (weak reference, fingerprint, tokens)
-        self.entries: dict[int, tuple[weakref.ref[BaseMessage], object, int]] = {}
+        # id(message) -> (weak reference, fingerprint, snapshot)
+        self.entries: dict[int, tuple[weakref.ref[BaseMessage], object, _Snapshot]] = {}
 
     def __len__(self) -> int:
         return len(self.entries)
 
-    def get(self, message: BaseMessage, fingerprint: object) -> int | None:
+    def get(self, message: BaseMessage, fingerprint: object) -> _Snapshot | None:
         entry = self.entries.get(id(message))
         if entry is None or entry[0]() is not message or entry[1] != fingerprint:
             return None
         return entry[2]
 
-    def put(self, message: BaseMessage, fingerprint: object, tokens: int) -> None:
+    def put(self, message: BaseMessage, fingerprint: object, snapshot: _Snapshot) -> None:
         key = id(message)
         entries = self.entries
 
@@ -202,7 +204,7 @@ class _MessageCache:
             if current is not None and current[0] is ref:
                 del entries[key]
 
-        entries[key] = (weakref.ref(message, _drop), fingerprint, tokens)
+        entries[key] = (weakref.ref(message, _drop), fingerprint, snapshot)
 
 
 _FIELDS = attrgetter("__dict__")  # cheaper than vars(), which builds an argument tuple per call
@@ -300,7 +302,7 @@ class _CachedMessageCounting:
         fingerprint = _fingerprint(message)
         cached = self._cache.get(message, fingerprint)
         if cached is not None:
-            return cached
+            return cached[4]
         return self._snapshot_of(message, fingerprint)[4]
 
     def _snapshot_of(self, message: BaseMessage, fingerprint: object | None = None) -> _Snapshot:
@@ -311,12 +313,14 @@ class _CachedMessageCounting:
             return known
         if fingerprint is None:
             fingerprint = _fingerprint(message)
-        tokens = self._cache.get(message, fingerprint)
-        if tokens is None:
+        # The object's own entry only if it still matches its private snapshot: the
+        # fingerprint alone misses an edit inside a content block or an argument value.
+        snapshot = self._cache.get(message, fingerprint)
+        if snapshot is None or not _snapshot_matches(message, snapshot):
             tokens = MESSAGE_OVERHEAD_TOKENS + media_tokens(message.content)
             tokens += sum(self.count_text(part) for part in message_text_parts(message) if part)
-            self._cache.put(message, fingerprint, tokens)
-        snapshot = _snapshot(message, tokens)
+            snapshot = _snapshot(message, tokens)
+            self._cache.put(message, fingerprint, snapshot)
         if key is not None:
             if len(self._by_id) >= _MAX_ID_ENTRIES:
                 del self._by_id[next(iter(self._by_id))]  # forget the oldest

@@ -1,0 +1,138 @@
+"""The task statement and the user's words after a summary, in the corners: a summary that
+replaces so few messages that nothing could take the place of the messages it puts back.
+
+Invariant 13: the user's messages stay in view verbatim within their budget, and beyond it
+as pointers to their archived copy, never only as the summary paraphrases them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from _runs import fixed_clock
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from ctxfs import ContextEngine, ContextPolicy, Summarized, Workspace
+from ctxfs._summary._pins import in_view_kind
+
+_fresh = itertools.count()
+
+
+def _engine(window: int) -> ContextEngine:
+    policy = ContextPolicy(max_input_tokens=window)
+    return ContextEngine(Workspace(f"memory://pins-{next(_fresh)}"), policy, clock=fixed_clock)
+
+
+def _task(words: int) -> str:
+    return "TASK: " + " ".join(f"requirement{i}" for i in range(words))
+
+
+def _in_view_text(messages: list[BaseMessage]) -> str:
+    return "\n".join(str(m.content) for m in messages if in_view_kind(m) is not None)
+
+
+def _where_the_task_is(messages: list[BaseMessage], task: str) -> str:
+    """'kept', 'pinned', 'pointed' or '' (out of view)."""
+    for message in messages:
+        kind = in_view_kind(message)
+        if message.content == task:
+            return "pinned" if kind == "pinned" else "kept"
+    if re.search(r"^- the task statement 1 \(", _in_view_text(messages), re.M):
+        return "pointed"
+    return ""
+
+
+def test_a_summary_of_the_task_statement_alone_points_to_it() -> None:
+    engine = _engine(4_000)
+    task = _task(1_500)  # most of the window: it cannot be pinned, it must be pointed to
+    history: list[BaseMessage] = [
+        SystemMessage("sys", id="s"),
+        HumanMessage(task, id="task"),
+        AIMessage("ok", id="a1"),
+        HumanMessage("go", id="h2"),
+    ]
+    result = engine.compact(history, thread_id="t")
+    assert any(isinstance(e, Summarized) and e.messages_archived == 1 for e in result.events)
+    assert _where_the_task_is(result.messages, task) == "pointed"
+    # and it stays the task statement at the next summaries: no later message takes its place
+    state = result.messages
+    for n in range(30):
+        state = [*state, AIMessage("x " * 100, id=f"a{n}"), HumanMessage(f"user {n}", id=f"h{n}")]
+        state = engine.compact(state, thread_id="t").messages
+        assert _where_the_task_is(state, task) == "pointed", n
+        assert len(re.findall(r"the task statement", _in_view_text(state))) == 1
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    window=st.sampled_from([2_000, 4_000, 8_000]),
+    share=st.floats(0.05, 0.95),
+    turns=st.integers(1, 25),
+    turn_words=st.integers(1, 300),
+)
+def test_the_task_statement_is_never_out_of_view(
+    window: int, share: float, turns: int, turn_words: int
+) -> None:
+    engine = _engine(window)
+    task = _task(max(1, int(window * share / 1.2)))
+    state: list[BaseMessage] = [SystemMessage("sys", id="s"), HumanMessage(task, id="task")]
+    for n in range(turns):
+        state = [
+            *state,
+            AIMessage("x " * turn_words, id=f"a{n}"),
+            HumanMessage(f"user {n}", id=f"h{n}"),
+        ]
+        state = engine.compact(state, thread_id="t").messages
+        assert _where_the_task_is(state, task), n
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"pointers": [{"x": 1}]},
+        {"pointers": "abc"},
+        {"pointers": [{"index": "a", "segment": 1}]},
+        {"counted": []},
+        {"counted": {"count": "x", "first_index": 1, "last_index": 2}},
+        {"counted": {"count": 3}},
+    ],
+)
+def test_what_an_earlier_summary_recorded_is_read_strictly(damage: dict[str, object]) -> None:
+    """The digest vouches for an in-view message's text, not for the rest of its metadata
+    (another version's shape, a damaged checkpoint): entries of another shape are left out,
+    and the next compaction goes on."""
+    engine = _engine(4_000)
+    history: list[BaseMessage] = [
+        SystemMessage("sys", id="s"),
+        HumanMessage(_task(1_500), id="task"),
+        AIMessage("ok", id="a1"),
+        HumanMessage("go", id="h2"),
+    ]
+    state = []
+    for message in engine.compact(history, thread_id="t").messages:
+        if in_view_kind(message) == "in_view":
+            data = {**message.additional_kwargs["ctxfs"], **damage}
+            message = message.model_copy(update={"additional_kwargs": {"ctxfs": data}})
+        state.append(message)
+    state += [AIMessage("y " * 1_500, id="a2"), HumanMessage("more", id="h3")]
+    result = engine.compact(state, thread_id="t", force=True)
+    assert any(isinstance(e, Summarized) for e in result.events)
+
+
+def test_a_short_task_statement_archived_alone_comes_back_verbatim() -> None:
+    """No slot for it (the summary took the only message it replaced), yet a pin costs less
+    than a pointer to it: the task statement is pinned, one message beyond the slots."""
+    engine = _engine(4_000)
+    history: list[BaseMessage] = [
+        SystemMessage("sys", id="s"),
+        HumanMessage("write it", id="task"),
+        AIMessage("y " * 3_000, id="a1"),  # the latest block: the summary keeps it
+    ]
+    result = engine.compact(history, thread_id="t")
+    assert any(isinstance(e, Summarized) and e.messages_archived == 1 for e in result.events)
+    assert _where_the_task_is(result.messages, "write it") == "pinned"
+    assert not any(in_view_kind(m) == "in_view" for m in result.messages)
