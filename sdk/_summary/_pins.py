@@ -65,6 +65,8 @@ class Candidate:
         message: The original message (content untouched), or ``None`` when an earlier
             summary already left only a pointer to it.
         head: Its first words, as a pointer shows them.
+        position: Its number in the segment, as ``history_read`` counts (from 0), or
+            ``None`` where that is not known (a pointer recorded without it).
     """
 
     index: int
@@ -72,6 +74,7 @@ class Candidate:
     first: bool = False
     message: BaseMessage | None = None
     head: str = ""
+    position: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,7 @@ def user_candidates(
     *,
     first_index: int,
     segment: str,
+    segment_start: int | None = None,
     machine_made: str | None,
     earlier: Sequence[BaseMessage] = (),
 ) -> tuple[list[Candidate], Earlier]:
@@ -124,6 +128,9 @@ def user_candidates(
         messages: What this summary archives, oldest first.
         first_index: The thread index of ``messages[0]``.
         segment: The segment ``messages`` are archived in.
+        segment_start: The thread index of that segment's first message (``first_index``
+            when omitted): a message's number there is its index less this. A message
+            before it was already held by an earlier segment, which its pointer names.
         machine_made: :attr:`~ctxfs._policy._pinning.Pinning.machine_made`.
         earlier: The messages the previous summary put back after itself.
     """
@@ -152,19 +159,22 @@ def user_candidates(
             counted = _counted(data.get("counted")) or counted
     seen_first = counted.count > 0 or any(c.first for c in found)
     pattern = re.compile(machine_made) if machine_made else None
+    start = first_index if segment_start is None else segment_start
     for offset, message in enumerate(messages):
         if not isinstance(message, HumanMessage) or message.additional_kwargs.get("ctxfs"):
             continue  # a summary or another message ctxfs wrote: not the user's words
         text = _content_text(message)
         if not text.strip() or (pattern is not None and pattern.match(text)):
             continue
+        index = first_index + offset
         found.append(
             Candidate(
-                index=first_index + offset,
+                index=index,
                 segment=segment,
                 first=not seen_first and not found,
                 message=message,
                 head=_head(text),
+                position=index - start if index >= start else None,
             )
         )
     return sorted(found, key=lambda c: c.index), counted
@@ -348,7 +358,8 @@ def in_view_message(
         folder = next(iter([*(c.segment for c in pointed), *counted.segments]), "")
         parts.append(
             f"[ctxfs: user messages archived in {one_line(folder.rsplit('/', 1)[0])}/, not "
-            "repeated here; read them with history_read]\n" + "\n".join(lines)
+            "repeated here; read one with history_read, giving its segment and its number "
+            "there (#)]\n" + "\n".join(lines)
         )
     body = render_plan(plan) if plan is not None else ""
     if body.strip():
@@ -366,7 +377,13 @@ def in_view_message(
         return None
     extra = {
         "pointers": [
-            {"index": c.index, "segment": c.segment, "first": c.first, "head": c.head}
+            {
+                "index": c.index,
+                "segment": c.segment,
+                "first": c.first,
+                "head": c.head,
+                "position": c.position,
+            }
             for c in pointed
         ],
         "counted": {
@@ -391,8 +408,9 @@ def _pointer_cost(candidate: Candidate, counter: TokenCounter) -> int:
 
 def _pointer_line(candidate: Candidate) -> str:
     what = "the task statement" if candidate.first else "message"
-    name = candidate.segment.rsplit("/", 1)[-1]
-    return f"- {what} {candidate.index} ({one_line(name)}): {attribute(candidate.head)}"
+    name = one_line(candidate.segment.rsplit("/", 1)[-1])
+    where = name if candidate.position is None else f"{name} #{candidate.position}"
+    return f"- {what} {candidate.index} ({where}): {attribute(candidate.head)}"
 
 
 def _earlier(data: object, *, message: BaseMessage | None) -> Candidate | None:
@@ -402,12 +420,14 @@ def _earlier(data: object, *, message: BaseMessage | None) -> Candidate | None:
     index, segment, head = data.get("index"), data.get("segment"), data.get("head")
     if not _whole(index) or not isinstance(segment, str):
         return None
+    position = data.get("position")
     return Candidate(
         index=index,
         segment=segment,
         first=data.get("first") is True,
         message=message,
         head=head if isinstance(head, str) else "",
+        position=position if _whole(position) else None,
     )
 
 
@@ -441,6 +461,7 @@ def _pin(candidate: Candidate, thread_id: str) -> HumanMessage:
         "segment": candidate.segment,
         "first": candidate.first,
         "head": candidate.head,
+        "position": candidate.position,
         "id": original.id,
         "kwargs": dict(original.additional_kwargs) or None,
         "digest": digest(_content_text(original)),

@@ -202,6 +202,7 @@ def summarize_steps(
         earlier=earlier,
         first_index=first_index,
         segment=segment.jsonl_path,
+        segment_start=segment.start,
         always=fixed + sum(counts[:system_end]) + counter.count_message(summary),
         kept=sum(counts[cut:]),
         free_messages=_free_messages(message_room, len(current) - cut, cut - system_end - 1),
@@ -237,6 +238,7 @@ def _in_view(
     earlier: Sequence[BaseMessage],
     first_index: int,
     segment: str,
+    segment_start: int,
     always: int,
     kept: int,
     free_messages: int,
@@ -259,6 +261,7 @@ def _in_view(
         dropped,
         first_index=first_index,
         segment=segment,
+        segment_start=segment_start,
         machine_made=settings.machine_made,
         earlier=earlier,
     )

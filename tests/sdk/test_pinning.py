@@ -314,3 +314,29 @@ def test_the_history_tools_are_recovery_tools_by_identity_not_by_name() -> None:
     assert recovery_tool(search) is not None and recovery_tool(read) is not None
     impostor = ToolFunction("history_search", "x", search.args_schema, lambda **_: "x")
     assert recovery_tool(impostor) is None
+
+
+def test_every_pointer_to_a_user_message_reads_back_that_message_with_history_read() -> None:
+    """A pointer line names the thread's message number and, after ``#``, its number in the
+    segment, which is what history_read takes: following it gives the very message (the
+    thread's number is not the segment's, so a pointer that named only it led elsewhere)."""
+    workspace = Workspace(f"memory://pointers{next(_fresh)}")
+    engine = _engine(ContextPolicy(max_input_tokens=2_500, pinning={"pointers": 5}), workspace)
+    sent = _run(engine, 30, words="please also do thing " * 20)
+    _, read = history_functions(workspace, OutputBudget(4_000, TiktokenCounter()), thread_id="t")
+    followed = 0
+    for request in sent:
+        for message in request:
+            if in_view_kind(message) != "in_view":
+                continue
+            for pointer in message.additional_kwargs["ctxfs"]["pointers"]:
+                line = next(
+                    line for line in str(message.content).splitlines() if pointer["head"] in line
+                )
+                name = pointer["segment"].rsplit("/", 1)[-1]
+                assert f"({name} #{pointer['position']})" in line
+                page = read(segment=pointer["segment"], message=pointer["position"])
+                assert f"message {pointer['position']} (human)" in page.splitlines()[0]
+                assert pointer["head"].rstrip("…")[:60] in page.replace("\n", " ")
+                followed += 1
+    assert followed >= 5
