@@ -6,6 +6,7 @@ Pure parts (schemas, argument validation, error texts, LangChain wiring) are in
 
 from __future__ import annotations
 
+import gc
 import time
 import tracemalloc
 from collections.abc import Callable, Iterable
@@ -157,19 +158,27 @@ def test_read_file_of_a_50_mb_single_line_is_bounded(backend: str, tmp_path: Pat
     ws = Workspace("memory://fifty-mb") if backend == "memory" else Workspace(tmp_path / "ws")
     ws.write_bytes("/one-line.json", b"[" + b"1," * (25 * 2**20 - 1) + b"1]")
     read = tools(ws)["read_file"]
+    # tracemalloc counts every thread's allocations, and a collection may run finalizers of
+    # what earlier tests left: collect first and not while measuring (a peak of 10 MB was
+    # seen once in a full parallel run, never alone).
+    gc.collect()
+    gc.disable()
     tracemalloc.start()
     try:
         out = read(file_path="/one-line.json")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+        gc.enable()
     assert (
         out
         == "     1\t[" + "1," * 999
         + "1 … [line clipped: 52428801 chars; call read_file with offset=0, limit=1, "
         "column=2000 to read on in this line]"
     )
-    assert peak < 4 * 2**20  # the 50 MB line is streamed, never held
+    # the 50 MB line is streamed, never held: holding it, or any copy of it, is 50 MB; the
+    # bound leaves room for another thread's allocations meanwhile
+    assert peak < 16 * 2**20
 
 
 # -- write_file / edit_file --------------------------------------------------------------
