@@ -40,6 +40,7 @@ from ctxfs._summary._pins import (
     Earlier,
     in_view_message,
     notes_text,
+    render_plan,
     select_pins,
     user_candidates,
 )
@@ -296,14 +297,15 @@ def _in_view(
         pointed=pointed, counted=counted, plan=plan, notes=kept_notes, thread_id=thread_id
     )
     if extra is not None and len(pins) >= free_messages:
-        # No room left: the pins come first. But user messages that did not fit have no
-        # other trace, so one message more than the summary replaces (not beyond a
-        # ``messages`` trigger's room) goes to them: a pin, when that leaves none out (the
-        # task statement alone, short), else the message that points to them.
+        # No room left: the pins come first. But what the in-view message holds (user
+        # messages that did not fit, the plan, the notes) has no other trace in view, so one
+        # message more than the summary replaces (not beyond a ``messages`` trigger's room)
+        # goes to it; or, when it would only point to user messages, to a pin that leaves
+        # none out (the task statement alone, short).
         names_users = bool(pointed) or counted.count > 0
-        if not names_users or (room_messages is not None and len(pins) >= room_messages):
+        if room_messages is not None and len(pins) >= room_messages:
             extra = None
-        else:
+        elif names_users and (plan is None or not render_plan(plan).strip()) and not kept_notes:
             more, more_pointed, more_counted = select(most + 1)
             if len(more) > len(pins) and not more_pointed and not more_counted.count:
                 pins, extra = more, None

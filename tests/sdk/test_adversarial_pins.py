@@ -136,3 +136,26 @@ def test_a_short_task_statement_archived_alone_comes_back_verbatim() -> None:
     assert any(isinstance(e, Summarized) and e.messages_archived == 1 for e in result.events)
     assert _where_the_task_is(result.messages, "write it") == "pinned"
     assert not any(in_view_kind(m) == "in_view" for m in result.messages)
+
+
+@pytest.mark.parametrize("task_words", [5, 1_500])
+def test_the_plan_is_put_back_by_a_summary_that_replaced_only_the_task_statement(
+    task_words: int,
+) -> None:
+    """A summary that archives the task statement alone (or with one turn) has no message,
+    or one, to put back in its place; the plan (live state, never in the summary's text)
+    still comes back after it, with the task statement pinned (short) or pointed to (too
+    large) beside it."""
+    engine = _engine(4_000)
+    task = _task(task_words)
+    plan = [{"content": "write the failing test", "status": "in_progress"}]
+    history: list[BaseMessage] = [
+        SystemMessage("sys", id="s"),
+        HumanMessage(task, id="task"),
+        AIMessage("ok " * (3_300 if task_words < 100 else 1), id="a1"),
+        HumanMessage("go", id="h2"),
+    ]
+    result = engine.compact(history, thread_id="t", plan=plan)
+    assert any(isinstance(e, Summarized) and e.messages_archived <= 2 for e in result.events)
+    assert "- [in_progress] write the failing test" in _in_view_text(result.messages)
+    assert _where_the_task_is(result.messages, task) in {"pinned", "pointed", "kept"}
