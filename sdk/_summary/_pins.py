@@ -164,8 +164,9 @@ def user_candidates(
         if not isinstance(message, HumanMessage) or message.additional_kwargs.get("ctxfs"):
             continue  # a summary or another message ctxfs wrote: not the user's words
         text = _content_text(message)
-        if not text.strip() or (pattern is not None and pattern.match(text)):
-            continue
+        head = _head(text) or _blocks_head(message)
+        if not head or (pattern is not None and pattern.match(text)):
+            continue  # empty, or machine-made; an image without words is the user's too
         index = first_index + offset
         found.append(
             Candidate(
@@ -173,7 +174,7 @@ def user_candidates(
                 segment=segment,
                 first=not seen_first and not found,
                 message=message,
-                head=_head(text),
+                head=head,
                 position=index - start if index >= start else None,
             )
         )
@@ -445,6 +446,19 @@ def _counted(data: object) -> Earlier | None:
 
 def _whole(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _blocks_head(message: BaseMessage) -> str:
+    """What a message without text holds, for its pointer: ``[image]``, ``[image, file]``;
+    ``""`` when it holds nothing."""
+    content = message.content
+    if isinstance(content, str):
+        return ""
+    kinds = dict.fromkeys(
+        str(block.get("type") or "block") if isinstance(block, dict) else "block"
+        for block in content
+    )
+    return f"[{one_line(', '.join(kinds))}]" if kinds else ""
 
 
 def _head(text: str) -> str:

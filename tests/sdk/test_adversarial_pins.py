@@ -159,3 +159,23 @@ def test_the_plan_is_put_back_by_a_summary_that_replaced_only_the_task_statement
     assert any(isinstance(e, Summarized) and e.messages_archived <= 2 for e in result.events)
     assert "- [in_progress] write the failing test" in _in_view_text(result.messages)
     assert _where_the_task_is(result.messages, task) in {"pinned", "pointed", "kept"}
+
+
+def test_a_user_message_of_an_image_alone_is_the_task_statement_and_stays_in_view() -> None:
+    """A user's message without words (an image) is theirs all the same: it is the task
+    statement when it comes first, pinned as it was sent (blocks and all) or pointed to,
+    and the next text message does not take its place."""
+    engine = _engine(4_000)
+    image = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]
+    state: list[BaseMessage] = [
+        SystemMessage("sys", id="s"),
+        HumanMessage(image, id="shot"),  # type: ignore[arg-type]
+        HumanMessage("make the button in the screenshot blue", id="words"),
+    ]
+    for n in range(30):
+        state = [*state, AIMessage("x " * 150, id=f"a{n}"), HumanMessage(f"go {n}", id=f"g{n}")]
+        state = engine.compact(state, thread_id="t").messages
+    assert any(isinstance(m.content, list) and m.content == image for m in state)
+    pins = [m for m in state if in_view_kind(m) == "pinned"]
+    first = [m for m in pins if m.additional_kwargs["ctxfs"]["first"]]
+    assert len(first) == 1 and first[0].content == image
