@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 from pydantic import Field
 
 from ctxfs._errors import WorkspaceError
-from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR, safe_name
+from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR, file_name, safe_name
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.tools._args import ToolArgs
 from ctxfs.tools._budget import OutputBudget
@@ -134,7 +134,14 @@ def _documents(
     scanned = 0
     roots = [TRANSCRIPTS_DIR, RESULTS_DIR, INPUTS_DIR]
     if thread_id is not None:
-        roots = [f"{root}/{safe_name(thread_id)}" for root in roots]
+        # a thread's transcripts are under its hashed name, its saved files under its id
+        # when that is a plain file name (see ctxfs._layout)
+        named = file_name(thread_id)
+        roots = [
+            f"{TRANSCRIPTS_DIR}/{safe_name(thread_id)}",
+            f"{RESULTS_DIR}/{named}",
+            f"{INPUTS_DIR}/{named}",
+        ]
     for root in roots:
         try:
             if not workspace.exists(root):

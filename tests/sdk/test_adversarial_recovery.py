@@ -1,0 +1,64 @@
+"""Recoverability, followed literally: whatever ctxfs tells the model about where content went
+(an offload pointer, a search hit, a paging note), followed with the tools the model has,
+gives that very content back.
+
+Invariant 1 says the workspace holds every byte; these tests check the way back to it as the
+model walks it: the paths, line numbers, message numbers and offsets named in the texts it
+sees, given to the tool functions as they are named.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxfs import ContextEngine, ContextPolicy, TiktokenCounter, Workspace
+from ctxfs.tools import tool_functions
+from ctxfs.tools._budget import OutputBudget
+from ctxfs.tools._history import history_functions
+
+_fresh = itertools.count()
+_counter = TiktokenCounter()
+
+
+def _workspace() -> Workspace:
+    return Workspace(f"memory://recovery-{next(_fresh)}")
+
+
+def _tools(ws: Workspace, tokens: int = 4_000) -> dict[str, Callable[..., str]]:
+    tools = tool_functions(ws, max_output_tokens=tokens, token_counter=_counter)
+    history = history_functions(ws, OutputBudget(tokens, _counter), thread_id=None)
+    return {t.name: t for t in [*tools, *history]}
+
+
+def _history(ws: Workspace, thread_id: str, tokens: int = 4_000) -> dict[str, Callable[..., str]]:
+    found = history_functions(ws, OutputBudget(tokens, _counter), thread_id=thread_id)
+    return {t.name: t for t in found}
+
+
+# -- history_search ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "thread_id", ["t", "main", "3f2a6c1e-8d4b-4c1a-9e2f-0b7d5a9c1e23", "odd id/ü", ""]
+)
+def test_history_search_of_a_thread_finds_its_offloaded_results(thread_id: str) -> None:
+    """The search scoped to a thread looks where that thread's results were saved: a plain
+    thread id names its results folder as it is (``/tool_results/main``), while its
+    transcript folder is hashed (``/transcripts/main-<16 hex>``)."""
+    ws = _workspace()
+    engine = ContextEngine(ws, ContextPolicy(max_input_tokens=20_000))
+    text = "\n".join(f"row {i} zebraword" for i in range(2_000))
+    pointer = engine.offload_tool_result(
+        ToolMessage(text, tool_call_id="c1", name="bash"), thread_id=thread_id
+    )
+    path = re.search(r"saved to (\S+)\.\n", str(pointer.content))
+    assert path is not None
+    found = _history(ws, thread_id)["history_search"](query="zebraword")
+    assert found.startswith(f"{path.group(1)}:1: row 0 zebraword"), found
