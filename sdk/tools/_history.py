@@ -95,18 +95,18 @@ def message_lines(message: BaseMessage) -> list[str]:
 
     The text content first; then each tool call, its name and each argument (a text
     argument's lines as they are, others as JSON); other content blocks (images, audio) as
-    one line naming their type.
+    one line naming their type. Texts are split into lines as ``read_file`` splits a file.
     """
     lines: list[str] = []
     content = message.content
     if isinstance(content, str):
-        lines += content.splitlines()
+        lines += _text_lines(content)
     else:
         for block in content:
             if isinstance(block, str):
-                lines += block.splitlines()
+                lines += _text_lines(block)
             elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                lines += str(block["text"]).splitlines()
+                lines += _text_lines(str(block["text"]))
             elif isinstance(block, dict):
                 lines.append(f"[{block.get('type', 'block')} block]")
     from langchain_core.messages import AIMessage
@@ -117,10 +117,20 @@ def message_lines(message: BaseMessage) -> list[str]:
             for key, value in call["args"].items():
                 if isinstance(value, str):
                     lines.append(f"{key}:")
-                    lines += value.splitlines()
+                    lines += _text_lines(value)
                 else:
                     lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
     return lines
+
+
+def _text_lines(text: str) -> list[str]:
+    """The lines of ``text`` as ``read_file`` and ``grep`` number them: each ends at ``\\n``
+    (a ``\\r`` before it dropped), the last one with or without it; other line breaks
+    (a lone ``\\r``, ``U+2028``, form feeds) stay inside their line."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _words(text: str) -> list[str]:
@@ -173,7 +183,7 @@ def _documents(
                     yield _Document(path, number, message.type, tuple(message_lines(message)))
             else:
                 text = data.decode("utf-8", errors="replace")
-                yield _Document(path, None, "", tuple(text.splitlines()))
+                yield _Document(path, None, "", tuple(_text_lines(text)))
 
 
 def search_history(

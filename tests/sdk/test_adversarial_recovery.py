@@ -62,3 +62,38 @@ def test_history_search_of_a_thread_finds_its_offloaded_results(thread_id: str) 
     assert path is not None
     found = _history(ws, thread_id)["history_search"](query="zebraword")
     assert found.startswith(f"{path.group(1)}:1: row 0 zebraword"), found
+
+
+_line_breaks = st.sampled_from(["\n", "\r\n", "\r", "\u2028", "\u2029", "\x0b", "\x0c", "\x85"])
+_words = st.sampled_from(["alpha", "beta", "é", "e\u0301", "👩‍💻", "\t", " ", "x" * 30])
+
+
+@st.composite
+def _odd_text(draw: st.DrawFn) -> tuple[str, int]:
+    """A text of words and line breaks of every kind, and the position of its one 'zebra'."""
+    pieces = draw(st.lists(st.one_of(_words, _line_breaks), max_size=40))
+    where = draw(st.integers(0, len(pieces)))
+    pieces.insert(where, " zebra ")
+    if draw(st.booleans()):
+        pieces.append("\n")
+    return "".join(pieces), where
+
+
+@settings(max_examples=60, deadline=None)
+@given(_odd_text())
+def test_a_file_hit_names_the_line_read_file_and_grep_show(drawn: tuple[str, int]) -> None:
+    """history_search's ``path:line`` is the line read_file shows at ``offset=line-1`` and
+    grep numbers the same: lines end at ``\\n`` only, whatever other breaks they hold."""
+    text, _ = drawn
+    ws = _workspace()
+    ws.write_text("/tool_results/t/c1.txt", text)
+    tools = _tools(ws)
+    found = tools["history_search"](query="zebra")
+    hit = re.match(r"(/tool_results/t/c1\.txt):(\d+): ", found)
+    assert hit is not None, found
+    line = int(hit.group(2))
+    page = tools["read_file"](file_path=hit.group(1), offset=line - 1, limit=1)
+    assert re.match(rf" *{line}\t", page), page
+    assert "zebra" in page.split("\n", 1)[0]
+    grep = tools["grep"](pattern="zebra", path=hit.group(1), output_mode="content")
+    assert grep.startswith(f"{hit.group(1)}:{line}:"), grep
