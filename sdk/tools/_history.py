@@ -257,6 +257,9 @@ class HistoryReadArgs(ToolArgs):
     segment: str = Field(description="The segment's .jsonl path, as history_search named it.")
     message: int = Field(ge=0, description="The message's number in that segment.")
     offset: int = Field(default=0, ge=0, description="0-based first line to show.")
+    column: int = Field(
+        default=0, ge=0, description="0-based first character of that line (to read on in it)."
+    )
 
 
 _SEARCH: Final = (
@@ -267,7 +270,8 @@ _SEARCH: Final = (
 )
 _READ: Final = (
     "Read one archived message of this conversation in full, its lines numbered, from the "
-    "segment and message that history_search or a summary named."
+    "segment and message that history_search or a summary named. The last line of a page "
+    "says how to read on (a line too long for one page, from a column)."
 )
 _LINE_CHARS: Final = 500
 
@@ -313,7 +317,7 @@ def history_functions(
 
         return page.fit(entries, tail)[1]
 
-    def read(segment: str, message: int, offset: int = 0) -> str:
+    def read(segment: str, message: int, offset: int = 0, column: int = 0) -> str:
         path = workspace.resolve(segment)
         if not path.startswith(TRANSCRIPTS_DIR + "/") or not path.endswith(".jsonl"):
             raise ValueError(
@@ -330,9 +334,21 @@ def history_functions(
         lines = message_lines(chosen)
         if offset and offset >= len(lines):
             return f"Error: offset {offset} is past the last of {plural(len(lines), 'line')}"
+        first = lines[offset] if lines else ""
+        if column and column >= len(first):
+            return (
+                f"Error: line {offset + 1} has {plural(len(first), 'character')}; column "
+                f"{column} is past its end"
+            )
         header = f"[{path} message {message} ({chosen.type}), {plural(len(lines), 'line')}]"
-        entries = [header, *(f"{n:6}\t{line}" for n, line in enumerate(lines, 1))]
-        entries = [header, *entries[1 + offset :]]
+
+        def entry(number: int, text: str, start: int = 0) -> str:
+            return (
+                f"{number:6}\t[from character {start}] {text}" if start else f"{number:6}\t{text}"
+            )
+
+        rest = (entry(n, line) for n, line in enumerate(lines[offset + 1 :], offset + 2))
+        entries = [header, *([entry(offset + 1, first[column:], column)] if lines else ()), *rest]
         page = budget.fixed()
 
         def tail(shown: int) -> list[str]:
@@ -341,7 +357,27 @@ def history_functions(
                 return [f"[call history_read with offset={done} for the next lines]"]
             return []
 
-        return page.fit(entries, tail)[1]
+        shown, text = page.fit(entries, tail)
+        if shown > 1 or not lines:
+            return text
+
+        # The page's first line alone is over the budget: as much of it as fits, and the
+        # column to go on from (a one-line JSON result is read piece by piece).
+        def part(piece: str) -> str:
+            end = column + len(piece)
+            if end >= len(first):
+                return "\n".join([header, entry(offset + 1, piece, column), *tail(2)])
+            return "\n".join(
+                [
+                    header,
+                    f"{entry(offset + 1, piece, column)} … [line clipped: {len(first)} chars; "
+                    f"call history_read with offset={offset}, column={end} to read on in this "
+                    "line]",
+                ]
+            )
+
+        piece = page.longest_prefix(first[column:], part)
+        return page.clip(part(first[column : column + 1] if piece is None else piece))
 
     def clip(text: str) -> str:
         return budget.fixed().clip(text)

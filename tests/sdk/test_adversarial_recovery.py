@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -97,3 +97,82 @@ def test_a_file_hit_names_the_line_read_file_and_grep_show(drawn: tuple[str, int
     assert "zebra" in page.split("\n", 1)[0]
     grep = tools["grep"](pattern="zebra", path=hit.group(1), output_mode="content")
     assert grep.startswith(f"{hit.group(1)}:{line}:"), grep
+
+
+# -- history_read -----------------------------------------------------------------------------
+
+_ENTRY = re.compile(r" *(\d+)\t(.*)", re.S)
+_FROM = re.compile(r"\[from character (\d+)\] ", re.S)
+_CLIPPED = re.compile(
+    r"(.*) … \[line clipped: [\d,]+ chars; call (\w+) with offset=(\d+),(?: limit=1,)? "
+    r"column=(\d+) to read on in this line\]",
+    re.S,
+)
+
+
+def _entry(raw: str) -> tuple[int, str, int | None]:
+    """An output line ``n<TAB>text``: its number, its text, and the column to read on from
+    when the line was clipped."""
+    found = _ENTRY.fullmatch(raw)
+    assert found is not None, raw
+    number, text = int(found.group(1)), found.group(2)
+    clipped = _CLIPPED.fullmatch(text)
+    column = None
+    if clipped is not None:
+        text, column = clipped.group(1), int(clipped.group(4))
+    start = _FROM.match(text)
+    if start is not None:
+        text = text[start.end() :]
+    return number, text, column
+
+
+def _read_message(read: Callable[..., str], segment: str, message: int) -> list[str]:
+    """Every line of an archived message, read with history_read from the first page on,
+    each next call as the last page said."""
+    lines: dict[int, str] = {}
+    kwargs: dict[str, int] = {}
+    for _ in range(10_000):
+        page = read(segment=segment, message=message, **kwargs).split("\n")
+        assert page[0].startswith(f"[{segment} message {message} "), page[0]
+        body, note = page[1:], ""
+        if body and body[-1].startswith("[call history_read"):
+            body, note = body[:-1], body[-1]
+        for raw in body:
+            number, text, column = _entry(raw)
+            lines[number] = lines.get(number, "") + text
+            if column is not None:
+                note = f"[call history_read with offset={number - 1}, column={column}]"
+        if not note:
+            break
+        found = re.fullmatch(r"\[call history_read with offset=(\d+)(?:, column=(\d+))?.*\]", note)
+        assert found is not None, note
+        kwargs = {"offset": int(found.group(1))}
+        if found.group(2):
+            kwargs["column"] = int(found.group(2))
+        assert body, f"no progress: {page}"
+    else:
+        raise AssertionError("history_read never got to the end")
+    return [lines[n] for n in sorted(lines)]
+
+
+def _archive(ws: Workspace, messages: list[BaseMessage], thread_id: str = "t") -> str:
+    """Archives ``messages`` (after a system message) as a thread's first segment; its path."""
+    engine = ContextEngine(ws, ContextPolicy(max_input_tokens=4_000))
+    history: list[BaseMessage] = [SystemMessage("sys", id="s"), *messages]
+    for n in range(8):
+        history += [HumanMessage(f"go {n} " * 100, id=f"g{n}"), AIMessage("ok " * 300, id=f"k{n}")]
+    engine.compact(history, thread_id=thread_id, force=True)
+    return next(p for p in ws.glob("**/*.jsonl", "/transcripts").paths if "0001" in p)
+
+
+@pytest.mark.parametrize("tokens", [500, 2_000])
+def test_history_read_reads_a_line_longer_than_a_page_piece_by_piece(tokens: int) -> None:
+    """A message holding one line over the page budget (a one-line JSON result) is read to
+    its last character by following history_read's notes: the page shows the line in part
+    and says from which column to go on, instead of only the header, again and again."""
+    ws = _workspace()
+    big = '{"rows": [' + ", ".join(f'{{"id": {i}, "name": "né 👩‍💻 {i}"}}' for i in range(3_000))
+    content = f"first line\n{big}]}}\n\tlast line, tab first"
+    segment = _archive(ws, [HumanMessage("task", id="h"), AIMessage(content, id="big")])
+    read = _history(ws, "t", tokens)["history_read"]
+    assert _read_message(read, segment, 1) == content.split("\n")
