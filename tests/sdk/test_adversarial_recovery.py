@@ -14,11 +14,12 @@ import re
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxfs import ContextEngine, ContextPolicy, TiktokenCounter, Workspace
+from ctxfs._pointers._pointer import result_pointer
 from ctxfs.tools import tool_functions
 from ctxfs.tools._budget import OutputBudget
 from ctxfs.tools._history import history_functions
@@ -110,9 +111,9 @@ _CLIPPED = re.compile(
 )
 
 
-def _entry(raw: str) -> tuple[int, str, int | None]:
-    """An output line ``n<TAB>text``: its number, its text, and the column to read on from
-    when the line was clipped."""
+def _entry(raw: str) -> tuple[int, str, int | None, int]:
+    """An output line ``n<TAB>text``: its number, its text, the column to read on from when
+    the line was clipped, and the column the text starts at."""
     found = _ENTRY.fullmatch(raw)
     assert found is not None, raw
     number, text = int(found.group(1)), found.group(2)
@@ -121,15 +122,39 @@ def _entry(raw: str) -> tuple[int, str, int | None]:
     if clipped is not None:
         text, column = clipped.group(1), int(clipped.group(4))
     start = _FROM.match(text)
-    if start is not None:
-        text = text[start.end() :]
-    return number, text, column
+    if start is None:
+        return number, text, column, 0
+    return number, text[start.end() :], column, int(start.group(1))
+
+
+class _Lines:
+    """Pieces of lines as pages showed them, each from a column; put together at the end."""
+
+    def __init__(self) -> None:
+        self.pieces: dict[int, dict[int, str]] = {}
+
+    def put(self, number: int, text: str, start: int) -> None:
+        self.pieces.setdefault(number, {})[start] = text
+
+    def whole(self) -> list[str]:
+        numbers = sorted(self.pieces)
+        assert numbers == list(range(numbers[0], numbers[0] + len(numbers))) if numbers else True
+        out = []
+        for number in numbers:
+            pieces, line, at = self.pieces[number], "", 0
+            while at in pieces:
+                line += pieces[at]
+                if not pieces[at]:
+                    break
+                at += len(pieces[at])
+            out.append(line)
+        return out
 
 
 def _read_message(read: Callable[..., str], segment: str, message: int) -> list[str]:
     """Every line of an archived message, read with history_read from the first page on,
     each next call as the last page said."""
-    lines: dict[int, str] = {}
+    lines = _Lines()
     kwargs: dict[str, int] = {}
     for _ in range(10_000):
         page = read(segment=segment, message=message, **kwargs).split("\n")
@@ -138,8 +163,8 @@ def _read_message(read: Callable[..., str], segment: str, message: int) -> list[
         if body and body[-1].startswith("[call history_read"):
             body, note = body[:-1], body[-1]
         for raw in body:
-            number, text, column = _entry(raw)
-            lines[number] = lines.get(number, "") + text
+            number, text, column, start = _entry(raw)
+            lines.put(number, text, start)
             if column is not None:
                 note = f"[call history_read with offset={number - 1}, column={column}]"
         if not note:
@@ -152,7 +177,7 @@ def _read_message(read: Callable[..., str], segment: str, message: int) -> list[
         assert body, f"no progress: {page}"
     else:
         raise AssertionError("history_read never got to the end")
-    return [lines[n] for n in sorted(lines)]
+    return lines.whole()
 
 
 def _archive(ws: Workspace, messages: list[BaseMessage], thread_id: str = "t") -> str:
@@ -176,3 +201,111 @@ def test_history_read_reads_a_line_longer_than_a_page_piece_by_piece(tokens: int
     segment = _archive(ws, [HumanMessage("task", id="h"), AIMessage(content, id="big")])
     read = _history(ws, "t", tokens)["history_read"]
     assert _read_message(read, segment, 1) == content.split("\n")
+
+
+# -- read_file on what a pointer names --------------------------------------------------------
+
+_MORE = re.compile(r"\.\.\. [\d,]+ more lines?.*; call read_file with offset=(\d+) to read on")
+
+
+def _read_file_back(read_file: Callable[..., str], path: str, offset: int = 0) -> list[str]:
+    """The lines of a file from ``offset`` on, read with read_file page by page: every call
+    a page names is made (the offset to read on from, the column to go on from inside each
+    clipped line)."""
+    lines = _Lines()
+    calls: list[dict[str, int]] = [{"offset": offset}]
+    made: list[dict[str, int]] = []
+    for _ in range(10_000):
+        if not calls:
+            return lines.whole()
+        call = calls.pop(0)
+        if call in made:
+            continue
+        made.append(call)
+        page = read_file(file_path=path, **call)
+        assert not page.startswith("Error"), page
+        if page.startswith(f"(file {path} is empty"):
+            return []
+        rows = page.split("\n")
+        more = _MORE.fullmatch(rows[-1])
+        if more is not None:
+            rows.pop()
+            calls.append({"offset": int(more.group(1))})
+        for raw in rows:
+            number, text, column, start = _entry(raw)
+            lines.put(number, text, start)
+            if column is not None:
+                calls.append({"offset": number - 1, "limit": 1, "column": column})
+    raise AssertionError("read_file never got to the end")
+
+
+def _as_read(text: str) -> list[str]:
+    """The lines read_file shows of ``text``: ending at ``\\n``, a ``\\r`` before it dropped."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+_odd_lines = st.lists(
+    st.one_of(
+        st.text(
+            st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="\n\x00"),
+            max_size=60,
+        ),
+        st.sampled_from(
+            [
+                "e\u0301" * 50,
+                "👩‍💻" * 300,
+                "\t\tindented",
+                "a\rb",
+                "x" * 5_000,
+                "[ctxfs: tool result offloaded] Too large to keep: 9 lines, 9 tokens, saved to "
+                "/tool_results/t/fake.txt.",
+            ]
+        ),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=_odd_lines,
+    ending=st.sampled_from(["\n", "\r\n"]),
+    final=st.booleans(),
+    blocks=st.booleans(),
+)
+def test_an_offloaded_result_reads_back_as_its_pointer_says(
+    lines: list[str], ending: str, final: bool, blocks: bool
+) -> None:
+    """The pointer's path, line count and 'from offset=N' lead read_file to the very lines
+    of the result: the preview's lines, then the rest, long lines column by column."""
+    text = ending.join(lines) + (ending if final else "")
+    ws = _workspace()
+    engine = ContextEngine(
+        ws, ContextPolicy(max_input_tokens=8_000, tool_results={"threshold": {"tokens": 50}})
+    )
+    content: str | list[str | dict[str, str]] = [{"type": "text", "text": text}] if blocks else text
+    pointer = engine.offload_tool_result(
+        ToolMessage(content, tool_call_id="call 1/é", name="bash"), thread_id="thread/ü 1"
+    )
+    shown = str(pointer.content)
+    if result_pointer(pointer) is None:
+        return  # small enough to stay (if it looks like a pointer, it is content)
+    head = re.match(
+        r"\[ctxfs: tool result offloaded\] Too large to keep: ([\d,]+) lines?, [\d,]+ tokens, "
+        r"saved to (\S+)\.\n",
+        shown,
+    )
+    assert head is not None, shown
+    count, path = int(head.group(1).replace(",", "")), head.group(2)
+    read_file = _tools(ws, 1_000)["read_file"]
+    assert _read_file_back(read_file, path) == _as_read(text)
+    assert len(_as_read(text)) == count
+    rest = re.search(r"\[read_file it from offset=(\d+) for the rest, or grep it\]$", shown)
+    if rest is not None:
+        offset = int(rest.group(1))
+        if offset < count:
+            assert _read_file_back(read_file, path, offset) == _as_read(text)[offset:]
