@@ -189,7 +189,7 @@ class McpToolbox:
         )
         self._thread_id = thread_id
         self._set = ToolSet(self._view, self._budget, MCP_NAMES)
-        self._history = history_functions(self._view, self._budget)
+        self._history = history_functions(self._view, self._budget, names=MCP_NAMES)
         self._tools = {tool.name: tool for tool in self._build()}
 
     @property

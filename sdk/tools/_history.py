@@ -34,6 +34,7 @@ from ctxfs.tools._args import ToolArgs
 from ctxfs.tools._budget import OutputBudget
 from ctxfs.tools._format import plural
 from ctxfs.tools._function import ToolFunction
+from ctxfs.tools._names import DEFAULT_NAMES, ToolNames
 
 if TYPE_CHECKING:  # the archive and LangChain load when a history tool first runs
     from langchain_core.messages import BaseMessage
@@ -266,7 +267,7 @@ _SEARCH: Final = (
     "Search what earlier parts of this conversation said, byte-exact: the archived messages "
     "that a summary replaced, and long tool results and inputs that were saved to files. "
     "Ranked by keyword relevance. Each hit names the segment and message (open it with "
-    "history_read) or the file and line (open it with read_file)."
+    "history_read) or the file and line (open it with {read_file} from offset=line-1)."
 )
 _READ: Final = (
     "Read one archived message of this conversation in full, its lines numbered, from the "
@@ -281,6 +282,7 @@ def history_functions(
     budget: OutputBudget,
     *,
     thread_id: str | Callable[[], str | None] | None = None,
+    names: ToolNames = DEFAULT_NAMES,
 ) -> list[ToolFunction]:
     """``history_search`` and ``history_read`` as :class:`ToolFunction` objects.
 
@@ -289,6 +291,8 @@ def history_functions(
         budget: Most tokens of one answer.
         thread_id: The conversation searched, or a function giving it at each call (the
             current run's); ``None`` searches every thread.
+        names: The names of the tools the texts send the model to (a file hit is opened with
+            ``names.read_file``).
     """
 
     def current() -> str | None:
@@ -385,7 +389,13 @@ def history_functions(
     for function in (search, read):  # ctxfs's own recovery tools, told by identity
         setattr(function, HISTORY_ATTRIBUTE, budget)
     return [
-        ToolFunction("history_search", _SEARCH, HistorySearchArgs, search, clip_output=clip),
+        ToolFunction(
+            "history_search",
+            _SEARCH.format(read_file=names.read_file),
+            HistorySearchArgs,
+            search,
+            clip_output=clip,
+        ),
         ToolFunction("history_read", _READ, HistoryReadArgs, read, clip_output=clip),
     ]
 

@@ -309,3 +309,29 @@ def test_an_offloaded_result_reads_back_as_its_pointer_says(
         offset = int(rest.group(1))
         if offset < count:
             assert _read_file_back(read_file, path, offset) == _as_read(text)[offset:]
+
+
+# -- over MCP ---------------------------------------------------------------------------------
+
+_TOOL_WORDS = ("ls", "read_file", "glob", "grep", "edit_file", "write_file", "history_read")
+
+
+def test_the_mcp_tools_send_the_model_only_to_tools_the_server_has() -> None:
+    """The history tools' descriptions name the tools to open a hit with as the server calls
+    them (read_text_file there), and a file hit followed with it gives the hit's line."""
+    from ctxfs.integrations._mcp_tools import McpToolbox
+
+    ws = _workspace()
+    ws.write_text("/tool_results/x/c1.txt", "one\r\ntwo\u2028still two\nthree zebra\n")
+    box = McpToolbox(ws)
+    names = {tool.name for tool in box.tools}
+    for tool in box.tools:
+        for word in _TOOL_WORDS:
+            sent = rf"\b(?:with|call|use|read|open it with) {word}\b"
+            if re.search(sent, tool.function.description):
+                assert word in names, (tool.name, word)
+    hit = box.call("history_search", {"query": "zebra"}).text
+    found = re.match(r"(\S+):(\d+): three zebra$", hit)
+    assert found is not None, hit
+    page = box.call("read_text_file", {"path": found.group(1), "offset": int(found.group(2)) - 1})
+    assert page.text == f"{found.group(2):>6}\tthree zebra"
