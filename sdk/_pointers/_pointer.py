@@ -417,7 +417,9 @@ def brief_call(
 
 
 def _size(pointer: Pointer) -> str:
-    return f"{pointer.lines:,} lines, {pointer.tokens:,} tokens"
+    lines = "line" if pointer.lines == 1 else "lines"
+    tokens = "token" if pointer.tokens == 1 else "tokens"
+    return f"{pointer.lines:,} {lines}, {pointer.tokens:,} {tokens}"
 
 
 # The texts below are as short as they can be while saying what the content was and where to
@@ -446,7 +448,12 @@ def render_result(
         head = text.split("\n", shown)[:shown]
         out.append(f"Lines 1-{shown}:")
         out.extend(_quoted(_clip(line, preview_line_chars)) for line in head)
-        out.append(f"[read_file it from offset={shown} for the rest, or grep it]")
+        # The rest starts at the first line not shown whole: a clipped one is read again.
+        rest = next((n for n, line in enumerate(head) if len(line) > preview_line_chars), shown)
+        if rest < pointer.lines:
+            out.append(f"[read_file it from offset={rest} for the rest, or grep it]")
+        else:
+            out.append("[read_file it for the whole, or grep it]")
     else:
         out.append("[read_file it with offset and limit, or grep it]")
     return "\n".join(out)

@@ -306,9 +306,12 @@ def test_an_offloaded_result_reads_back_as_its_pointer_says(
     assert len(_as_read(text)) == count
     rest = re.search(r"\[read_file it from offset=(\d+) for the rest, or grep it\]$", shown)
     if rest is not None:
+        # the rest is every line the preview did not show whole: one clipped there included
         offset = int(rest.group(1))
-        if offset < count:
-            assert _read_file_back(read_file, path, offset) == _as_read(text)[offset:]
+        assert offset < count, shown
+        preview = shown.split("\n")[2 : 2 + offset]
+        assert not any(re.search(r"… \[[\d,]+ more characters\]$", line) for line in preview)
+        assert _read_file_back(read_file, path, offset) == _as_read(text)[offset:]
 
 
 # -- over MCP ---------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def test_result_pointer_text_is_pinned() -> None:
         "Lines 1-2:\n"
         "first line\n"
         "yyyyyyyyyyyyyyyyyyyy… [10 more characters]\n"
-        "[read_file it from offset=2 for the rest, or grep it]"
+        "[read_file it from offset=1 for the rest, or grep it]"
     )
     assert isinstance(out.content, str)
     assert out.content.startswith(RESULT_TAG + " ")
