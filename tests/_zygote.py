@@ -136,21 +136,28 @@ class Zygote:
         stderr: int | None = PIPE,
         text: bool = True,
     ) -> Child:
-        """Starts ``[sys.executable, script, *args]`` (only that form) as a forked child.
+        """Starts ``[sys.executable, script, *args]`` or ``[sys.executable, "-m", module,
+        *args]`` (only those forms) as a forked child.
 
-        Streams given as ``PIPE`` are text pipes; the others go to ``/dev/null``."""
-        if not text or argv[0] != sys.executable or argv[1].startswith("-"):
-            raise ValueError(f"the zygote runs a script, in text mode: {argv}")
+        Streams given as ``PIPE`` are text pipes, a descriptor (an ``int`` from 0) is the
+        child's as given, ``None`` is ``/dev/null``."""
+        module = argv[1] == "-m"
+        if not text or argv[0] != sys.executable or (argv[1].startswith("-") and not module):
+            raise ValueError(f"the zygote runs a script or a module, in text mode: {argv}")
         theirs: list[int] = []
         pipes: dict[str, IO[str] | None] = {}
         with contextlib.ExitStack() as close:
             for name, mode in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)):
+                pipes[name] = None
+                if mode is not None and mode >= 0:
+                    theirs.append(mode)  # the caller's, the caller closes it
+                    continue
                 if mode == PIPE:
                     read, write = os.pipe()
                     mine, child = (write, read) if name == "stdin" else (read, write)
                     pipes[name] = os.fdopen(mine, "w" if name == "stdin" else "r")
                 else:
-                    child, pipes[name] = os.open(os.devnull, os.O_RDWR), None
+                    child = os.open(os.devnull, os.O_RDWR)
                 theirs.append(child)
                 close.callback(os.close, child)
             status, status_theirs = os.pipe()
@@ -171,10 +178,12 @@ class Zygote:
         *,
         env: dict[str, str] | None = None,
         input: str | None = None,
+        stdout: int | None = PIPE,
         timeout: float | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """As ``subprocess.run(argv, capture_output=True, text=True, check=False)``."""
-        child = self.popen(argv, env=env, stdin=PIPE if input is not None else None)
+        stdin = PIPE if input is not None else None
+        child = self.popen(argv, env=env, stdin=stdin, stdout=stdout)
         try:
             out, err = child.communicate(input, timeout)
         except subprocess.TimeoutExpired:
@@ -236,6 +245,12 @@ def _main() -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    if request["argv"][0] == "-m":  # as python -m: the working folder first on the path
+        module, *args = request["argv"][1:]
+        sys.path[0] = os.getcwd()
+        sys.argv = [module, *args]  # runpy puts the module's file first
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return
     script = request["argv"][0]
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(script))
