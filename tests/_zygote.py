@@ -122,8 +122,9 @@ class Zygote:
             stdout=subprocess.DEVNULL,
         )
         theirs.close()
-        if self._socket.recv(6) != b"ready\n":
-            raise RuntimeError(f"the zygote could not import {list(preload)}")
+        with self._socket.makefile("rb") as answer:
+            if answer.readline() != b"ready\n":
+                raise RuntimeError(f"the zygote could not import {list(preload)}")
 
     def popen(
         self,
