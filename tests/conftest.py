@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ctxfs import Workspace
+from tests._zygote import Zygote
 
 BUCKET = "ctxfs-test"
 
@@ -114,6 +115,32 @@ def s3_endpoint() -> Iterator[str]:
     """URL of a moto S3 server running on loopback for the whole session."""
     with s3_server() as endpoint:
         yield endpoint
+
+
+# What the agents and workers of the crash and concurrency tests import (tests/_zygote.py)
+PRELOAD = (
+    "langchain.agents",
+    "langchain_core.messages",
+    "langgraph.checkpoint.sqlite",
+    "s3fs",
+    "ctxfs",
+    "ctxfs._compaction._engine",
+    "ctxfs.integrations.langchain",
+    "ctxfs.memory",
+    "ctxfs.subagents",
+    "ctxfs.testing",
+    "ctxfs.workflows",
+)
+
+
+@pytest.fixture(scope="session")
+def zygote() -> Iterator[Zygote]:
+    """Starts the tests' agent and worker scripts as processes forked from one that has
+    already imported :data:`PRELOAD`: each saves the interpreter's start-up (about two seconds
+    of CPU), and is still a process of its own, killed with a real SIGKILL."""
+    server = Zygote(PRELOAD)
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import random
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from langchain_core.messages import messages_from_dict
 
 from ctxfs import TranscriptArchive, Workspace
+from tests._zygote import Child, Zygote
 from tests.backends.test_cas_processes import atomic_s3  # noqa: F401  (the fixture)
 from tests.sdk._branch_check import check_branch, named_segments, own_chain, records
 
@@ -30,6 +30,7 @@ THREADS = ("t0", "t1", "t2", "t3")
 def test_eight_processes_on_four_threads_lose_nothing_and_stay_within_the_window(
     atomic_s3: dict[str, Any],  # noqa: F811
     tmp_path: Path,
+    zygote: Zygote,
 ) -> None:
     target = f"s3://ctxfs-cas/{tmp_path.name}"
     rng = random.Random(23)
@@ -47,13 +48,8 @@ def test_eight_processes_on_four_threads_lose_nothing_and_stay_within_the_window
             }
         )
 
-    def start(config: dict[str, Any]) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, str(WORKER), json.dumps(config)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    def start(config: dict[str, Any]) -> Child:
+        return zygote.popen([sys.executable, str(WORKER), json.dumps(config)])
 
     running = {n: start(config) for n, config in enumerate(configs)}
     reports: list[dict[str, Any]] = []

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Iterator
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 
 from ctxfs import TranscriptArchive, Workspace
+from tests._zygote import PIPE, Zygote
 from tests.conftest import s3_client, s3_server
 
 WORKER = os.path.join(os.path.dirname(__file__), "_cas_worker.py")
@@ -64,16 +64,10 @@ def _target(backend: str, tmp_path: Path, options: dict[str, Any] | None) -> dic
     return {"target": f"s3://ctxfs-cas/{tmp_path.name}", "storage_options": options}
 
 
-def _run_together(config: dict[str, Any]) -> list[dict[str, Any]]:
+def _run_together(zygote: Zygote, config: dict[str, Any]) -> list[dict[str, Any]]:
     """Start one worker per name in WHO, release them at once, return their reports."""
     workers = [
-        subprocess.Popen(
-            [sys.executable, WORKER, json.dumps(config | {"who": who})],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        zygote.popen([sys.executable, WORKER, json.dumps(config | {"who": who})], stdin=PIPE)
         for who in WHO
     ]
     for worker in workers:
@@ -94,14 +88,16 @@ def _run_together(config: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_two_processes_updating_one_file_lose_nothing(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, zygote: Zygote
 ) -> None:
     options = request.getfixturevalue("atomic_s3") if backend == "s3" else None
     config = _target(backend, tmp_path, options)
     workspace = Workspace(config["target"], storage_options=config.get("storage_options"))
     workspace.write_text("/shared/log.txt", "")
 
-    reports = _run_together(config | {"mode": "update", "count": COUNT, "path": "/shared/log.txt"})
+    reports = _run_together(
+        zygote, config | {"mode": "update", "count": COUNT, "path": "/shared/log.txt"}
+    )
 
     lines = workspace.read_text("/shared/log.txt").splitlines()
     assert sorted(lines) == sorted(f"{who}-{i}" for who in WHO for i in range(COUNT))
@@ -115,7 +111,7 @@ def test_two_processes_updating_one_file_lose_nothing(
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_two_processes_editing_one_file_lose_no_edit(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, zygote: Zygote
 ) -> None:
     options = request.getfixturevalue("atomic_s3") if backend == "s3" else None
     config = _target(backend, tmp_path, options)
@@ -123,7 +119,9 @@ def test_two_processes_editing_one_file_lose_no_edit(
     slots = [f"slot {who}-{i}" for i in range(COUNT) for who in WHO]
     workspace.write_text("/notes/plan.md", "".join(f"{slot}: todo\n" for slot in slots))
 
-    reports = _run_together(config | {"mode": "edit", "count": COUNT, "path": "/notes/plan.md"})
+    reports = _run_together(
+        zygote, config | {"mode": "edit", "count": COUNT, "path": "/notes/plan.md"}
+    )
 
     # Every edit the agent was told about is in the file, and every one was told "Edited".
     answers = [answer for report in reports for answer in report["answers"]]
@@ -138,19 +136,15 @@ ROUNDS = 12
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_two_processes_compacting_one_thread_get_a_branch_each_and_lose_nothing(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, zygote: Zygote
 ) -> None:
     # The two take turns, one compaction each, so that every run interleaves them the same
     # way; each continues its own conversation on the one thread "shared".
     options = request.getfixturevalue("atomic_s3") if backend == "s3" else None
     config = _target(backend, tmp_path, options)
     workers = {
-        who: subprocess.Popen(
-            [sys.executable, TWO_WRITERS, json.dumps(config | {"who": who})],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        who: zygote.popen(
+            [sys.executable, TWO_WRITERS, json.dumps(config | {"who": who})], stdin=PIPE
         )
         for who in WHO
     }

@@ -19,25 +19,24 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import messages_from_dict
 
+from tests._zygote import Zygote
+
 AGENT = Path(__file__).with_name("_crash_agent.py")
 
 
-def _run(root: Path, kill: str | None = None) -> subprocess.CompletedProcess[str]:
+def _run(zygote: Zygote, root: Path, kill: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CTXFS_KILL"}
     if kill:
         env["CTXFS_KILL"] = kill
-    return subprocess.run(
+    return zygote.run(
         [sys.executable, str(AGENT), str(root / "ws"), str(root / "checkpoints.sqlite")],
-        capture_output=True,
-        text=True,
         env=env,
         timeout=120,
-        check=False,
     )
 
 
-def _finished(root: Path, kill: str | None = None) -> list[tuple[str, str]]:
-    done = _run(root, kill)
+def _finished(zygote: Zygote, root: Path) -> list[tuple[str, str]]:
+    done = _run(zygote, root)
     assert done.returncode == 0, done.stderr[-3000:]
     return [(m.type, m.text) for m in messages_from_dict(json.loads(done.stdout))]
 
@@ -53,9 +52,11 @@ def _transcript(data: bytes) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[tuple[str, str]], Path]:
+def reference(
+    tmp_path_factory: pytest.TempPathFactory, zygote: Zygote
+) -> tuple[list[tuple[str, str]], Path]:
     root = tmp_path_factory.mktemp("reference")
-    return _finished(root), root
+    return _finished(zygote, root), root
 
 
 @pytest.mark.slow
@@ -69,12 +70,12 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[tuple[str,
     ],
 )
 def test_killed_run_resumes_and_ends_like_an_uninterrupted_one(
-    kill: str, tmp_path: Path, reference: tuple[list[tuple[str, str]], Path]
+    kill: str, tmp_path: Path, reference: tuple[list[tuple[str, str]], Path], zygote: Zygote
 ) -> None:
     expected, reference_root = reference
-    killed = _run(tmp_path, kill)
+    killed = _run(zygote, tmp_path, kill)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    assert _finished(tmp_path) == expected
+    assert _finished(zygote, tmp_path) == expected
     files, reference_files = _files(tmp_path), _files(reference_root)
     assert sorted(files) == sorted(reference_files)  # nothing duplicated, nothing missing
     for path, data in files.items():

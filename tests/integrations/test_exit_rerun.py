@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ctxfs import TranscriptArchive, Workspace
+from tests._zygote import Zygote
 from tests.sdk._branch_check import _made_by_ctxfs, chain_messages, last_segment
 
 AGENT = Path(__file__).with_name("_exit_agent.py")
@@ -28,17 +29,16 @@ TURNS = 6
 KILLED_TURN = 3
 
 
-def _turn(root: Path, turn: int, kill: str | None = None) -> subprocess.CompletedProcess[str]:
+def _turn(
+    zygote: Zygote, root: Path, turn: int, kill: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CTXFS_KILL"}
     if kill:
         env["CTXFS_KILL"] = kill
-    return subprocess.run(
+    return zygote.run(
         [sys.executable, str(AGENT), str(root / "ws"), str(root / "db.sqlite"), str(turn)],
-        capture_output=True,
-        text=True,
         env=env,
         timeout=180,
-        check=False,
     )
 
 
@@ -62,12 +62,14 @@ def _expected() -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def before_the_kill(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+def before_the_kill(
+    tmp_path_factory: pytest.TempPathFactory, zygote: Zygote
+) -> tuple[Path, list[dict[str, Any]]]:
     """The turns before the killed one, run once: they are the same for every kill point."""
     root = tmp_path_factory.mktemp("before-the-kill")
     reports = []
     for turn in range(KILLED_TURN):
-        done = _turn(root, turn)
+        done = _turn(zygote, root, turn)
         assert done.returncode == 0, done.stderr[-3000:]
         reports.append(json.loads(done.stdout.splitlines()[-1]))
     return root, reports
@@ -89,15 +91,16 @@ def test_a_turn_rerun_after_sigkill_compacts_and_its_branch_is_complete(
     branches: int,
     tmp_path: Path,
     before_the_kill: tuple[Path, list[dict[str, Any]]],
+    zygote: Zygote,
 ) -> None:
     shared, earlier = before_the_kill
     shutil.copytree(shared, tmp_path, dirs_exist_ok=True)
     reports = list(earlier)
     for turn in range(KILLED_TURN, TURNS):
         if turn == KILLED_TURN:
-            killed = _turn(tmp_path, turn, kill)
+            killed = _turn(zygote, tmp_path, turn, kill)
             assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-        done = _turn(tmp_path, turn)
+        done = _turn(zygote, tmp_path, turn)
         assert done.returncode == 0, done.stderr[-3000:]
         reports.append(json.loads(done.stdout.splitlines()[-1]))
     assert all(not r["failures"] for r in reports), reports

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,24 +10,20 @@ import pytest
 
 from ctxfs import Workspace
 from ctxfs.memory import LongTermMemory, fact_id
+from tests._zygote import Child, Zygote
 
 WORKER = Path(__file__).with_name("_memory_worker.py")
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")
 
 
-def _worker(*args: object) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _worker(zygote: Zygote, *args: object) -> Child:
+    return zygote.popen([sys.executable, str(WORKER), *map(str, args)])
 
 
 @pytest.mark.slow
-def test_two_processes_updating_one_memory_lose_no_fact(tmp_path: Path) -> None:
+def test_two_processes_updating_one_memory_lose_no_fact(tmp_path: Path, zygote: Zygote) -> None:
     count = 15
-    children = [_worker("add", tmp_path, writer, count) for writer in ("a", "b")]
+    children = [_worker(zygote, "add", tmp_path, writer, count) for writer in ("a", "b")]
     for child in children:
         _, err = child.communicate(timeout=240)
         assert child.returncode == 0, err
@@ -38,9 +33,9 @@ def test_two_processes_updating_one_memory_lose_no_fact(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_sigkill_at_any_write_leaves_a_valid_memory(tmp_path: Path) -> None:
+def test_a_sigkill_at_any_write_leaves_a_valid_memory(tmp_path: Path, zygote: Zygote) -> None:
     count = 3
-    child = _worker("kill", tmp_path, "-", count)
+    child = _worker(zygote, "kill", tmp_path, "-", count)
     out, err = child.communicate(timeout=240)
     assert child.returncode == 0, err
     report = json.loads(out.strip().splitlines()[-1])

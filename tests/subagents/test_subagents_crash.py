@@ -25,26 +25,24 @@ from langchain_core.messages import messages_from_dict
 
 from ctxfs import TranscriptArchive, Workspace
 from ctxfs.subagents import task_records
+from tests._zygote import Zygote
 
 AGENT = Path(__file__).with_name("_crash_subagents.py")
 
 
-def _run(root: Path, kill: str | None = None) -> subprocess.CompletedProcess[str]:
+def _run(zygote: Zygote, root: Path, kill: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CTXFS_KILL"}
     if kill:
         env["CTXFS_KILL"] = kill
-    return subprocess.run(
+    return zygote.run(
         [sys.executable, str(AGENT), str(root / "ws"), str(root / "checkpoints.sqlite")],
-        capture_output=True,
-        text=True,
         env=env,
         timeout=240,
-        check=False,
     )
 
 
-def _finished(root: Path) -> dict[str, Any]:
-    done = _run(root)
+def _finished(zygote: Zygote, root: Path) -> dict[str, Any]:
+    done = _run(zygote, root)
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     # which segment number a re-run's transcript took is checked below, from the workspace
@@ -67,9 +65,11 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+def reference(
+    tmp_path_factory: pytest.TempPathFactory, zygote: Zygote
+) -> tuple[dict[str, Any], Path]:
     root = tmp_path_factory.mktemp("reference")
-    return _finished(root), root
+    return _finished(zygote, root), root
 
 
 @pytest.mark.slow
@@ -83,7 +83,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
     ],
 )
 def test_killed_mid_sub_task_resumes_and_ends_like_an_uninterrupted_run(
-    kill: str, tmp_path: Path, reference: tuple[dict[str, Any], Path]
+    kill: str, tmp_path: Path, reference: tuple[dict[str, Any], Path], zygote: Zygote
 ) -> None:
     expected, reference_root = reference
     assert expected["artifacts"] == ["/notes/billing.md", "/notes/refunds.md", "/notes/payouts.md"]
@@ -96,9 +96,9 @@ def test_killed_mid_sub_task_resumes_and_ends_like_an_uninterrupted_run(
         "tool",
         "ai",
     ]
-    killed = _run(tmp_path, kill)
+    killed = _run(zygote, tmp_path, kill)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    assert _finished(tmp_path) == expected  # each answer once, each artifact once
+    assert _finished(zygote, tmp_path) == expected  # each answer once, each artifact once
     files, reference_files = _files(tmp_path), _files(reference_root)
     outside = {p for p in reference_files if not p.startswith("transcripts/")}
     assert {p for p in files if not p.startswith("transcripts/")} == outside

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +29,7 @@ from ctxfs import Workspace
 from ctxfs.backends import Store
 from ctxfs.workflows import list_workflows, read_state, state_path
 from ctxfs.workflows._state import load_state
+from tests._zygote import PIPE, Zygote
 
 WORKER = Path(__file__).with_name("_workflow_worker.py")
 STATE = state_path(WORKFLOW_ID)
@@ -126,7 +126,12 @@ def test_a_crash_at_every_write_resumes_to_the_same_outputs(
     ],
 )
 def test_sigkill_at_every_write_then_resume(
-    backend: str, first: int, step: int, tmp_path: Path, request: pytest.FixtureRequest
+    backend: str,
+    first: int,
+    step: int,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    zygote: Zygote,
 ) -> None:
     if backend == "s3":
         endpoint = request.getfixturevalue("s3_endpoint")
@@ -134,13 +139,7 @@ def test_sigkill_at_every_write_then_resume(
         args = [prefix, str(first), "end", str(step), endpoint]
     else:
         args = [str(tmp_path), str(first), "end", str(step)]
-    done = subprocess.run(
-        [sys.executable, str(WORKER), *args],
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-    )
+    done = zygote.run([sys.executable, str(WORKER), *args], timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert report["writes"] >= 15
@@ -160,7 +159,7 @@ def test_sigkill_at_every_write_then_resume(
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "s3"])
 def test_a_second_runner_in_another_process_is_detected(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, zygote: Zygote
 ) -> None:
     options: dict[str, Any] | None = None
     if backend == "s3":
@@ -172,12 +171,8 @@ def test_a_second_runner_in_another_process_is_detected(
     else:
         url = str(tmp_path / "ws")
         args = [url]
-    first = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("_second_runner.py")), *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    first = zygote.popen(
+        [sys.executable, str(Path(__file__).with_name("_second_runner.py")), *args], stdin=PIPE
     )
     try:
         assert first.stdout is not None and first.stdin is not None
