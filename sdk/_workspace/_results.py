@@ -81,6 +81,10 @@ class ReadResult:
         total_lines: Number of lines in the whole file.
         stopped_by_chars: Whether the page ended early because of the character cap.
         column: The character of the first line the page starts at (0 unless asked).
+        carriage_returns: Indexes (into ``lines``) of lines that ended with ``\r`` (before
+            their ``\n``, or at the end of the file), which ``lines`` leaves out.
+        final_newline: Whether the file ends with ``\n`` (``True`` for an empty file):
+            with ``carriage_returns``, what the lines need to be the file's bytes again.
     """
 
     path: str
@@ -90,6 +94,8 @@ class ReadResult:
     total_lines: int
     stopped_by_chars: bool = False
     column: int = 0
+    carriage_returns: tuple[int, ...] = ()
+    final_newline: bool = True
 
     @property
     def next_offset(self) -> int | None:

@@ -102,8 +102,8 @@ def _not_utf8(path: str, exc: UnicodeDecodeError) -> NotTextError:
 
 def _lines(
     chunks: Iterator[bytes], path: str, keep: int, column_line: int, column: int
-) -> Iterator[tuple[str, int]]:
-    """Yield ``(kept text, full length)`` per line; a trailing ``\r`` is dropped.
+) -> Iterator[tuple[str, int, bool]]:
+    """Yield ``(kept text, full length, whether a trailing \r was dropped)`` per line.
 
     Of each line only the characters ``[start, start + keep)`` are kept, where ``start`` is
     ``column`` for line number ``column_line`` (0-based) and 0 for every other line.
@@ -125,16 +125,16 @@ def _lines(
         if piece:
             last = piece[-1]
 
-    def emit() -> tuple[str, int]:
+    def emit() -> tuple[str, int, bool]:
         nonlocal parts, length, last, index
-        text, full = "".join(parts), length
-        if last == "\r":
+        text, full, carriage = "".join(parts), length, last == "\r"
+        if carriage:
             full -= 1
             low = column if index == column_line else 0
             text = text[: max(0, full - low)]
         parts, length, last = [], 0, ""
         index += 1
-        return text, full
+        return text, full, carriage
 
     for chunk in chunks:
         try:
@@ -187,10 +187,11 @@ def read_page(
     chunks = _chunks(stream, path, tally)
     lines: list[str] = []
     clipped: list[tuple[int, int]] = []
+    carriage: list[int] = []
     page_chars = 0
     stopped_by_chars = False
     numbered = enumerate(_lines(chunks, path, max_line_chars + 1, offset, column))
-    for index, (text, full) in numbered:
+    for index, (text, full, dropped) in numbered:
         if index < offset:
             continue
         text = text[:max_line_chars]
@@ -200,6 +201,8 @@ def read_page(
         start = column if index == offset else 0
         if start > 0 or full > start + len(text):
             clipped.append((len(lines), full))
+        if dropped:
+            carriage.append(len(lines))
         lines.append(text)
         page_chars += len(text) + 1
         if len(lines) >= limit:
@@ -215,4 +218,6 @@ def read_page(
         clipped=tuple(clipped),
         total_lines=total,
         stopped_by_chars=stopped_by_chars,
+        carriage_returns=tuple(carriage),
+        final_newline=not tally.size or tally.last_byte == b"\n",
     )

@@ -119,19 +119,67 @@ def _read_notes(
     names: ToolNames,
 ) -> list[str]:
     next_offset = result.offset + shown
+    endings = _endings_note(result, shown)
     if shown < len(result.lines):
         why = f" (this page stopped at {_limit_note(budget)})"
     elif result.next_offset is None:
-        return []
+        return endings
     elif result.stopped_by_chars:
         why = f" (this page stopped at the {max_read_chars}-character limit)"
     else:
         why = ""
     remaining = result.total_lines - next_offset
     return [
+        *endings,
         f"... {plural(remaining, 'more line')}{why}; "
-        f"call {names.read_file} with offset={next_offset} to read on"
+        f"call {names.read_file} with offset={next_offset} to read on",
     ]
+
+
+_MOST_RUNS = 20
+"""Most runs of line numbers a note lists (``3-9, 12``)."""
+
+
+def _runs(numbers: list[int]) -> list[str]:
+    """Ascending numbers as runs: ``[1, 2, 3, 7]`` -> ``["1-3", "7"]``."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return [str(a) if a == b else f"{a}-{b}" for a, b in runs]
+
+
+def _endings_note(result: ReadResult, shown: int) -> list[str]:
+    """What the numbered lines do not show of the bytes: a ``\r`` that ended a line (before
+    its ``\n``, or at the end of the file), and a last line with no ``\n``, so that what
+    the pages show can be written back byte for byte."""
+    notes = []
+    # a line shown in part has not reached its end: its ending is for the page that does
+    clipped = dict(result.clipped)
+    ends = [i for i in range(shown) if i not in clipped or _reaches_end(result, i, clipped[i])]
+    numbers = [result.offset + i + 1 for i in result.carriage_returns if i in ends]
+    if numbers:
+        runs = _runs(numbers)
+        if len(numbers) == shown:
+            which = "every line shown"
+        elif len(runs) <= _MOST_RUNS:
+            one = len(numbers) == 1
+            which = f"{'line' if one else 'lines'} {', '.join(runs)}"
+        else:
+            which = f"{len(numbers)} of the lines shown (read fewer lines at a time to see which)"
+        notes.append(f"[{which} ended with \\r, which is not shown]")
+    last = result.total_lines - 1 - result.offset
+    if last in ends and not result.final_newline:
+        notes.append("[no newline at the end of the file]")
+    return notes
+
+
+def _reaches_end(result: ReadResult, index: int, full: int) -> bool:
+    """Whether line ``index`` of the page, clipped, is shown up to its last character."""
+    start = result.column if index == 0 else 0
+    return start + len(result.lines[index]) >= full
 
 
 def _read_part_of_first_line(

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxfs import ContextEngine, ContextPolicy, TiktokenCounter, Workspace
+from ctxfs import ContextEngine, ContextPolicy, Limits, TiktokenCounter, Workspace
 from ctxfs._pointers._pointer import result_pointer
 from ctxfs.tools import tool_functions
 from ctxfs.tools._budget import OutputBudget
@@ -206,6 +206,9 @@ def test_history_read_reads_a_line_longer_than_a_page_piece_by_piece(tokens: int
 # -- read_file on what a pointer names --------------------------------------------------------
 
 _MORE = re.compile(r"\.\.\. [\d,]+ more lines?.*; call read_file with offset=(\d+) to read on")
+_ENDINGS_NOTE = re.compile(
+    r"\[(.* ended with \\r, which is not shown|no newline at the end of the file)\]$"
+)
 
 
 def _read_file_back(read_file: Callable[..., str], path: str, offset: int = 0) -> list[str]:
@@ -232,6 +235,8 @@ def _read_file_back(read_file: Callable[..., str], path: str, offset: int = 0) -
             rows.pop()
             calls.append({"offset": int(more.group(1))})
         for raw in rows:
+            if _ENDINGS_NOTE.match(raw):
+                continue  # what the lines' endings were (see the byte-for-byte test below)
             number, text, column, start = _entry(raw)
             lines.put(number, text, start)
             if column is not None:
@@ -338,3 +343,97 @@ def test_the_mcp_tools_send_the_model_only_to_tools_the_server_has() -> None:
     assert found is not None, hit
     page = box.call("read_text_file", {"path": found.group(1), "offset": int(found.group(2)) - 1})
     assert page.text == f"{found.group(2):>6}\tthree zebra"
+
+
+_PAGE_LINE = re.compile(r"^ *(\d+)\t(.*)$")
+_ENDED = re.compile(r"^\[(.*) ended with \\r, which is not shown\]$")
+_NEXT = re.compile(r"call read_file with offset=(\d+) to read on$")
+
+
+def _numbers(which: str, page: list[int]) -> set[int]:
+    if which == "every line shown":
+        return set(page)
+    found: set[int] = set()
+    for run in which.split(" ", 1)[1].split(", "):
+        first, _, last = run.partition("-")
+        found.update(range(int(first), int(last or first) + 1))
+    return found
+
+
+def _bytes_back(read_file: Callable[..., str], path: str, limit: int) -> bytes:
+    """The file as read_file's pages show it, followed page by page, rebuilt with what their
+    notes say about line endings."""
+    lines: dict[int, str] = {}
+    carriage: set[int] = set()
+    final = True
+    offset: int | None = 0
+    while offset is not None:
+        page = read_file(file_path=path, offset=offset, limit=limit).split("\n")
+        numbers = []
+        offset = None
+        for row in page:
+            if (line := _PAGE_LINE.match(row)) is not None:
+                numbers.append(int(line.group(1)))
+                lines[int(line.group(1))] = line.group(2)
+            elif (ended := _ENDED.match(row)) is not None:
+                carriage |= _numbers(ended.group(1), numbers)
+            elif row == "[no newline at the end of the file]":
+                final = False
+            elif (more := _NEXT.search(row)) is not None:
+                offset = int(more.group(1))
+    text = ""
+    for number in sorted(lines):
+        last = number == max(lines)
+        text += lines[number] + ("\r" if number in carriage else "")
+        text += "" if last and not final else "\n"
+    return text.encode()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.text(
+                st.characters(
+                    codec="utf-8", exclude_categories=("Cs",), exclude_characters="\n\r\x00"
+                ),
+                max_size=12,
+            ),
+            st.sampled_from(["\n", "\r\n"]),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    last=st.sampled_from(["", "\r", "ends"]),
+    limit=st.integers(1, 12),
+)
+def test_read_file_pages_and_their_notes_give_the_file_back_byte_for_byte(
+    lines: list[tuple[str, str]], last: str, limit: int
+) -> None:
+    """read_file shows lines without their endings; its notes say which ended with \\r and
+    whether the last one has a newline, so the pages give back every byte (CRLF, a lone \\r
+    at the end, no final newline), not a normalised copy."""
+    text = "".join(line + ending for line, ending in lines)
+    if last == "ends":
+        text = text.removesuffix("\n")  # no newline at the end (a \r may stay)
+    elif last == "\r":
+        text += "tail\r"
+    ws = _workspace()
+    ws.write_text("/f.txt", text)
+    read_file = _tools(ws, 4_000)["read_file"]
+    assert _bytes_back(read_file, "/f.txt", limit) == text.encode()
+
+
+def test_a_line_shown_in_part_leaves_its_ending_to_the_page_that_shows_its_end() -> None:
+    ws = Workspace("memory://ending-of-a-long-line", limits=Limits(max_line_chars=100))
+    ws.write_text("/f.txt", "short\r\n" + "x" * 250 + "\r")
+    read_file = _tools(ws, 4_000)["read_file"]
+    first = read_file(file_path="/f.txt")
+    assert "[line 1 ended with \\r, which is not shown]" in first
+    assert "no newline" not in first and "line 2 ended" not in first
+    middle = read_file(file_path="/f.txt", offset=1, limit=1, column=100)
+    assert "ended with" not in middle and "no newline" not in middle
+    end = read_file(file_path="/f.txt", offset=1, limit=1, column=200)
+    assert end.endswith(
+        "[every line shown ended with \\r, which is not shown]\n[no newline at the end of the file]"
+    )
