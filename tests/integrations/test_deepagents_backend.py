@@ -196,9 +196,11 @@ def test_files_are_stored_byte_exact(backend: WorkspaceBackend) -> None:
     backend.write("/crlf.txt", "a\r\nb\rc\n")
     (download,) = backend.download_files(["/crlf.txt"])
     assert download.content == b"a\r\nb\rc\n"
-    # The window handed to the model has LF endings, as on Deep Agents' own backends.
+    # The window handed to the model has LF endings, as on Deep Agents' own backends; a lone
+    # CR stays inside its line, as grep and ctxfs's read_file number the lines.
     read = backend.read("/crlf.txt")
-    assert read.file_data is not None and read.file_data["content"] == "a\nb\nc\n"
+    assert read.file_data is not None and read.file_data["content"] == "a\nb\rc\n"
+    assert read.total_lines == 2
 
 
 # -- ls -------------------------------------------------------------------------------------
@@ -630,7 +632,8 @@ def test_paging_through_a_file_gives_back_all_of_it(text: str, limit: int) -> No
         assert page.error is None and page.file_data is not None
         pages.append(page.file_data["content"])
         offset = page.next_offset
-    lf = "".join(text.splitlines(keepends=True)).replace("\r\n", "\n").replace("\r", "\n")
+    lf = text.replace("\r\n", "\n")
+    lf = lf.removesuffix("\r") if not lf.endswith("\n") else lf
     assert "".join(pages) == (lf if text.strip() else text)
 
 
@@ -710,3 +713,31 @@ def test_a_text_file_over_the_read_cap_is_read_as_a_stream_with_the_same_window(
         backend.write("/big.txt", text)
     expected, got = whole.read("/big.txt", offset, limit), streamed.read("/big.txt", offset, limit)
     assert got == expected
+
+
+_BREAKS = st.sampled_from(["\n", "\r\n", "\r", "\u2028", "\u2029", "\x0b", "\x0c", "\x85", "\x1c"])
+_PIECES = st.lists(
+    st.one_of(_BREAKS, st.sampled_from(["alpha", "é", "e\u0301", "👩‍💻", "\t", " ", "x" * 30])),
+    max_size=30,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(before=_PIECES, after=_PIECES, big=st.booleans())
+def test_a_grep_hit_is_the_line_read_shows_at_its_number(
+    before: list[str], after: list[str], big: bool
+) -> None:
+    """grep's line number N is the line read gives at ``offset=N-1``, for text with every
+    kind of line break, read whole or streamed: lines end at ``\\n`` only (a ``\\r`` before
+    it dropped), as ctxfs's grep, read_file and pointers count them. Deep Agents' own slicing
+    also breaks at a lone ``\\r``, U+2028 and the like, so a hit's number named another line."""
+    text = "".join(before) + "zebra" + "".join(after)
+    limits = Limits(max_read_bytes=1) if big else Limits()
+    backend = WorkspaceBackend(Workspace("memory://da-lines", limits=limits))
+    backend.write("/f.txt", text)
+    (hit,) = backend.grep("zebra").matches or []
+    read = backend.read("/f.txt", offset=hit["line"] - 1, limit=1)
+    assert read.error is None and read.file_data is not None, read
+    assert read.file_data["content"].removesuffix("\n") == hit["text"]
+    lines = text.split("\n")
+    assert read.total_lines == len(lines) - (lines[-1] == "")
