@@ -247,8 +247,8 @@ class WorkspaceBackend(BackendProtocol):
         ``\n`` only, a ``\r`` before it dropped (a lone ``\r``, U+2028 and the like stay
         inside their line), so a line's number is the one ``grep`` gives and ctxfs's pointers
         name. A text file over the workspace's ``limits.max_read_bytes`` is read as a stream,
-        the window alone kept in memory: its lines are clipped like those of ctxfs's own
-        ``read_file``, which pages them.
+        the window alone kept in memory: a line over ``limits.max_line_chars`` is shown in
+        part, marked ``… [line clipped: N chars]`` as ``grep`` marks it.
         """
         try:
             if _file_kind(file_path) in _BINARY_KINDS:
@@ -279,10 +279,12 @@ class WorkspaceBackend(BackendProtocol):
                 error=f"Line offset {offset} exceeds file length ({page.total_lines} lines)"
             )
         end = offset + len(page.lines)
+        lines = list(page.lines)
+        for index, full in page.clipped:
+            # marked as grep marks it: shown whole, a clipped line would pass for the line
+            lines[index] += f" … [line clipped: {full} chars]"
         return ReadResult(
-            file_data=FileData(
-                content="".join(f"{line}\n" for line in page.lines), encoding="utf-8"
-            ),
+            file_data=FileData(content="".join(f"{line}\n" for line in lines), encoding="utf-8"),
             total_lines=page.total_lines,
             start_line=offset + 1,
             end_line=end,

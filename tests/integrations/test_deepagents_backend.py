@@ -741,3 +741,16 @@ def test_a_grep_hit_is_the_line_read_shows_at_its_number(
     assert read.file_data["content"].removesuffix("\n") == hit["text"]
     lines = text.split("\n")
     assert read.total_lines == len(lines) - (lines[-1] == "")
+
+
+def test_a_streamed_line_shown_in_part_says_so() -> None:
+    """A line over ``limits.max_line_chars`` in a file read as a stream is marked clipped,
+    with its length, as grep marks it: it was cut at 2,000 characters without a word, and
+    passed for the whole line."""
+    backend = WorkspaceBackend(Workspace("memory://da-clip", limits=Limits(max_read_bytes=10)))
+    backend.write("/f.txt", "a\n" + "y" * 200_000 + "\nlast\n")
+    read = backend.read("/f.txt", offset=1, limit=1)
+    assert read.file_data is not None
+    assert read.file_data["content"] == "y" * 2_000 + " … [line clipped: 200000 chars]\n"
+    (hit,) = backend.grep("yyy").matches or []
+    assert read.file_data["content"] == hit["text"] + "\n"
