@@ -308,9 +308,11 @@ def build_summary_message(
         "",
     ]
     if isinstance(body, tuple):
+        # the messages' own text: no line of it is one of the summary's headings
         intent, summary, next_steps = body
-        lines += [SECTION_INTENT, _quoted(intent), "", SECTION_SUMMARY, _quoted(summary), ""]
-        tail = ["", SECTION_NEXT, _quoted(next_steps)]
+        lines += [SECTION_INTENT, quote_lines(intent), "", SECTION_SUMMARY, quote_lines(summary)]
+        lines.append("")
+        tail = ["", SECTION_NEXT, quote_lines(next_steps)]
     else:
         intent = _section(body, SECTION_INTENT) or state.intent
         summary = _section(body, SECTION_SUMMARY) or body
