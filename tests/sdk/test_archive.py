@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs import Workspace
+from ctxfs._archive._codec import decode_jsonl
 from ctxfs._archive._transcripts import (
     PAGE_SIZE,
     ArchiveError,
@@ -18,7 +19,6 @@ from ctxfs._archive._transcripts import (
     render_markdown,
     thread_transcript_dir,
 )
-from ctxfs._archive._codec import decode_jsonl
 from ctxfs._layout import safe_name
 from ctxfs.testing import RecordingStore
 
