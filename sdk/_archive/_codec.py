@@ -194,8 +194,9 @@ def _json_line(value: object, *, sort_keys: bool = False) -> str:
 def render_markdown(messages: Sequence[BaseMessage], *, thread_id: str, start: int) -> str:
     """Returns the readable Markdown twin of a segment.
 
-    Each message gets a heading with its absolute position, type and id; its text (and every
-    string tool argument) follows verbatim in a fenced block. Ids and names are shown on
+    Each message gets a heading with its position in the thread and in the segment (``#N``,
+    as ``history_read`` numbers it), its type and id; its text (and every string tool
+    argument) follows verbatim in a fenced block. Ids and names are shown on
     their heading's line (as JSON strings when they hold a line break, a tab or another
     character that does not print).
     """
@@ -205,10 +206,13 @@ def render_markdown(messages: Sequence[BaseMessage], *, thread_id: str, start: i
         f"# Transcript of thread {title}, messages {start}-{stop}",
         "",
         "Every text below is verbatim. The .jsonl file next to this one holds the same "
-        "messages losslessly (langchain_core messages_from_dict).",
+        "messages losslessly (langchain_core messages_from_dict). Messages are numbered as in "
+        "the thread; #N is a message's number in this segment, the one history_read takes.",
     ]
     for offset, message in enumerate(messages):
-        heading = f"## Message {start + offset}: {_inline(message.type)}"
+        heading = (
+            f"## Message {start + offset} (#{offset} in this segment): {_inline(message.type)}"
+        )
         if isinstance(message, ToolMessage):
             heading += (
                 f" result of {_inline(message.name or 'tool')} "

@@ -86,9 +86,10 @@ def test_the_markdown_holds_every_text_verbatim_so_grep_finds_exact_lines(
     markdown = workspace.read_text(segment.markdown_path)
     assert "please fix the parser\r\nthanks" in markdown
     assert "def f():\n" in markdown
-    assert "## Message 2: tool result of write_file (call call_1), status error [id t1]" in (
-        markdown
-    )
+    assert (
+        "## Message 2 (#2 in this segment): tool result of write_file (call call_1), "
+        "status error [id t1]"
+    ) in markdown
 
 
 def test_markdown_layout_is_pinned() -> None:
@@ -97,9 +98,10 @@ def test_markdown_layout_is_pinned() -> None:
         '# Transcript of thread "t", messages 5-5\n'
         "\n"
         "Every text below is verbatim. The .jsonl file next to this one holds the same "
-        "messages losslessly (langchain_core messages_from_dict).\n"
+        "messages losslessly (langchain_core messages_from_dict). Messages are numbered as in "
+        "the thread; #N is a message's number in this segment, the one history_read takes.\n"
         "\n"
-        "## Message 5: human [id h]\n"
+        "## Message 5 (#0 in this segment): human [id h]\n"
         "\n"
         "````\n"
         "hi ```x```\n"
@@ -134,7 +136,7 @@ def test_ids_and_names_cannot_forge_a_message_in_the_markdown(odd: str) -> None:
     markdown = render_markdown(messages, thread_id="t" + odd, start=1)
     lines = markdown.split("\n")
     headings = [line for line in lines if line.startswith("## ")]
-    assert [h.split(":")[0] for h in headings] == ["## Message 1", "## Message 2", "## Message 3"]
+    assert [h.split(" (#")[0] for h in headings] == ["## Message 1", "## Message 2", "## Message 3"]
     assert not any(c in markdown for c in "\r\u2028\x85\t")
     assert "forged text" not in lines
     assert decode_jsonl(encode_jsonl(messages)) == messages
