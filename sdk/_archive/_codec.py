@@ -191,14 +191,18 @@ def _json_line(value: object, *, sort_keys: bool = False) -> str:
     return json.dumps(value, sort_keys=sort_keys, default=repr)
 
 
-def render_markdown(messages: Sequence[BaseMessage], *, thread_id: str, start: int) -> str:
+def render_markdown(
+    messages: Sequence[BaseMessage], *, thread_id: str, start: int, continues: str | None = None
+) -> str:
     """Returns the readable Markdown twin of a segment.
 
     Each message gets a heading with its position in the thread and in the segment (``#N``,
     as ``history_read`` numbers it), its type and id; its text (and every string tool
-    argument) follows verbatim in a fenced block. Ids and names are shown on
-    their heading's line (as JSON strings when they hold a line break, a tab or another
-    character that does not print).
+    argument) follows verbatim in a fenced block. ``continues``: the file name of the
+    segment this one continues ("" for a thread's first segment), said under the title, so
+    a branch of a forked thread can be walked back from its latest segment. Ids and names
+    are shown on their heading's line (as JSON strings when they hold a line break, a tab
+    or another character that does not print).
     """
     stop = start + len(messages) - 1
     title = json.dumps(thread_id, ensure_ascii=not thread_id.isprintable())
@@ -209,6 +213,13 @@ def render_markdown(messages: Sequence[BaseMessage], *, thread_id: str, start: i
         "messages losslessly (langchain_core messages_from_dict). Messages are numbered as in "
         "the thread; #N is a message's number in this segment, the one history_read takes.",
     ]
+    if continues is not None:
+        lines += [
+            "",
+            f"It continues {_inline(continues)}."
+            if continues
+            else "It is the thread's first segment.",
+        ]
     for offset, message in enumerate(messages):
         heading = (
             f"## Message {start + offset} (#{offset} in this segment): {_inline(message.type)}"

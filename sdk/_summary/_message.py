@@ -301,7 +301,12 @@ def build_summary_message(
         "replaced by this summary. Nothing was lost: the archived messages "
         f"{first_index}-{last} are in {shown[-1] if shown else transcript_dir}"
         + (f" (earlier parts: {', '.join(shown[:-1])})" if len(shown) > 1 else "")
-        + (f" and {older} older segment{'s' if older > 1 else ''}" if older > 0 else "")
+        + (
+            f" and {older} older segment{'s' if older > 1 else ''} (each .md names the segment "
+            "it continues)"
+            if older > 0
+            else ""
+        )
         + ".",
         f'Search them with grep (path "{transcript_dir}") and read them with read_file; each '
         ".md segment has a lossless .jsonl twin.",
