@@ -754,3 +754,30 @@ def test_a_streamed_line_shown_in_part_says_so() -> None:
     assert read.file_data["content"] == "y" * 2_000 + " … [line clipped: 200000 chars]\n"
     (hit,) = backend.grep("yyy").matches or []
     assert read.file_data["content"] == hit["text"] + "\n"
+
+
+def test_an_offload_pointer_followed_with_the_backend_reads_the_lines_it_names() -> None:
+    """'read_file it from offset=N for the rest', given to Deep Agents' read_file (this
+    backend's read), starts at the first line the preview did not show, whatever line
+    breaks the lines hold (a lone CR, U+2028 and form feeds counted as breaks named a line
+    further on)."""
+    import re
+
+    from langchain_core.messages import ToolMessage
+
+    from ctxfs import ContextEngine, ContextPolicy
+
+    lines = [f"row {i}\u2028cont\x0c{i}\ra" for i in range(40)]
+    text = "\r\n".join(lines) + "\r\n"
+    ws = Workspace("memory://da-pointer")
+    engine = ContextEngine(
+        ws, ContextPolicy(max_input_tokens=8_000, tool_results={"threshold": {"tokens": 50}})
+    )
+    result = ToolMessage(text, tool_call_id="c", name="x")
+    shown = str(engine.offload_tool_result(result, thread_id="t").content)
+    path = re.search(r"saved to (\S+)\.\n", shown)
+    offset = re.search(r"from offset=(\d+) for the rest", shown)
+    assert path is not None and offset is not None, shown
+    read = WorkspaceBackend(ws).read(path.group(1), offset=int(offset.group(1)), limit=1_000)
+    assert read.file_data is not None and read.total_lines == len(lines)
+    assert read.file_data["content"] == "".join(f"{line}\n" for line in lines[int(offset[1]) :])
