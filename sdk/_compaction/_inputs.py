@@ -228,9 +228,9 @@ class InputMethods(EngineState):
         ``tool_inputs.args`` names for its tools), in AI messages older than the
         ``keep_messages`` most recent, is saved byte-exact and replaced by a pointer naming
         the saved copy and its size, unless that pointer would cost as many tokens as the
-        argument or more. Arguments that are not strings (numbers, lists, objects) stay. Pointers already in place
-        are left alone, so running this twice changes nothing. Messages are never mutated;
-        replaced ones keep their id.
+        argument or more. Arguments that are not strings (numbers, lists, objects) stay.
+        Pointers already in place are left alone, so running this twice changes nothing.
+        Messages are never mutated; replaced ones keep their id.
 
         Args:
             messages: The conversation history.
