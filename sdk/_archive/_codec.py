@@ -168,42 +168,78 @@ def _content_lines(message: BaseMessage) -> list[str]:
         elif block.get("type") == "text" and isinstance(block.get("text"), str):
             out += _verbatim(block["text"])
         else:
-            raw = json.dumps(block, ensure_ascii=False, sort_keys=True, default=repr)
+            raw = _json_line(block, sort_keys=True)
             clipped = raw if len(raw) <= 500 else f"{raw[:500]}… (complete in the .jsonl)"
-            out.append(f"[{block.get('type', 'block')} block] {clipped}")
+            out.append(f"[{_inline(block.get('type', 'block'))} block] {clipped}")
     return out or ["(empty)"]
 
 
-def render_markdown(messages: Sequence[BaseMessage], *, thread_id: str, start: int) -> str:
+def _inline(value: object) -> str:
+    """``value`` on the line it is shown on: as it is when every character of it prints,
+    else as a JSON string (ASCII escapes), so a line break of any kind in an id or a name
+    cannot start a line of its own (a ``## Message`` heading the thread never had)."""
+    text = str(value)
+    return text if text.isprintable() else json.dumps(text)
+
+
+def _json_line(value: object, *, sort_keys: bool = False) -> str:
+    """``value`` as JSON on one line: its non-ASCII characters as they are when they all
+    print, else escaped (JSON leaves U+2028 and the like unescaped)."""
+    shown = json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, default=repr)
+    if shown.isprintable():
+        return shown
+    return json.dumps(value, sort_keys=sort_keys, default=repr)
+
+
+def render_markdown(
+    messages: Sequence[BaseMessage], *, thread_id: str, start: int, continues: str | None = None
+) -> str:
     """Returns the readable Markdown twin of a segment.
 
-    Each message gets a heading with its absolute position, type and id; its text (and every
-    string tool argument) follows verbatim in a fenced block.
+    Each message gets a heading with its position in the thread and in the segment (``#N``,
+    as ``history_read`` numbers it), its type and id; its text (and every string tool
+    argument) follows verbatim in a fenced block. ``continues``: the file name of the
+    segment this one continues ("" for a thread's first segment), said under the title, so
+    a branch of a forked thread can be walked back from its latest segment. Ids and names
+    are shown on their heading's line (as JSON strings when they hold a line break, a tab
+    or another character that does not print).
     """
     stop = start + len(messages) - 1
+    title = json.dumps(thread_id, ensure_ascii=not thread_id.isprintable())
     lines = [
-        f"# Transcript of thread {json.dumps(thread_id, ensure_ascii=False)}, "
-        f"messages {start}-{stop}",
+        f"# Transcript of thread {title}, messages {start}-{stop}",
         "",
         "Every text below is verbatim. The .jsonl file next to this one holds the same "
-        "messages losslessly (langchain_core messages_from_dict).",
+        "messages losslessly (langchain_core messages_from_dict). Messages are numbered as in "
+        "the thread; #N is a message's number in this segment, the one history_read takes.",
     ]
+    if continues is not None:
+        lines += [
+            "",
+            f"It continues {_inline(continues)}."
+            if continues
+            else "It is the thread's first segment.",
+        ]
     for offset, message in enumerate(messages):
-        heading = f"## Message {start + offset}: {message.type}"
+        heading = (
+            f"## Message {start + offset} (#{offset} in this segment): {_inline(message.type)}"
+        )
         if isinstance(message, ToolMessage):
-            heading += f" result of {message.name or 'tool'} (call {message.tool_call_id})"
+            heading += (
+                f" result of {_inline(message.name or 'tool')} "
+                f"(call {_inline(message.tool_call_id)})"
+            )
             if message.status != "success":
-                heading += f", status {message.status}"
+                heading += f", status {_inline(message.status)}"
         if message.id:
-            heading += f" [id {message.id}]"
+            heading += f" [id {_inline(message.id)}]"
         lines += ["", heading, "", *_content_lines(message)]
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                lines += ["", f"Tool call {call['name']} (id {call.get('id')}):"]
+                lines += ["", f"Tool call {_inline(call['name'])} (id {_inline(call.get('id'))}):"]
                 for name, value in call["args"].items():
                     if isinstance(value, str):
-                        lines += [f"- {name}:", *_verbatim(value)]
+                        lines += [f"- {_inline(name)}:", *_verbatim(value)]
                     else:
-                        shown = json.dumps(value, ensure_ascii=False, default=repr)
-                        lines.append(f"- {name}: {shown}")
+                        lines.append(f"- {_inline(name)}: {_json_line(value)}")
     return "\n".join(lines) + "\n"

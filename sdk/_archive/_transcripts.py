@@ -35,6 +35,7 @@ the index again, sees the other's segment and keeps its own beside it (reported 
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -355,7 +356,10 @@ class TranscriptArchive:
             messages, lines, start, parent = messages[skip:], lines[skip:], held.stop, held.number
         jsonl = joined(lines)
         try:
-            markdown = render_markdown(messages, thread_id=self._thread_id, start=start).encode(
+            continues = posixpath.basename(self.segment_paths(parent)[1]) if parent else ""
+            markdown = render_markdown(
+                messages, thread_id=self._thread_id, start=start, continues=continues
+            ).encode(
                 "utf-8",
                 "backslashreplace",  # a lone surrogate must not block the archive
             )

@@ -82,7 +82,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from ctxfs._archive._transcripts import INDEX_NAME
 from ctxfs._compaction._media import media_blocks, planned_text
 from ctxfs._errors import UnsafePathError
-from ctxfs._layout import SDK_AREAS, SESSIONS_DIR, TRANSCRIPTS_DIR, result_path
+from ctxfs._layout import MEMORIES_DIR, SDK_AREAS, SESSIONS_DIR, TRANSCRIPTS_DIR, result_path
 from ctxfs._messages import LayoutEntry, pair_results, saved_text, target_path_of
 from ctxfs._pointers._pointer import (
     Pointer,
@@ -215,11 +215,11 @@ def _saved_view(call: Mapping[str, Any] | None) -> str | None:
         return None
     if any(ch.isspace() for ch in path) or not any(is_within(path, a) for a in SDK_AREAS):
         return None
-    # The transcript index and the workflows' state files are rewritten: a view of them is
-    # not stable.
+    # The transcript index, long-term memory and the workflows' state files are rewritten: a
+    # view of them is not stable.
     if is_within(path, TRANSCRIPTS_DIR) and posixpath.basename(path) == INDEX_NAME:
         return None
-    if is_within(path, SESSIONS_DIR):
+    if is_within(path, SESSIONS_DIR) or is_within(path, MEMORIES_DIR):
         return None
     return path
 

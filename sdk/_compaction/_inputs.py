@@ -224,13 +224,13 @@ class InputMethods(EngineState):
         """Saves large arguments of old tool calls to files once the history is too long.
 
         Nothing happens below :attr:`ContextPolicy.input_trigger_tokens`. At or above it,
-        every configured string argument (by default ``write_file.content``,
-        ``edit_file.old_string/new_string``) of at least ``min_chars`` characters, in AI
-        messages older than the ``keep_messages`` most recent, is saved byte-exact and
-        replaced by a pointer naming the saved copy and the file the tool wrote, unless that
-        pointer would cost as many tokens as the argument or more. Pointers already in place
-        are left alone, so running this twice changes nothing. Messages are never mutated;
-        replaced ones keep their id.
+        every string argument of at least ``min_chars`` characters (any tool's, or those
+        ``tool_inputs.args`` names for its tools), in AI messages older than the
+        ``keep_messages`` most recent, is saved byte-exact and replaced by a pointer naming
+        the saved copy and its size, unless that pointer would cost as many tokens as the
+        argument or more. Arguments that are not strings (numbers, lists, objects) stay.
+        Pointers already in place are left alone, so running this twice changes nothing.
+        Messages are never mutated; replaced ones keep their id.
 
         Args:
             messages: The conversation history.

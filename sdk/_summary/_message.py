@@ -301,16 +301,23 @@ def build_summary_message(
         "replaced by this summary. Nothing was lost: the archived messages "
         f"{first_index}-{last} are in {shown[-1] if shown else transcript_dir}"
         + (f" (earlier parts: {', '.join(shown[:-1])})" if len(shown) > 1 else "")
-        + (f" and {older} older segment{'s' if older > 1 else ''}" if older > 0 else "")
+        + (
+            f" and {older} older segment{'s' if older > 1 else ''} (each .md names the segment "
+            "it continues)"
+            if older > 0
+            else ""
+        )
         + ".",
         f'Search them with grep (path "{transcript_dir}") and read them with read_file; each '
         ".md segment has a lossless .jsonl twin.",
         "",
     ]
     if isinstance(body, tuple):
+        # the messages' own text: no line of it is one of the summary's headings
         intent, summary, next_steps = body
-        lines += [SECTION_INTENT, _quoted(intent), "", SECTION_SUMMARY, _quoted(summary), ""]
-        tail = ["", SECTION_NEXT, _quoted(next_steps)]
+        lines += [SECTION_INTENT, quote_lines(intent), "", SECTION_SUMMARY, quote_lines(summary)]
+        lines.append("")
+        tail = ["", SECTION_NEXT, quote_lines(next_steps)]
     else:
         intent = _section(body, SECTION_INTENT) or state.intent
         summary = _section(body, SECTION_SUMMARY) or body

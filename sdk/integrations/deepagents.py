@@ -65,7 +65,7 @@ try:
         ReadResult,
         WriteResult,
     )
-    from deepagents.backends.utils import normalize_read_bounds, slice_read_response
+    from deepagents.backends.utils import normalize_read_bounds
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "ctxfs.integrations.deepagents needs Deep Agents: pip install 'ctxfs[deepagents]'"
@@ -119,6 +119,39 @@ def _megabytes(size: int) -> str:
 
 def _with_crlf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def _slice_lines(text: str, offset: int, limit: int) -> ReadResult:
+    """A window of ``text``'s lines, as Deep Agents reports one: lines end at ``\n`` only,
+    a ``\r`` before it is dropped, and the last line keeps its lack of one.
+
+    Deep Agents' own slicing breaks lines with :meth:`str.splitlines` (also at a lone
+    ``\r``, U+2028, form feeds...), which numbers lines otherwise than grep, ctxfs's
+    ``read_file`` and the offsets its pointers name. Blank text comes back whole, without a
+    window, as Deep Agents' does (its tool turns that into the empty-file reminder).
+    """
+    if not text.strip():
+        return ReadResult(file_data=FileData(content=text, encoding="utf-8"))
+    offset, limit = normalize_read_bounds(offset, limit)
+    if limit == 0:
+        empty = FileData(content="", encoding="utf-8")
+        return ReadResult(file_data=empty, no_lines_requested=True)
+    lines = text.split("\n")
+    last = lines.pop()
+    total = len(lines) + (last != "")
+    if offset >= total:
+        return ReadResult(error=f"Line offset {offset} exceeds file length ({total} lines)")
+    end = min(offset + limit, total)
+    window = [line.removesuffix("\r") + "\n" for line in lines[offset:end]]
+    if end > len(lines):
+        window.append(last.removesuffix("\r"))
+    return ReadResult(
+        file_data=FileData(content="".join(window), encoding="utf-8"),
+        total_lines=total,
+        start_line=offset + 1,
+        end_line=end,
+        next_offset=end if end < total else None,
+    )
 
 
 def _error_code(exc: WorkspaceError) -> FileOperationError | str:
@@ -210,10 +243,12 @@ class WorkspaceBackend(BackendProtocol):
         Images, audio, video and documents (by extension) come back whole, base64-encoded,
         up to ``max_media_bytes``; a larger one is an error naming its size. ``offset`` is
         0-based; a negative one reads from the start, a non-positive ``limit`` reads nothing;
-        an offset past the end is an error that gives the file's length. A text file over
-        the workspace's ``limits.max_read_bytes`` is read as a stream, the window alone kept
-        in memory: its lines end at ``\n`` (``\r\n`` too) and are clipped like those of
-        ctxfs's own ``read_file``, which pages them.
+        an offset past the end is an error that gives the file's length. Lines end at
+        ``\n`` only, a ``\r`` before it dropped (a lone ``\r``, U+2028 and the like stay
+        inside their line), so a line's number is the one ``grep`` gives and ctxfs's pointers
+        name. A text file over the workspace's ``limits.max_read_bytes`` is read as a stream,
+        the window alone kept in memory: a line over ``limits.max_line_chars`` is shown in
+        part, marked ``… [line clipped: N chars]`` as ``grep`` marks it.
         """
         try:
             if _file_kind(file_path) in _BINARY_KINDS:
@@ -230,7 +265,7 @@ class WorkspaceBackend(BackendProtocol):
             return ReadResult(error=f"File '{file_path}' not found")
         except WorkspaceError as exc:
             return ReadResult(error=str(exc))
-        return slice_read_response(FileData(content=text, encoding="utf-8"), offset, limit)
+        return _slice_lines(text, offset, limit)
 
     def _read_streamed(self, path: str, offset: int, limit: int) -> ReadResult:
         """:meth:`read` of a large text file, as Deep Agents reports a window."""
@@ -244,10 +279,12 @@ class WorkspaceBackend(BackendProtocol):
                 error=f"Line offset {offset} exceeds file length ({page.total_lines} lines)"
             )
         end = offset + len(page.lines)
+        lines = list(page.lines)
+        for index, full in page.clipped:
+            # marked as grep marks it: shown whole, a clipped line would pass for the line
+            lines[index] += f" … [line clipped: {full} chars]"
         return ReadResult(
-            file_data=FileData(
-                content="".join(f"{line}\n" for line in page.lines), encoding="utf-8"
-            ),
+            file_data=FileData(content="".join(f"{line}\n" for line in lines), encoding="utf-8"),
             total_lines=page.total_lines,
             start_line=offset + 1,
             end_line=end,

@@ -256,7 +256,11 @@ class HistoryReadArgs(ToolArgs):
     """Arguments of ``history_read``."""
 
     segment: str = Field(description="The segment's .jsonl path, as history_search named it.")
-    message: int = Field(ge=0, description="The message's number in that segment.")
+    message: int = Field(
+        ge=0,
+        description="The message's number in that segment, from 0: the #N of its heading in "
+        "the .md, not its number in the thread.",
+    )
     offset: int = Field(default=0, ge=0, description="0-based first line to show.")
     column: int = Field(
         default=0, ge=0, description="0-based first character of that line (to read on in it)."

@@ -196,9 +196,11 @@ def test_files_are_stored_byte_exact(backend: WorkspaceBackend) -> None:
     backend.write("/crlf.txt", "a\r\nb\rc\n")
     (download,) = backend.download_files(["/crlf.txt"])
     assert download.content == b"a\r\nb\rc\n"
-    # The window handed to the model has LF endings, as on Deep Agents' own backends.
+    # The window handed to the model has LF endings, as on Deep Agents' own backends; a lone
+    # CR stays inside its line, as grep and ctxfs's read_file number the lines.
     read = backend.read("/crlf.txt")
-    assert read.file_data is not None and read.file_data["content"] == "a\nb\nc\n"
+    assert read.file_data is not None and read.file_data["content"] == "a\nb\rc\n"
+    assert read.total_lines == 2
 
 
 # -- ls -------------------------------------------------------------------------------------
@@ -630,7 +632,8 @@ def test_paging_through_a_file_gives_back_all_of_it(text: str, limit: int) -> No
         assert page.error is None and page.file_data is not None
         pages.append(page.file_data["content"])
         offset = page.next_offset
-    lf = "".join(text.splitlines(keepends=True)).replace("\r\n", "\n").replace("\r", "\n")
+    lf = text.replace("\r\n", "\n")
+    lf = lf.removesuffix("\r") if not lf.endswith("\n") else lf
     assert "".join(pages) == (lf if text.strip() else text)
 
 
@@ -710,3 +713,71 @@ def test_a_text_file_over_the_read_cap_is_read_as_a_stream_with_the_same_window(
         backend.write("/big.txt", text)
     expected, got = whole.read("/big.txt", offset, limit), streamed.read("/big.txt", offset, limit)
     assert got == expected
+
+
+_BREAKS = st.sampled_from(["\n", "\r\n", "\r", "\u2028", "\u2029", "\x0b", "\x0c", "\x85", "\x1c"])
+_PIECES = st.lists(
+    st.one_of(_BREAKS, st.sampled_from(["alpha", "é", "e\u0301", "👩‍💻", "\t", " ", "x" * 30])),
+    max_size=30,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(before=_PIECES, after=_PIECES, big=st.booleans())
+def test_a_grep_hit_is_the_line_read_shows_at_its_number(
+    before: list[str], after: list[str], big: bool
+) -> None:
+    """grep's line number N is the line read gives at ``offset=N-1``, for text with every
+    kind of line break, read whole or streamed: lines end at ``\\n`` only (a ``\\r`` before
+    it dropped), as ctxfs's grep, read_file and pointers count them. Deep Agents' own slicing
+    also breaks at a lone ``\\r``, U+2028 and the like, so a hit's number named another line."""
+    text = "".join(before) + "zebra" + "".join(after)
+    limits = Limits(max_read_bytes=1) if big else Limits()
+    backend = WorkspaceBackend(Workspace("memory://da-lines", limits=limits))
+    backend.write("/f.txt", text)
+    (hit,) = backend.grep("zebra").matches or []
+    read = backend.read("/f.txt", offset=hit["line"] - 1, limit=1)
+    assert read.error is None and read.file_data is not None, read
+    assert read.file_data["content"].removesuffix("\n") == hit["text"]
+    lines = text.split("\n")
+    assert read.total_lines == len(lines) - (lines[-1] == "")
+
+
+def test_a_streamed_line_shown_in_part_says_so() -> None:
+    """A line over ``limits.max_line_chars`` in a file read as a stream is marked clipped,
+    with its length, as grep marks it: it was cut at 2,000 characters without a word, and
+    passed for the whole line."""
+    backend = WorkspaceBackend(Workspace("memory://da-clip", limits=Limits(max_read_bytes=10)))
+    backend.write("/f.txt", "a\n" + "y" * 200_000 + "\nlast\n")
+    read = backend.read("/f.txt", offset=1, limit=1)
+    assert read.file_data is not None
+    assert read.file_data["content"] == "y" * 2_000 + " … [line clipped: 200000 chars]\n"
+    (hit,) = backend.grep("yyy").matches or []
+    assert read.file_data["content"] == hit["text"] + "\n"
+
+
+def test_an_offload_pointer_followed_with_the_backend_reads_the_lines_it_names() -> None:
+    """'read_file it from offset=N for the rest', given to Deep Agents' read_file (this
+    backend's read), starts at the first line the preview did not show, whatever line
+    breaks the lines hold (a lone CR, U+2028 and form feeds counted as breaks named a line
+    further on)."""
+    import re
+
+    from langchain_core.messages import ToolMessage
+
+    from ctxfs import ContextEngine, ContextPolicy
+
+    lines = [f"row {i}\u2028cont\x0c{i}\ra" for i in range(40)]
+    text = "\r\n".join(lines) + "\r\n"
+    ws = Workspace("memory://da-pointer")
+    engine = ContextEngine(
+        ws, ContextPolicy(max_input_tokens=8_000, tool_results={"threshold": {"tokens": 50}})
+    )
+    result = ToolMessage(text, tool_call_id="c", name="x")
+    shown = str(engine.offload_tool_result(result, thread_id="t").content)
+    path = re.search(r"saved to (\S+)\.\n", shown)
+    offset = re.search(r"from offset=(\d+) for the rest", shown)
+    assert path is not None and offset is not None, shown
+    read = WorkspaceBackend(ws).read(path.group(1), offset=int(offset.group(1)), limit=1_000)
+    assert read.file_data is not None and read.total_lines == len(lines)
+    assert read.file_data["content"] == "".join(f"{line}\n" for line in lines[int(offset[1]) :])

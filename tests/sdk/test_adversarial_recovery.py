@@ -437,3 +437,41 @@ def test_a_line_shown_in_part_leaves_its_ending_to_the_page_that_shows_its_end()
     assert end.endswith(
         "[every line shown ended with \\r, which is not shown]\n[no newline at the end of the file]"
     )
+
+
+# -- the Markdown twin and history_read ---------------------------------------------------------
+
+_HEADING = re.compile(
+    r"## Message (\d+) \(#(\d+) in this segment\): (\w+)[^\n]*\n\n(`{3,})\n([^\n]*)"
+)
+
+
+def test_each_markdown_heading_names_the_number_history_read_takes() -> None:
+    """A segment's .md numbers its messages as the thread does (the summary's 'messages
+    17-32 are in segment-0002.md' too), and history_read takes a message's number in the
+    segment: each heading gives both, and history_read on the second reads that message.
+    The headings gave only the thread's number; read with history_read it named the next
+    message of the segment, or none."""
+    ws = _workspace()
+    engine = ContextEngine(ws, ContextPolicy(max_input_tokens=4_000))
+    history: list[BaseMessage] = [SystemMessage("sys", id="s"), HumanMessage("task", id="h")]
+    for n in range(16):
+        history += [HumanMessage(f"ask {n} " * 80, id=f"g{n}"), AIMessage(f"ok {n} " * 200)]
+        if n in (7, 15):
+            history = engine.compact(history, thread_id="t", force=True).messages
+    tools = _tools(ws)
+    segments = sorted(p for p in ws.glob("**/*.md", "/transcripts").paths)
+    assert len(segments) == 2
+    seen = 0
+    for md in segments:
+        jsonl = md.removesuffix(".md") + ".jsonl"
+        for found in _HEADING.finditer(ws.read_text(md)):
+            thread_number, number, role = (int(found.group(1)), int(found.group(2)), found[3])
+            page = tools["history_read"](segment=jsonl, message=number)
+            assert page.startswith(f"[{jsonl} message {number} ({role})"), page
+            first = re.search(r"\n *1\t(.*)", page)
+            assert first is not None, page
+            assert first.group(1) == found.group(5), page
+            seen += 1
+            assert thread_number >= number
+    assert seen >= 16

@@ -4,6 +4,7 @@ compaction; each branch keeps its own segments, and nothing of any branch is los
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -254,3 +255,33 @@ def test_the_transcripts_command_lists_each_branch_and_its_segments(
         "fork",
         "fork-more",
     ]
+
+
+def test_each_branch_is_walked_from_its_summary_through_the_segments_it_continues() -> None:
+    """On a forked thread the folder holds both branches' segments, and the summary names
+    only its branch's latest ones ('and 6 older segments'): each .md says which segment it
+    continues, so the model walks back from the one its summary names through its own
+    branch's segments alone, and each of them holds that branch's messages."""
+    ws = Workspace("memory://branch-walk")
+    engine = ContextEngine(ws, POLICY, clock=clock)
+    main = Line(engine, [SystemMessage("agent", id="sys")], [SystemMessage("agent", id="sys")])
+    main.until_summarized("m")
+    fork = main.fork()
+    end = 100
+    for _ in range(3):
+        end = main.until_summarized("m", end)
+    for n in range(25):
+        healthy(fork.step("f", n))
+    folder = TranscriptArchive(ws, "t").directory
+    for line, other in ((main, r"f asks"), (fork, r"m asks 1\d\d:")):
+        summary = str(line.context[1].content)
+        named = re.findall(rf"{re.escape(folder)}/segment-\d+\.md", summary)
+        walked, md = [], named[0]
+        while md:
+            walked.append(int(md[-7:-3]))
+            text = ws.read_text(md)
+            assert not re.search(other, text)  # the other branch's messages are not on it
+            found = re.search(r"It continues (segment-\d+\.md)\.|It is the thread's first", text)
+            assert found is not None, text[:400]
+            md = f"{folder}/{found.group(1)}" if found.group(1) else ""
+        assert walked[::-1] == own_chain(ws, "t", named_segments(line.context, "t")[-1])

@@ -342,20 +342,41 @@ def test_reading_an_offloaded_file_back_is_cleared_to_a_pointer_to_that_file() -
     assert tools["read_file"](**args) == page  # repeating the call shows it again
 
 
-def test_the_transcript_index_is_not_a_stable_view_and_is_saved_like_any_result() -> None:
-    call: list[Any] = [
-        {"name": "read_file", "args": {"file_path": "/transcripts/t/index.json"}, "id": "r"}
-    ]
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read_file", {"file_path": "/transcripts/t/index.json"}),
+        ("read_file", {"file_path": "/memories/default.md"}),
+        ("grep", {"pattern": "output", "path": "/memories", "output_mode": "content"}),
+        ("read_file", {"file_path": "/sessions/s/state.json"}),
+    ],
+)
+def test_a_view_of_a_file_ctxfs_rewrites_is_saved_like_any_result(
+    tool: str, args: dict[str, Any]
+) -> None:
+    """The transcript index, long-term memory and workflow state files are rewritten as they
+    change: repeating a read of them later shows other text, so such a view is saved, not
+    cleared to 'repeat the call'. A read of a memory file was cleared that way, and once a
+    fact was added or forgotten the text the model had seen was nowhere."""
+    ws = Workspace(f"memory://clearing-rewritten-{next(_fresh)}")
+    for path in ("/transcripts/t/index.json", "/memories/default.md", "/sessions/s/state.json"):
+        ws.write_text(path, output(9))
+    shown = {f.name: f for f in tool_functions(ws)}[tool](**args)
+    assert "output 9 line 59" in shown
     messages = [
         *history(1),
-        AIMessage("", tool_calls=call, id="ar"),
-        ToolMessage(output(9), tool_call_id="r", name="read_file", id="tr"),
+        AIMessage("", tool_calls=[{"name": tool, "args": args, "id": "r"}], id="ar"),
+        ToolMessage(shown, tool_call_id="r", name=tool, id="tr"),
         *turn(5),
         *turn(6),
     ]
-    out = engine().clear_tool_results(messages, thread_id=THREAD)
+    out = engine(ws=ws).clear_tool_results(messages, thread_id=THREAD)
     kinds = {e.tool_call_id: e.kind for e in out.events if isinstance(e, ToolResultCleared)}
     assert kinds == {"c0": "saved", "r": "saved"}
+    for path in ("/transcripts/t/index.json", "/memories/default.md", "/sessions/s/state.json"):
+        ws.write_text(path, "rewritten since")
+    (back,) = [m for m in resolve_pointers(out.messages, ws) if m.id == "tr"]
+    assert back.content == shown
 
 
 # -- batching, stickiness, failures ---------------------------------------------------------

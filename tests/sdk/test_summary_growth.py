@@ -103,7 +103,8 @@ def test_the_text_names_the_latest_segments_and_where_the_others_are() -> None:
     assert (
         "the archived messages 15-16 are in /transcripts/t/segment-0008.md (earlier parts: "
         "/transcripts/t/segment-0004.md, /transcripts/t/segment-0005.md, "
-        "/transcripts/t/segment-0006.md, /transcripts/t/segment-0007.md) and 3 older segments."
+        "/transcripts/t/segment-0006.md, /transcripts/t/segment-0007.md) and 3 older segments "
+        "(each .md names the segment it continues)."
     ) in text
     assert (
         "Transcript segments: /transcripts/t/segment-0004.md, /transcripts/t/segment-0005.md, "
