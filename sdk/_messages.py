@@ -4,6 +4,7 @@ One home for the small questions every step asks of a message, so that they get 
 
 - :func:`text_blocks` / :func:`message_text`: the text of a content (a string, or the ``str``
   and ``{"type": "text"}`` blocks of a list; images and other blocks carry no text).
+- :func:`text_lines`: a text's lines as ``read_file`` and ``grep`` number them.
 - :func:`offloadable_text`: the text a step may move to a file, or ``None`` when moving it
   would lose something (non-text blocks, extra keys on a block, NUL characters, a lone
   surrogate no file can hold).
@@ -45,6 +46,7 @@ __all__ = [
     "target_path_of",
     "text_blocks",
     "text_layout",
+    "text_lines",
     "why_not_saved",
 ]
 
@@ -112,7 +114,27 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def _storable(text: str) -> bool:
     """Whether a file can hold ``text``: it holds no lone surrogate, which UTF-8 cannot
     encode (such text stays in the message, where it is kept as it is)."""
-    return text.isascii() or _SURROGATE.search(text) is None
+    return _surrogate_at(text) is None
+
+
+def _surrogate_at(text: str) -> int | None:
+    """Where ``text``'s first lone surrogate is, or ``None``."""
+    found = None if text.isascii() else _SURROGATE.search(text)
+    return None if found is None else found.start()
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` as ``read_file`` and ``grep`` number them: each ends at ``\n``
+    (a ``\r`` before it dropped), the last one with or without it; other line breaks (a
+    lone ``\r``, ``U+2028``, form feeds) stay inside their line.
+
+    >>> text_lines("a\\r\\nb\\u2028c\\n")
+    ['a', 'b\\u2028c']
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _saved(content: Content) -> tuple[str, tuple[LayoutEntry, ...]] | str:
@@ -141,10 +163,9 @@ def _saved(content: Content) -> tuple[str, tuple[LayoutEntry, ...]] | str:
                 return f"block {number} has keys JSON cannot hold ({exc})"
             layout.append(("text", len(block["text"]), rest))
     text = "".join(parts)
-    if not _storable(text):
-        at = _SURROGATE.search(text)
-        where = at.start() if at is not None else "?"
-        return f"its text holds a lone surrogate (at {where}), which UTF-8 cannot store"
+    at = _surrogate_at(text)
+    if at is not None:
+        return f"its text holds a lone surrogate (at {at}), which UTF-8 cannot store"
     if "\x00" in text:
         stand_in = next((c for c in NUL_STAND_INS if c not in text), None)
         if stand_in is None:

@@ -43,6 +43,7 @@ from ctxfs._errors import (
     WorkspaceError,
 )
 from ctxfs._layout import SDK_AREAS
+from ctxfs._messages import text_lines
 from ctxfs._workspace._glob import compile_glob
 from ctxfs._workspace._results import FileInfo as Entry
 from ctxfs._workspace._workspace import Workspace
@@ -136,17 +137,16 @@ def _slice_lines(text: str, offset: int, limit: int) -> ReadResult:
     if limit == 0:
         empty = FileData(content="", encoding="utf-8")
         return ReadResult(file_data=empty, no_lines_requested=True)
-    lines = text.split("\n")
-    last = lines.pop()
-    total = len(lines) + (last != "")
+    lines = text_lines(text)
+    total = len(lines)
     if offset >= total:
         return ReadResult(error=f"Line offset {offset} exceeds file length ({total} lines)")
     end = min(offset + limit, total)
-    window = [line.removesuffix("\r") + "\n" for line in lines[offset:end]]
-    if end > len(lines):
-        window.append(last.removesuffix("\r"))
+    window = "".join(f"{line}\n" for line in lines[offset:end])
+    if end == total and not text.endswith("\n"):
+        window = window[:-1]  # the last line keeps its lack of a newline
     return ReadResult(
-        file_data=FileData(content="".join(window), encoding="utf-8"),
+        file_data=FileData(content=window, encoding="utf-8"),
         total_lines=total,
         start_line=offset + 1,
         end_line=end,

@@ -29,6 +29,7 @@ from pydantic import Field
 
 from ctxfs._errors import WorkspaceError
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR, file_name, safe_name
+from ctxfs._messages import text_lines
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.tools._args import ToolArgs
 from ctxfs.tools._budget import OutputBudget
@@ -101,13 +102,13 @@ def message_lines(message: BaseMessage) -> list[str]:
     lines: list[str] = []
     content = message.content
     if isinstance(content, str):
-        lines += _text_lines(content)
+        lines += text_lines(content)
     else:
         for block in content:
             if isinstance(block, str):
-                lines += _text_lines(block)
+                lines += text_lines(block)
             elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                lines += _text_lines(str(block["text"]))
+                lines += text_lines(str(block["text"]))
             elif isinstance(block, dict):
                 lines.append(f"[{block.get('type', 'block')} block]")
     from langchain_core.messages import AIMessage
@@ -118,20 +119,10 @@ def message_lines(message: BaseMessage) -> list[str]:
             for key, value in call["args"].items():
                 if isinstance(value, str):
                     lines.append(f"{key}:")
-                    lines += _text_lines(value)
+                    lines += text_lines(value)
                 else:
                     lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
     return lines
-
-
-def _text_lines(text: str) -> list[str]:
-    """The lines of ``text`` as ``read_file`` and ``grep`` number them: each ends at ``\\n``
-    (a ``\\r`` before it dropped), the last one with or without it; other line breaks
-    (a lone ``\\r``, ``U+2028``, form feeds) stay inside their line."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
 
 
 def _words(text: str) -> list[str]:
@@ -184,7 +175,7 @@ def _documents(
                     yield _Document(path, number, message.type, tuple(message_lines(message)))
             else:
                 text = data.decode("utf-8", errors="replace")
-                yield _Document(path, None, "", tuple(_text_lines(text)))
+                yield _Document(path, None, "", tuple(text_lines(text)))
 
 
 def search_history(
