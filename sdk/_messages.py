@@ -4,7 +4,6 @@ One home for the small questions every step asks of a message, so that they get 
 
 - :func:`text_blocks` / :func:`message_text`: the text of a content (a string, or the ``str``
   and ``{"type": "text"}`` blocks of a list; images and other blocks carry no text).
-- :func:`text_lines`: a text's lines as ``read_file`` and ``grep`` number them.
 - :func:`offloadable_text`: the text a step may move to a file, or ``None`` when moving it
   would lose something (non-text blocks, extra keys on a block, NUL characters, a lone
   surrogate no file can hold).
@@ -46,7 +45,6 @@ __all__ = [
     "target_path_of",
     "text_blocks",
     "text_layout",
-    "text_lines",
     "why_not_saved",
 ]
 
@@ -121,20 +119,6 @@ def _surrogate_at(text: str) -> int | None:
     """Where ``text``'s first lone surrogate is, or ``None``."""
     found = None if text.isascii() else _SURROGATE.search(text)
     return None if found is None else found.start()
-
-
-def text_lines(text: str) -> list[str]:
-    """The lines of ``text`` as ``read_file`` and ``grep`` number them: each ends at ``\n``
-    (a ``\r`` before it dropped), the last one with or without it; other line breaks (a
-    lone ``\r``, ``U+2028``, form feeds) stay inside their line.
-
-    >>> text_lines("a\\r\\nb\\u2028c\\n")
-    ['a', 'b\\u2028c']
-    """
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
 
 
 def _saved(content: Content) -> tuple[str, tuple[LayoutEntry, ...]] | str:

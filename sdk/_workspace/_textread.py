@@ -17,7 +17,14 @@ from ctxfs._errors import FileTooLargeError, NotTextError
 from ctxfs._workspace._results import ReadResult
 from ctxfs.backends import Store
 
-__all__ = ["CHUNK_BYTES", "check_page_request", "decode_text", "read_capped", "read_page"]
+__all__ = [
+    "CHUNK_BYTES",
+    "check_page_request",
+    "decode_text",
+    "read_capped",
+    "read_page",
+    "text_lines",
+]
 
 CHUNK_BYTES = 1 << 16
 
@@ -152,6 +159,20 @@ def _lines(
         raise _not_utf8(path, exc) from None
     if length:
         yield emit()
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` as ``read_file`` and ``grep`` number them: each ends at ``\n``
+    (a ``\r`` before it dropped), the last one with or without it; other line breaks (a
+    lone ``\r``, ``U+2028``, form feeds) stay inside their line.
+
+    >>> text_lines("a\\r\\nb\\u2028c\\n")
+    ['a', 'b\\u2028c']
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def read_page(

@@ -43,9 +43,9 @@ from ctxfs._errors import (
     WorkspaceError,
 )
 from ctxfs._layout import SDK_AREAS
-from ctxfs._messages import text_lines
 from ctxfs._workspace._glob import compile_glob
 from ctxfs._workspace._results import FileInfo as Entry
+from ctxfs._workspace._textread import text_lines
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.sandbox import relative_to
 

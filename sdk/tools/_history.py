@@ -29,7 +29,7 @@ from pydantic import Field
 
 from ctxfs._errors import WorkspaceError
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR, file_name, safe_name
-from ctxfs._messages import text_lines
+from ctxfs._workspace._textread import text_lines
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.tools._args import ToolArgs
 from ctxfs.tools._budget import OutputBudget
