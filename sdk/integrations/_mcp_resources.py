@@ -16,7 +16,7 @@ from urllib.parse import unquote
 
 from ctxfs._errors import IsADirectoryPathError, PathNotFoundError
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR
-from ctxfs._workspace._quote import quote
+from ctxfs._workspace._quote import quote, usable_path
 from ctxfs._workspace._results import FileInfo
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.integrations._mcp_tools import MCP_NAMES, URI_PREFIX, resource_uri
@@ -159,7 +159,8 @@ def _saved_files(workspace: Workspace) -> Iterator[FileInfo]:
     found: list[FileInfo] = []
     for area in RESOURCE_AREAS:
         try:
-            found.extend(workspace.store.walk(area))
+            # a name no workspace path can be (see usable_path) has no URI to read it by
+            found.extend(info for info in workspace.store.walk(area) if usable_path(info.path))
         except PathNotFoundError:
             continue  # nothing saved there yet
     return iter(sorted(found, key=lambda info: info.path))

@@ -44,6 +44,7 @@ from ctxfs._errors import (
 )
 from ctxfs._layout import SDK_AREAS
 from ctxfs._workspace._glob import compile_glob
+from ctxfs._workspace._quote import shown_path
 from ctxfs._workspace._results import FileInfo as Entry
 from ctxfs._workspace._textread import text_lines
 from ctxfs._workspace._workspace import Workspace
@@ -230,9 +231,10 @@ class WorkspaceBackend(BackendProtocol):
         infos: list[FileInfo] = []
         for entry in entries:
             if entry.is_dir:
-                infos.append({"path": entry.path + "/", "is_dir": True, "size": 0})
+                infos.append({"path": shown_path(entry.path) + "/", "is_dir": True, "size": 0})
             else:
-                infos.append({"path": entry.path, "is_dir": False, "size": entry.size or 0})
+                size = entry.size or 0
+                infos.append({"path": shown_path(entry.path), "is_dir": False, "size": size})
         return LsResult(entries=infos)
 
     # -- reading --------------------------------------------------------------------------
@@ -402,7 +404,8 @@ class WorkspaceBackend(BackendProtocol):
             if matcher(relative_to(info.path, base) or info.name):
                 if len(matches) == cap:
                     return GlobResult(matches=matches, truncated=True, truncation_reason="budget")
-                matches.append({"path": info.path, "is_dir": False, "size": info.size or 0})
+                shown = shown_path(info.path)
+                matches.append({"path": shown, "is_dir": False, "size": info.size or 0})
         return GlobResult(matches=matches)
 
     def _files(self, base: str) -> list[Entry]:
@@ -446,5 +449,6 @@ class WorkspaceBackend(BackendProtocol):
                     continue
                 if max_count is not None and len(matches) == max_count:
                     return GrepResult(matches=matches, truncated=True)
-                matches.append({"path": file.path, "line": line.line_number, "text": line.text})
+                shown = shown_path(file.path)
+                matches.append({"path": shown, "line": line.line_number, "text": line.text})
         return GrepResult(matches=matches)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
-from ctxfs._workspace._quote import quote
+from ctxfs._workspace._quote import UNUSABLE_NAME, quote, shown_path, usable_path
 from ctxfs._workspace._results import (
     FileInfo,
     FileResult,
@@ -219,7 +219,7 @@ def format_ls(
     if not entries:
         return f"(directory {path} is empty)"
     _check_offset(offset, len(entries), "entry", "entries")
-    lines = [f"{e.path}/" if e.is_dir else e.path for e in entries[offset : offset + cap]]
+    lines = [_listed(e.path, "/" if e.is_dir else "") for e in entries[offset : offset + cap]]
 
     def notes(shown: int) -> list[str]:
         return _page_notes(
@@ -253,7 +253,7 @@ def format_glob(
     if not result.paths and not offset:
         return f"No files match {quote(pattern)} under {path}"
     _check_offset(offset, result.total, "match", "matches")
-    page = list(result.paths[offset:])
+    page = [_listed(p) for p in result.paths[offset:]]
 
     def notes(shown: int) -> list[str]:
         return _page_notes(
@@ -267,6 +267,13 @@ def format_glob(
         )
 
     return _fit(page, notes, budget)
+
+
+def _listed(path: str, end: str = "") -> str:
+    """A listed path: as it is, or escaped and marked when no tool can open it."""
+    if usable_path(path):
+        return path + end
+    return shown_path(path) + end + UNUSABLE_NAME
 
 
 def _check_offset(offset: int, total: int, one: str, many: str) -> None:
@@ -400,7 +407,7 @@ def format_grep(
 def _file_entries(result: GrepResult, offset: int, count: int) -> Iterator[str]:
     count_mode = result.output_mode == "count"
     for f in result.files[offset : offset + count]:
-        yield f"{f.path}:{f.match_count}" if count_mode else f.path
+        yield f"{shown_path(f.path)}:{f.match_count}" if count_mode else _listed(f.path)
 
 
 def _content_entries(
@@ -427,7 +434,7 @@ def _content_entries(
 def _content_line(file_path: str, line: GrepLine, line_numbers: bool) -> str:
     mark = ":" if line.is_match else "-"
     number = f"{line.line_number}{mark}" if line_numbers else ""
-    return f"{file_path}{mark}{number}{line.text}"
+    return f"{shown_path(file_path)}{mark}{number}{line.text}"
 
 
 def _skip_notes(result: GrepResult, names: ToolNames) -> list[str]:
@@ -448,6 +455,6 @@ def _skip_notes(result: GrepResult, names: ToolNames) -> list[str]:
 
 
 def _names(paths: Sequence[str]) -> str:
-    shown = ", ".join(paths[:MAX_LISTED_SKIPS])
+    shown = ", ".join(map(shown_path, paths[:MAX_LISTED_SKIPS]))
     rest = len(paths) - MAX_LISTED_SKIPS
     return f"{shown} and {rest} more" if rest > 0 else shown
