@@ -13,9 +13,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "JsonDepthError", "json_depth", "loads_bounded"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "JsonDepthError",
+    "dumps_any",
+    "dumps_compact",
+    "json_depth",
+    "loads_bounded",
+]
 
 MAX_JSON_DEPTH = 64
 """The deepest nesting of arrays and objects ctxfs reads back (its own files nest under 10)."""
@@ -103,3 +111,58 @@ def loads_bounded(
     except ValueError as exc:  # int() past sys.get_int_max_str_digits()
         doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
         raise json.JSONDecodeError(f"a number too long to read ({exc})", doc, 0) from None
+
+
+def dumps_compact(value: object) -> str:
+    """``value`` as compact JSON with sorted keys (see :func:`dumps_any`).
+
+    >>> dumps_compact({"b": 1, "a": [True, None]})
+    '{"a":[true,null],"b":1}'
+    """
+    return dumps_any(value, separators=(",", ":"))
+
+
+def dumps_any(
+    value: object, *, separators: tuple[str, str] | None = None, sort_keys: bool = True
+) -> str:
+    """``value`` as JSON (keys sorted unless ``sort_keys=False``), not ASCII-escaped, for values
+    JSON cannot hold too.
+
+    A message's tool-call arguments are usually what a model sent, but code can build a call
+    with any Python values. What JSON cannot hold is written as its ``str`` (bytes, a date, a
+    set); keys that cannot be sorted are kept in their order; a value nested deeper than
+    :data:`MAX_JSON_DEPTH` or holding itself is cut there (``"…"``) instead of raising from
+    deep inside the encoder. This is for counting and showing a value, never for storing it.
+
+    >>> print(dumps_any({"when": b"x", 1: {2}}))
+    {"when": "b'x'", "1": "{2}"}
+    """
+    try:
+        return json.dumps(
+            value, ensure_ascii=False, separators=separators, sort_keys=sort_keys, default=str
+        )
+    except (TypeError, ValueError, RecursionError):
+        pass
+    plain = _plain(value, 0, set(), sort_keys)
+    return json.dumps(plain, ensure_ascii=False, separators=separators)
+
+
+def _plain(value: object, depth: int, above: set[int], sort_keys: bool) -> object:
+    """``value`` as what :func:`json.dumps` takes: the fallback of :func:`dumps_compact`."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if not isinstance(value, (dict, list, tuple)):
+        return str(value)
+    if depth >= MAX_JSON_DEPTH or id(value) in above:
+        return "…"  # too deep, or a container holding itself
+    above.add(id(value))
+    try:
+        if isinstance(value, dict):
+            items = list(value.items())
+            if sort_keys:
+                with suppress(TypeError):  # keys of several types: kept in their order
+                    items.sort(key=lambda item: item[0])
+            return {str(k): _plain(v, depth + 1, above, sort_keys) for k, v in items}
+        return [_plain(v, depth + 1, above, sort_keys) for v in value]
+    finally:
+        above.discard(id(value))

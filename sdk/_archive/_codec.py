@@ -30,6 +30,8 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
+from ctxfs._errors import ArchiveError
+
 __all__ = [
     "decode_jsonl",
     "encode_jsonl",
@@ -68,8 +70,24 @@ def encode_jsonl(messages: Sequence[BaseMessage]) -> bytes:
 
 
 def encode_lines(messages: Sequence[BaseMessage]) -> list[str]:
-    """Returns the JSONL lines of :func:`encode_jsonl`, one per message, without newlines."""
-    return [_encode_line(d) for d in messages_to_dict(list(messages))]
+    """Returns the JSONL lines of :func:`encode_jsonl`, one per message, without newlines.
+
+    Raises:
+        ArchiveError: A message holds data no transcript can keep and give back: nested
+            deeper than the JSON reader follows, or a container that holds itself.
+    """
+    lines = []
+    for at, data in enumerate(messages_to_dict(list(messages))):
+        try:
+            line = _encode_line(data)
+        except (RecursionError, ValueError) as exc:
+            why = "nests too deeply" if isinstance(exc, RecursionError) else str(exc).lower()
+            raise ArchiveError(
+                f"message {at + 1} of the part to archive cannot be written as a transcript: "
+                f"its data {why}"
+            ) from None
+        lines.append(line)
+    return lines
 
 
 def joined(lines: Sequence[str]) -> bytes:

@@ -23,14 +23,13 @@ Messages written before pointers carried metadata are read by :mod:`ctxfs._point
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ctxfs._json import loads_bounded
+from ctxfs._json import dumps_any, loads_bounded
 from ctxfs._messages import Content, LayoutEntry, replace_tool_arg, restore_text, text_layout
 from ctxfs._pointers._legacy import LegacyPointer, legacy_input_pointer, legacy_result_pointer
 from ctxfs._sections import neutralize, quote_lines
@@ -411,7 +410,7 @@ def brief_call(
         return f"{name or 'tool'}(?)"
     shown = []
     for key, value in args.items():
-        rendered = json.dumps(value, ensure_ascii=False, default=str)
+        rendered = dumps_any(value, sort_keys=False)
         shown.append(f"{key}={_cut(rendered, value_width)}")
     return _one_line(f"{name or 'tool'}({', '.join(shown)})", width)
 

@@ -10,13 +10,13 @@ callers share everything here; only the model call differs (:func:`call_model`,
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from ctxfs._json import dumps_any
 from ctxfs._messages import message_text
 from ctxfs._policy._prompt import DEFAULT_SUMMARY_PROMPT
 from ctxfs._summary._message import SECTION_INTENT, SECTION_SUMMARY, SUMMARY_TAG, SummaryState
@@ -123,7 +123,7 @@ def _render(message: BaseMessage) -> str:
         lines.append(text)
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
-            args = json.dumps(call["args"], ensure_ascii=False, sort_keys=True)
+            args = dumps_any(call["args"])
             lines.append(f"(tool call {call['name']} {args})")
     return "\n".join(lines)
 

@@ -27,7 +27,6 @@ Any other tokenizer plugs in through :func:`as_token_counter`: an object with th
 from __future__ import annotations
 
 import copy
-import json
 import weakref
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import tiktoken
 
+from ctxfs._json import dumps_compact
 from ctxfs._tokens._media import media_tokens
 
 if TYPE_CHECKING:
@@ -113,7 +113,8 @@ def message_text_parts(message: BaseMessage) -> list[str]:
 
 
 def _compact_json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    # any Python value a call was built with: see dumps_compact
+    return dumps_compact(value)
 
 
 def _fingerprint(message: BaseMessage) -> object:
@@ -142,6 +143,7 @@ def _fingerprint(message: BaseMessage) -> object:
     )
 
 
+_NEVER_EQUAL = object()
 _Snapshot = tuple[type, object, object, object, int]
 """Type, content, tool calls, invalid tool calls (``None`` for other messages), tokens."""
 _MAX_ID_ENTRIES = 200_000
@@ -155,8 +157,13 @@ def _snapshot(message: BaseMessage, tokens: int) -> _Snapshot:
     calls: object = None
     invalid: object = None
     if isinstance(message, _AI or _ai_message()):
-        calls = copy.deepcopy(message.tool_calls)
-        invalid = copy.deepcopy(message.invalid_tool_calls)
+        try:
+            calls = copy.deepcopy(message.tool_calls)
+            invalid = copy.deepcopy(message.invalid_tool_calls)
+        except RecursionError:
+            # Arguments nested too deep to copy: a snapshot no message equals, so this
+            # message is counted again at each call rather than trusted unchanged.
+            calls = invalid = _NEVER_EQUAL
     return (type(message), content, calls, invalid, tokens)
 
 

@@ -17,7 +17,6 @@ of at most the output budget, a cap on what one search reads).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 from pydantic import Field
 
 from ctxfs._errors import WorkspaceError
+from ctxfs._json import dumps_any
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR, file_name, safe_name
 from ctxfs._workspace._textread import text_lines
 from ctxfs._workspace._workspace import Workspace
@@ -121,7 +121,7 @@ def message_lines(message: BaseMessage) -> list[str]:
                     lines.append(f"{key}:")
                     lines += text_lines(value)
                 else:
-                    lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+                    lines.append(f"{key}: {dumps_any(value, sort_keys=False)}")
     return lines
 
 
