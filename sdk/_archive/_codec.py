@@ -39,11 +39,13 @@ __all__ = [
     "joined",
     "json_bytes",
     "markdown_range",
+    "markdown_thread",
     "render_markdown",
     "sha",
 ]
 
 _MARKDOWN_RANGE = re.compile(rb"^# Transcript of thread .*, messages (\d+)-(\d+)\n")
+_MARKDOWN_THREAD = re.compile(rb'^# Transcript of thread (".*"), messages \d+-\d+\n')
 
 
 def sha(data: bytes) -> str:
@@ -57,6 +59,19 @@ def markdown_range(markdown: bytes) -> tuple[int, int] | None:
     if found is None:
         return None
     return int(found.group(1)), int(found.group(2)) + 1
+
+
+def markdown_thread(markdown: bytes) -> str | None:
+    """Returns the thread id a Markdown twin's heading gives, if any (check it against the
+    folder it was found in: a heading is text anyone may have written)."""
+    found = _MARKDOWN_THREAD.match(markdown)
+    if found is None:
+        return None
+    try:
+        thread = json.loads(found.group(1))
+    except (ValueError, RecursionError):
+        return None
+    return thread if isinstance(thread, str) else None
 
 
 def encode_jsonl(messages: Sequence[BaseMessage]) -> bytes:

@@ -244,7 +244,8 @@ class PagedIndex:
             The segments, oldest first; the Markdown paths of ``expected`` that have no
             record and no complete files either; and whether the index was written (False
             when another writer rewrote it meanwhile, or when something expected is lost:
-            then nothing is written, so the index never loses an entry).
+            then nothing is written, so the index never loses an entry; or when the
+            folder is read-only: then the segments are read, and nothing is written).
         """
         numbers, torn = self._listed_numbers()
         wanted = {path.rsplit("/", 1)[-1] for path in expected}
@@ -266,7 +267,7 @@ class PagedIndex:
         segments = with_parents([found[n] for n in sorted(found)])
         listed = {segment.markdown_path for segment in segments}
         lost = [path for path in expected if path not in listed]
-        if lost or not segments:
+        if lost or not segments or self.read_only:
             return segments, lost, False
         return segments, lost, self.store_all(segments, version)
 
@@ -277,6 +278,12 @@ class PagedIndex:
             if not self._folder.put(path, json_bytes(segment.to_json())):
                 raise ArchiveError(f"{path} holds a record that differs from the index")
         self.store_all(entries, version)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the thread's folder is read-only in this workspace (a command that only
+        looks): a damaged index is then read around, from the records, never rewritten."""
+        return self._workspace.is_read_only(self._folder.directory)
 
     def _listed_numbers(self) -> tuple[set[int], set[int]]:
         """Segment numbers with a record in the folder, and those whose record is torn."""
@@ -332,6 +339,8 @@ class PagedIndex:
             markdown_sha256=sha(markdown),
             markdown_bytes=len(markdown),
         )
+        if self.read_only:
+            return segment
         recorded = self._folder.put_record(
             self._folder.record_path(number), json_bytes(segment.to_json())
         )

@@ -39,6 +39,7 @@ __all__ = [
     "ThreadFolder",
     "segment_number",
     "thread_transcript_dir",
+    "unvouched",
 ]
 
 INDEX_NAME = "index.json"
@@ -159,6 +160,39 @@ def segment_number(path: str) -> int | None:
     return int(found.group(1)) if found is not None else None
 
 
+def unvouched(workspace: Workspace, path: str, data: bytes) -> str | None:
+    """Why ``data``, read from the segment file ``path``, is not what its record vouches
+    for; ``None`` when it is, or when no record can say (a segment not committed yet, an
+    archive from before records, a record that is missing or torn).
+
+    A segment file is written once and never changed: bytes that differ from the size and
+    SHA-256 its record holds were changed afterwards (a user, a script, a disk), and its
+    messages are not the ones archived.
+
+    Raises:
+        ArchiveError: The record could not be asked for.
+    """
+    number = segment_number(path)
+    if number is None:
+        return None
+    record = f"{path.rsplit('/', 1)[0]}/segment-{number:04d}.json"
+    segment = _record_at(workspace, record)
+    if segment is None:
+        return None
+    if path.endswith(".jsonl"):
+        size, digest = segment.jsonl_bytes, segment.jsonl_sha256
+    elif path.endswith(".md"):
+        size, digest = segment.markdown_bytes, segment.markdown_sha256
+    else:
+        return None
+    if len(data) == size and sha(data) == digest:
+        return None
+    return (
+        f"{path} was changed after it was archived: its size and SHA-256 differ from those "
+        f"its record {record} holds, so what it holds now is not the archived text"
+    )
+
+
 class ThreadFolder:
     """A thread's transcript folder: its file names, and the storage calls on them.
 
@@ -258,13 +292,17 @@ class ThreadFolder:
 
     def read_record(self, path: str) -> ArchiveSegment | None:
         """A segment's record; ``None`` if it is missing or torn."""
-        try:
-            raw = self.workspace.read_bytes(path)
-        except PathNotFoundError:
-            return None
-        except (WorkspaceError, OSError) as exc:
-            raise ArchiveError(f"could not read {path}: {exc}") from exc
-        try:
-            return ArchiveSegment.from_json(json.loads(raw))
-        except (ValueError, TypeError, AttributeError, RecursionError, ArchiveError):
-            return None  # a torn record
+        return _record_at(self.workspace, path)
+
+
+def _record_at(workspace: Workspace, path: str) -> ArchiveSegment | None:
+    try:
+        raw = workspace.read_bytes(path)
+    except PathNotFoundError:
+        return None
+    except (WorkspaceError, OSError) as exc:
+        raise ArchiveError(f"could not read {path}: {exc}") from exc
+    try:
+        return ArchiveSegment.from_json(json.loads(raw))
+    except (ValueError, TypeError, AttributeError, RecursionError, ArchiveError):
+        return None  # a torn record

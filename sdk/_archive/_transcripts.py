@@ -183,7 +183,8 @@ class TranscriptArchive:
             reason = f"the index lacked {', '.join(missing)}"
             return self._rebuild(reason, expected, head.version, entries)
         if head.format_version < RECORDS_SINCE:
-            self._index.migrate(entries, head.version)
+            if not self._index.read_only:
+                self._index.migrate(entries, head.version)
             return entries
         self._loaded = (head, entries)
         return entries
@@ -243,8 +244,14 @@ class TranscriptArchive:
             )
         if not segments:
             return ()  # a thread with nothing archived yet
-        done = "rebuilt" if stored else "read (another writer rewrote the index meanwhile)"
-        self._repairs.append(f"{reason}; {done} from {len(segments)} segment record(s)")
+        count = f"{len(segments)} segment record(s)"
+        if stored:
+            done = f"rebuilt from {count}"
+        elif self._index.read_only:
+            done = f"read from {count} instead (read-only here: the index is left as it is)"
+        else:
+            done = f"read from {count} (another writer rewrote the index meanwhile)"
+        self._repairs.append(f"{reason}; {done}")
         return segments
 
     def branches(self) -> tuple[TranscriptBranch, ...]:

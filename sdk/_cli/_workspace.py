@@ -9,6 +9,7 @@ nothing matches, like ``rg``. Workspaces are opened read-only: these commands ne
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from typing import IO, TYPE_CHECKING, Any
 
@@ -310,9 +311,17 @@ def _transcripts(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         numbers = ", ".join(str(s.number) for s in segments)
         raise CliError(f"thread {threads[0]!r} has no segment {args.show} (segments: {numbers})")
     try:
-        write_file_bytes(workspace.read_bytes(segment.markdown_path), out)
+        markdown = workspace.read_bytes(segment.markdown_path)
     except WorkspaceError as exc:
         raise CliError(f"could not read {segment.markdown_path}: {exc}") from None
+    digest = hashlib.sha256(markdown).hexdigest()
+    if len(markdown) != segment.markdown_bytes or digest != segment.markdown_sha256:
+        raise CliError(
+            f"{segment.markdown_path} was changed after it was archived: its size and SHA-256 "
+            "differ from those its record holds, so it is not the archived transcript "
+            "(`ctxfs cat` prints what it holds now)"
+        )
+    write_file_bytes(markdown, out)
     return 0
 
 
@@ -332,7 +341,9 @@ def _search(workspace: Workspace, words: str, thread: str | None, out: IO[str]) 
 
 
 def _threads(workspace: Workspace) -> list[str]:
-    """The thread ids that have a transcript index, sorted."""
+    """The thread ids that have transcripts, sorted: named by their index, or, when it is
+    missing or damaged, by the heading of one of their segments (a run that stopped between
+    committing its first segment and writing the index leaves records and no index)."""
     from ctxfs._archive._transcripts import INDEX_NAME
 
     try:
@@ -342,14 +353,39 @@ def _threads(workspace: Workspace) -> list[str]:
     threads = []
     for folder in folders:
         index = f"{folder.path}/{INDEX_NAME}"
+        problem = None
         try:
             data = json.loads(workspace.read_text(index))
             threads.append(str(data["thread_id"]))
+            continue
         except PathNotFoundError:
-            continue  # a folder without an index holds nothing committed
+            pass  # nothing committed, or a run that stopped before writing the index
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise ArchiveError(f"{index} is not a transcript index ({_reason(exc)})") from None
+            problem = f"{index} is not a transcript index ({_reason(exc)})"
+        thread = _thread_of_segments(workspace, folder.path)
+        if thread is not None:
+            threads.append(thread)
+        elif problem is not None:
+            raise ArchiveError(problem)
     return sorted(threads)
+
+
+def _thread_of_segments(workspace: Workspace, folder: str) -> str | None:
+    """The thread whose segments ``folder`` holds, read from their Markdown headings."""
+    from ctxfs._archive._codec import markdown_thread
+    from ctxfs._archive._segment import segment_number, thread_transcript_dir
+
+    names = sorted(
+        e.path for e in workspace.ls(folder) if e.path.endswith(".md") and segment_number(e.path)
+    )
+    for path in names:
+        try:
+            thread = markdown_thread(workspace.read_bytes(path))
+        except WorkspaceError:
+            continue
+        if thread is not None and thread_transcript_dir(thread) == folder:
+            return thread
+    return None
 
 
 def _reason(exc: BaseException) -> str:
@@ -360,12 +396,19 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _segments(workspace: Workspace, thread: str) -> tuple[ArchiveSegment, ...]:
-    """The thread's segments, as the archive reads them from its index."""
+def _segments(
+    workspace: Workspace, thread: str, notes: list[str] | None = None
+) -> tuple[ArchiveSegment, ...]:
+    """The thread's segments, as the archive reads them from its index (or around it, from
+    the segments' records, when it is missing or damaged: then ``notes`` says so)."""
     from ctxfs._archive._transcripts import TranscriptArchive
 
+    archive = TranscriptArchive(workspace, thread)
     try:
-        return TranscriptArchive(workspace, thread).segments()
+        segments = archive.segments()
+        if notes is not None:
+            notes += archive.repairs
+        return segments
     except (WorkspaceError, ValueError, TypeError, KeyError, RecursionError) as exc:
         reason = _reason(exc)
         if _caused_by_read_only(exc):
@@ -392,8 +435,10 @@ def _listing(workspace: Workspace, thread: str) -> str:
     from ctxfs._archive._transcripts import TranscriptArchive
 
     archive = TranscriptArchive(workspace, thread)
-    segments = _segments(workspace, thread)
+    notes: list[str] = []
+    segments = _segments(workspace, thread, notes)
     lines = [f"Thread {thread!r}: {len(segments)} segment(s) in {archive.directory}/"]
+    lines += [f"  ({note})" for note in notes]
     for segment in segments:
         lines.append(_segment_line(segment))
     found = branches(segments)

@@ -11,8 +11,10 @@ model find its way back into it without knowing file names:
   named them.
 
 Both read the files themselves, not the index, so a segment is searchable as soon as its file
-is written, whatever the state of the index; both are bounded like the other tools (a page
-of at most the output budget, a cap on what one search reads).
+is written, whatever the state of the index; a committed segment's file is checked against
+the size and SHA-256 its record holds, and one changed since is named, never shown as the
+archived text. Both are bounded like the other tools (a page of at most the output budget,
+a cap on what one search reads).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 
 from pydantic import Field
 
-from ctxfs._errors import WorkspaceError
+from ctxfs._errors import ArchiveError, WorkspaceError
 from ctxfs._json import dumps_any
 from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR, file_name, safe_name
 from ctxfs._workspace._textread import text_lines
@@ -167,9 +169,16 @@ def _documents(
             scanned += len(data)
             if transcript:
                 try:
+                    changed = _unvouched(workspace, path, data)
                     messages = _decode(data)
+                except WorkspaceError as exc:
+                    notes.append(f"{path} was not searched: {exc}")
+                    continue
                 except ValueError:
                     notes.append(f"{path} is not a readable transcript")
+                    continue
+                if changed is not None:
+                    notes.append(f"{changed}; it was not searched")
                     continue
                 for number, message in enumerate(messages):
                     yield _Document(path, number, message.type, tuple(message_lines(message)))
@@ -323,7 +332,13 @@ def history_functions(
                 f"{segment}: not a transcript segment; give the .jsonl path history_search "
                 "named (under /transcripts/)"
             )
-        messages = _decode(workspace.read_bytes(path))
+        data = workspace.read_bytes(path)
+        changed = _unvouched(workspace, path, data)
+        if changed is not None:
+            raise ArchiveError(
+                f"{changed}; {names.read_file} shows what it holds now, with no such guarantee"
+            )
+        messages = _decode(data)
         if message >= len(messages):
             raise ValueError(
                 f"{path} holds {plural(len(messages), 'message')} (numbered from 0); there is "
@@ -401,6 +416,12 @@ def hit_line(hit: HistoryHit) -> str:
     if hit.message is None:
         return f"{hit.path}:{hit.line}: {text}"
     return f"{hit.path} message {hit.message} ({hit.role}) line {hit.line}: {text}"
+
+
+def _unvouched(workspace: Workspace, path: str, data: bytes) -> str | None:
+    from ctxfs._archive._segment import unvouched
+
+    return unvouched(workspace, path, data)
 
 
 def _decode(data: bytes) -> list[BaseMessage]:
