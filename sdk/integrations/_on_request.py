@@ -14,7 +14,10 @@ the agent that happens to be called ``compact_conversation`` is left alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Final, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, ToolMessage
@@ -26,6 +29,7 @@ from langgraph.types import Command
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._compaction._escalation import NothingToCompact
 from ctxfs._events import CompactionResult, Summarized
+from ctxfs._summary._message import SummaryState, summary_state
 from ctxfs.integrations._hooks import (
     ContextHooks,
     current_thread_id,
@@ -41,6 +45,7 @@ __all__ = [
     "acompact_on_request",
     "compact_on_request",
     "compact_tool",
+    "history_branch",
     "history_tools",
     "is_compact_tool",
 ]
@@ -57,10 +62,52 @@ _DESCRIPTION: Final = (
 
 
 def history_tools(engine: ContextEngine, max_tokens: int | Callable[[], int]) -> list[BaseTool]:
-    """``history_search`` and ``history_read`` over the current run's thread."""
+    """``history_search`` and ``history_read`` over the current run's thread, and within it
+    the branch the graph state is on (set by :func:`history_branch` around a tool call)."""
     budget = OutputBudget(max_tokens, engine.token_counter)
-    functions = history_functions(engine.workspace, budget, thread_id=current_thread_id)
+    functions = history_functions(
+        engine.workspace, budget, thread_id=current_thread_id, branch=_LEAF.get
+    )
     return [as_langchain_tool(function) for function in functions]
+
+
+_LEAF: ContextVar[int | None] = ContextVar("ctxfs_history_leaf", default=None)
+_SEGMENT = re.compile(r"segment-(\d+)\.md$")
+_SUMMARY_SLOTS: Final = 16
+"""Where a summary is looked for first: it follows the system prompt, the pins follow it."""
+
+
+@contextmanager
+def history_branch(state: object) -> Iterator[None]:
+    """While a tool call runs: the last archived segment of the history in ``state`` (the
+    one its ctxfs summary names; ``0`` with no summary), for the history tools' branch."""
+    token = _LEAF.set(_leaf_of(state))
+    try:
+        yield
+    finally:
+        _LEAF.reset(token)
+
+
+def _summary_in(messages: list[object]) -> SummaryState | None:
+    for message in messages:
+        if isinstance(message, BaseMessage):
+            found = summary_state(message)
+            if found is not None:
+                return found
+    return None
+
+
+def _leaf_of(state: object) -> int | None:
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    if not isinstance(messages, list):
+        return None  # not an agent's state: every branch is searched
+    found = _summary_in(messages[:_SUMMARY_SLOTS]) or _summary_in(messages[_SUMMARY_SLOTS:])
+    if found is None:
+        return 0
+    if not found.transcripts:
+        return None
+    match = _SEGMENT.search(found.transcripts[-1])
+    return int(match.group(1)) if match else None
 
 
 def compact_tool() -> BaseTool:

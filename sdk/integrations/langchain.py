@@ -48,6 +48,7 @@ from ctxfs.integrations._on_request import (
     acompact_on_request,
     compact_on_request,
     compact_tool,
+    history_branch,
     history_tools,
     is_compact_tool,
 )
@@ -516,6 +517,12 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
     ) -> _ToolOutput:
         """Runs the tool, then offloads its result if it is too large."""
+        with history_branch(request.state):
+            return self._run_tool_call(request, handler)
+
+    def _run_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
+    ) -> _ToolOutput:
         if self._is_compact_call(request):
             return compact_on_request(self._hooks, request, current_thread_id())
         tool = self._replacement(request)
@@ -534,6 +541,14 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
     ) -> _ToolOutput:
         """The async twin of :meth:`wrap_tool_call` (the offload runs in a worker thread)."""
+        with history_branch(request.state):
+            return await self._arun_tool_call(request, handler)
+
+    async def _arun_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
+    ) -> _ToolOutput:
         if self._is_compact_call(request):
             return await acompact_on_request(self._hooks, request, current_thread_id())
         tool = self._replacement(request)

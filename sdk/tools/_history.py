@@ -132,9 +132,14 @@ def _words(text: str) -> list[str]:
 
 
 def _documents(
-    workspace: Workspace, thread_id: str | None, notes: list[str]
+    workspace: Workspace,
+    thread_id: str | None,
+    notes: list[str],
+    keep: frozenset[str] | None = None,
+    left_out: list[str] | None = None,
 ) -> Iterator[_Document]:
-    """Every archived message and offloaded file of the thread (of all threads if ``None``)."""
+    """Every archived message and offloaded file of the thread (of all threads if ``None``);
+    of the segments, only those in ``keep`` when it is given (the others go to ``left_out``)."""
     scanned = 0
     roots = [TRANSCRIPTS_DIR, RESULTS_DIR, INPUTS_DIR]
     if thread_id is not None:
@@ -158,6 +163,10 @@ def _documents(
             transcript = root.startswith(TRANSCRIPTS_DIR)
             if transcript and not path.endswith(".jsonl"):
                 continue  # the Markdown twins and the index say the same again
+            if transcript and keep is not None and path not in keep:
+                if left_out is not None:
+                    left_out.append(path)
+                continue
             try:
                 size = workspace.info(path).size or 0
                 if scanned + size > MAX_SCANNED_BYTES:
@@ -193,6 +202,7 @@ def search_history(
     *,
     thread_id: str | None = None,
     notes: list[str] | None = None,
+    leaf: int | None = None,
 ) -> list[HistoryHit]:
     """Every line matching ``query`` in a thread's archive and offloaded files, best first.
 
@@ -205,6 +215,8 @@ def search_history(
         query: Words to look for (or an exact phrase).
         thread_id: The conversation; ``None`` searches every thread.
         notes: If given, what could not be searched is appended to it.
+        leaf: The last segment of the thread's history being searched for (``0``: none);
+            segments of its other branches are left out. ``None``: every segment.
 
     Raises:
         ValueError: ``query`` holds no word.
@@ -213,7 +225,15 @@ def search_history(
     if not terms:
         raise ValueError("the query holds no word to search for; give some words")
     phrase = " ".join(query.split()).casefold()
-    documents = list(_documents(workspace, thread_id, notes if notes is not None else []))
+    notes = notes if notes is not None else []
+    keep = _branch_paths(workspace, thread_id, leaf, notes)
+    left_out: list[str] = []
+    documents = list(_documents(workspace, thread_id, notes, keep, left_out))
+    if left_out:
+        notes.append(
+            f"left out: {plural(len(left_out), 'archived segment')} of other branches of this "
+            "thread, which are not the history that led here (a retried turn or time travel)"
+        )
     if not documents:
         return []
     counts = [Counter(_words("\n".join(d.lines))) for d in documents]
@@ -287,6 +307,7 @@ def history_functions(
     *,
     thread_id: str | Callable[[], str | None] | None = None,
     names: ToolNames = DEFAULT_NAMES,
+    branch: Callable[[], int | None] | None = None,
 ) -> list[ToolFunction]:
     """``history_search`` and ``history_read`` as :class:`ToolFunction` objects.
 
@@ -297,14 +318,21 @@ def history_functions(
             current run's); ``None`` searches every thread.
         names: The names of the tools the texts send the model to (a file hit is opened with
             ``names.read_file``).
+        branch: A function giving, at each call, the last archived segment of the history
+            the model is in (``0``: none yet), or ``None`` when that is not known. A thread
+            that forked (time travel, a retried turn) has segments of other branches: the
+            search leaves them out and says how many, a read of one says whose it is.
     """
+
+    def leaf() -> int | None:
+        return branch() if branch is not None else None
 
     def current() -> str | None:
         return thread_id() if callable(thread_id) else thread_id
 
     def search(query: str, offset: int = 0) -> str:
         notes: list[str] = []
-        hits = search_history(workspace, query, thread_id=current(), notes=notes)
+        hits = search_history(workspace, query, thread_id=current(), notes=notes, leaf=leaf())
         if not hits:
             return "No match in the archived conversation or the saved files." + "".join(
                 f"\n({note})" for note in notes
@@ -355,6 +383,9 @@ def history_functions(
                 f"{column} is past its end"
             )
         header = f"[{path} message {message} ({chosen.type}), {plural(len(lines), 'line')}]"
+        on_branch = _branch_paths(workspace, current(), leaf(), [])
+        if on_branch is not None and path not in on_branch:
+            header += f"\n[{_OTHER_BRANCH}]"
 
         def entry(number: int, text: str, start: int = 0) -> str:
             return (
@@ -416,6 +447,35 @@ def hit_line(hit: HistoryHit) -> str:
     if hit.message is None:
         return f"{hit.path}:{hit.line}: {text}"
     return f"{hit.path} message {hit.message} ({hit.role}) line {hit.line}: {text}"
+
+
+_OTHER_BRANCH: Final = (
+    "this segment is on another branch of the thread (a retried turn or time travel): not "
+    "the history that led here"
+)
+
+
+def _branch_paths(
+    workspace: Workspace, thread_id: str | None, leaf: int | None, notes: list[str]
+) -> frozenset[str] | None:
+    """The lossless files of the segments of the history that ends at segment ``leaf``, or
+    ``None`` (every segment) when that is not known or the thread never forked."""
+    if leaf is None or thread_id is None:
+        return None
+    from ctxfs._archive._branches import chain
+    from ctxfs._archive._transcripts import TranscriptArchive
+
+    try:
+        segments = TranscriptArchive(workspace, thread_id).segments()
+    except WorkspaceError as exc:
+        notes.append(f"the thread's branches could not be read ({exc}); every one was searched")
+        return None
+    if leaf == 0:
+        return frozenset()
+    mine = chain(segments, leaf)
+    if not mine:
+        return None  # a segment the index does not know: nothing is left out
+    return frozenset(segment.jsonl_path for segment in mine)
 
 
 def _unvouched(workspace: Workspace, path: str, data: bytes) -> str | None:
