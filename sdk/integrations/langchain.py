@@ -517,7 +517,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], _ToolOutput]
     ) -> _ToolOutput:
         """Runs the tool, then offloads its result if it is too large."""
-        with history_branch(request.state):
+        with history_branch(getattr(request, "state", None)):
             return self._run_tool_call(request, handler)
 
     def _run_tool_call(
@@ -541,7 +541,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[_ToolOutput]],
     ) -> _ToolOutput:
         """The async twin of :meth:`wrap_tool_call` (the offload runs in a worker thread)."""
-        with history_branch(request.state):
+        with history_branch(getattr(request, "state", None)):
             return await self._arun_tool_call(request, handler)
 
     async def _arun_tool_call(
