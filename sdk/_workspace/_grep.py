@@ -47,6 +47,7 @@ from ctxfs._workspace._quote import quote
 from ctxfs._workspace._results import FileResult, GrepLine, OutputMode
 
 __all__ = [
+    "MAX_PATTERN_CHARS",
     "FileResult",
     "GrepLine",
     "GrepOptions",
@@ -71,6 +72,8 @@ _CANDIDATE_LINES: Final = 32
 """Lines holding a search's literal, searched one by one, before the whole text is."""
 _LONG_LITERAL: Final = 128
 """Literal runs this long or longer are kept from the regex module's literal preparation."""
+MAX_PATTERN_CHARS: Final = 20_000
+"""The longest pattern grep takes (parsing one costs about 3 µs a character)."""
 
 _T = TypeVar("_T")
 _Span = tuple[int, int, int, bool]  # (line number, start offset, end offset, is_match)
@@ -133,6 +136,13 @@ def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:
         PatternError: The regular expression is invalid; the message carries the regex
             engine's own explanation.
     """
+    if len(options.pattern) > MAX_PATTERN_CHARS:
+        # The regex module parses a pattern at about 3 µs a character, before any timeout
+        # applies (a megabyte: 3 s).
+        raise PatternError(
+            f"the pattern {quote(options.pattern)} is longer than grep takes "
+            f"({MAX_PATTERN_CHARS:,} characters); search for a distinctive part of it"
+        )
     source = regex.escape(options.pattern) if options.fixed_strings else options.pattern
     flags = regex.MULTILINE
     if options.ignore_case:
@@ -140,13 +150,16 @@ def compile_pattern(options: GrepOptions) -> regex.Pattern[str]:
     if options.multiline:
         flags |= regex.DOTALL
     try:
-        compiled = regex.compile(source, flags)
-        if longest_literal_run(source) >= _LONG_LITERAL and not may_be_verbose(source):
+        if (
+            longest_literal_run(source) >= _LONG_LITERAL
+            and not may_be_verbose(source)
+            and not source.endswith("\\")  # it would escape the "|": compiled as it is
+        ):
             # The regex module prepares a long literal (one that starts a pattern, or one a
             # match requires) in time that grows with the cube of its length, before any
             # timeout applies. An alternative that never matches turns that off.
-            compiled = regex.compile(source + "|(?!)", flags)
-        return compiled
+            return regex.compile(source + "|(?!)", flags)
+        return regex.compile(source, flags)
     except regex.error as exc:
         raise PatternError(
             f"invalid regular expression {quote(options.pattern)}: {exc}; "

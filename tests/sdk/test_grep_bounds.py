@@ -183,3 +183,25 @@ def test_a_generous_wall_time_bound_changes_nothing() -> None:
     ws = _slow(0.0, 5, Limits(search_timeout=60))
     assert len(ws.grep("needle").files) == 5
     assert len(ws.glob("*.txt").paths) == 5
+
+
+def test_a_pattern_longer_than_grep_takes_is_refused_before_it_is_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Parsing costs the regex module about 3 µs a character before any timeout: a pattern
+    of a megabyte is refused by its length, and is never compiled."""
+    from ctxfs import PatternError
+    from ctxfs._workspace import _grep
+
+    ws = Workspace("memory://grep-long-pattern")
+    ws.write_text("/a.txt", "x" * 100 + "\n")
+    compiled: list[str] = []
+    real = regex.compile
+    monkeypatch.setattr(_grep.regex, "compile", lambda p, f=0: compiled.append(p) or real(p, f))
+    for fixed in (False, True):
+        with pytest.raises(PatternError, match="longer than grep takes"):
+            ws.grep("x" * (_grep.MAX_PATTERN_CHARS + 1), fixed_strings=fixed)
+    assert compiled == []
+    found = ws.grep("x" * 100 + "|" + "y" * (_grep.MAX_PATTERN_CHARS - 101))
+    assert [f.path for f in found.files] == ["/a.txt"]
+    assert len(compiled) == 1  # compiled once, not once to check and once to search
