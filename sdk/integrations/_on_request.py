@@ -66,12 +66,12 @@ def history_tools(engine: ContextEngine, max_tokens: int | Callable[[], int]) ->
     the branch the graph state is on (set by :func:`history_branch` around a tool call)."""
     budget = OutputBudget(max_tokens, engine.token_counter)
     functions = history_functions(
-        engine.workspace, budget, thread_id=current_thread_id, branch=_LEAF.get
+        engine.workspace, budget, thread_id=current_thread_id, branch=_current_leaf
     )
     return [as_langchain_tool(function) for function in functions]
 
 
-_LEAF: ContextVar[int | None] = ContextVar("ctxfs_history_leaf", default=None)
+_STATE: ContextVar[object] = ContextVar("ctxfs_tool_call_state", default=None)
 _SEGMENT = re.compile(r"segment-(\d+)\.md$")
 _SUMMARY_SLOTS: Final = 16
 """Where a summary is looked for first: it follows the system prompt, the pins follow it."""
@@ -79,13 +79,19 @@ _SUMMARY_SLOTS: Final = 16
 
 @contextmanager
 def history_branch(state: object) -> Iterator[None]:
-    """While a tool call runs: the last archived segment of the history in ``state`` (the
-    one its ctxfs summary names; ``0`` with no summary), for the history tools' branch."""
-    token = _LEAF.set(_leaf_of(state))
+    """While a tool call runs, ``state`` is the graph state the history tools' branch is
+    read from (only when one of them runs: see :func:`_current_leaf`)."""
+    token = _STATE.set(state)
     try:
         yield
     finally:
-        _LEAF.reset(token)
+        _STATE.reset(token)
+
+
+def _current_leaf() -> int | None:
+    """The last archived segment of the history in the running tool call's state (the one
+    its ctxfs summary names; ``0`` with no summary; ``None`` outside a tool call)."""
+    return _leaf_of(_STATE.get())
 
 
 def _summary_in(messages: list[object]) -> SummaryState | None:
