@@ -24,7 +24,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from ctxfs import ContextPolicy, TranscriptArchive, Workspace, restore_messages
 from ctxfs._archive._codec import sha
 from ctxfs.integrations.langchain import ContextMiddleware
-from ctxfs.testing import RecordingStore, ScriptedChatModel, tool_call
+from ctxfs.testing import ScriptedChatModel, tool_call
+from tests._failing import FailingAt
 
 TURNS = 10
 CONFIG: Any = {"configurable": {"thread_id": "c1"}}
@@ -32,18 +33,6 @@ CONFIG: Any = {"configurable": {"thread_id": "c1"}}
 
 class Killed(BaseException):
     """The process dying at this call."""
-
-
-class FailingAt(RecordingStore):
-    def __init__(self, inner: Any, at: int | None, error: type[BaseException]) -> None:
-        super().__init__(inner)
-        self.at = at
-        self.error = error
-
-    def _record(self, method: str, path: str) -> None:
-        super()._record(method, path)
-        if len(self.calls) == self.at:
-            raise self.error(f"injected at call {self.at}: {method} {path}")
 
 
 def page(n: int) -> str:

@@ -27,25 +27,12 @@ from ctxfs import (
     restore_messages,
 )
 from ctxfs._archive._codec import sha
-from ctxfs.testing import RecordingStore, ScriptedChatModel
+from ctxfs.testing import ScriptedChatModel
+from tests._failing import FailingAt
 
 
 class Killed(BaseException):
     """The process dying at this call: not an error anything should catch."""
-
-
-class FailingAt(RecordingStore):
-    """Records every call, and raises at the ``at``-th (1-based) if ``at`` is set."""
-
-    def __init__(self, inner: Any, at: int | None = None, error: type[BaseException] = OSError):
-        super().__init__(inner)
-        self.at = at
-        self.error = error
-
-    def _record(self, method: str, path: str) -> None:
-        super()._record(method, path)
-        if len(self.calls) == self.at:
-            raise self.error(f"injected at call {self.at}: {method} {path}")
 
 
 def turn(n: int) -> list[BaseMessage]:
