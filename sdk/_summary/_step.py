@@ -207,7 +207,7 @@ def summarize_steps(
         always=fixed + sum(counts[:system_end]) + counter.count_message(summary),
         kept=sum(counts[cut:]),
         free_messages=_free_messages(message_room, len(current) - cut, cut - system_end - 1),
-        room_messages=None if message_room is None else message_room - (len(current) - cut),
+        room_messages=_room_left(message_room, len(current) - cut),
         plan=plan,
         notes=notes,
     )
@@ -338,11 +338,28 @@ def _free_messages(room: int | None, kept: int, replaced: int) -> int:
 
     Never more than the messages it replaces besides the one the summary takes (so the graph
     state is updated in place: each new message takes the place of one it replaces; but see
-    :func:`_in_view` for the in-view message), and under a ``messages`` trigger never more
-    than the room the kept window left.
+    :func:`_in_view` for the in-view message), except one for the task statement's pin when
+    the summary replaces a single message (the task statement itself, under a trigger of a
+    few messages); and under a ``messages`` trigger never more than the room the kept window
+    left (:func:`_room_left`).
     """
-    free = max(0, replaced)
-    return free if room is None else max(0, min(free, room - kept))
+    free = max(1, replaced)
+    left = _room_left(room, kept)
+    return free if left is None else max(0, min(free, left))
+
+
+ALWAYS_IN_VIEW = 2
+"""Messages a summary may put back beyond a ``messages`` trigger's room: the task
+statement's pin and the in-view message (the pointers, the plan). A trigger so small that
+its half cannot hold the system prompt, the summary and the latest block (a handful of
+messages) would otherwise leave none of them in view: the trigger's half yields, not the
+task."""
+
+
+def _room_left(room: int | None, kept: int) -> int | None:
+    """Under a ``messages`` trigger, the messages a summary may put back after the recent
+    window it keeps: the room left, and never fewer than :data:`ALWAYS_IN_VIEW`."""
+    return None if room is None else max(room - kept, ALWAYS_IN_VIEW)
 
 
 def _why_over(
