@@ -178,7 +178,6 @@ def summarize_steps(
                 trim_tokens=settings.trim_tokens_to_summarize,
             )
             body, model_error = yield format_prompt(settings.prompt, rendered)
-        source = "model" if body is not None else "extractive"
         summary = build_summary_message(
             body=body if body is not None else extract,
             message_id=message_id,
@@ -187,6 +186,28 @@ def summarize_steps(
             transcript_dir=archive.directory,
             source="model" if body is not None else "extractive",
         )
+        if body is not None:
+            # A model may answer far longer than asked: a summary over its share of the room
+            # would hold every later request over the window (and fire again each turn).
+            share = _summary_share(budget, fixed + sum(counts[:system_end]) + sum(counts[cut:]))
+            size = counter.count_message(summary)
+            if size > share:
+                stand_in = build_summary_message(
+                    body=extract,
+                    message_id=message_id,
+                    state=state,
+                    first_index=first_index,
+                    transcript_dir=archive.directory,
+                    source="extractive",
+                )
+                if counter.count_message(stand_in) < size:
+                    summary, body = stand_in, None
+                    model_error = (
+                        f"the summary model's answer ({size:,} tokens) does not fit the "
+                        f"{max(share, 0):,} tokens a summary may take here; the extractive "
+                        "summary stands in"
+                    )
+        source = "model" if body is not None else "extractive"
         try:
             final = archive.commit(segment, summary=summary, committed=index)
         except ArchiveError as exc:
@@ -331,6 +352,13 @@ def next_summary(budget: Budget[ContextPolicy]) -> int:
     of the window against 85 %).
     """
     return min(budget.summary_target, budget.high_water)
+
+
+def _summary_share(budget: Budget[ContextPolicy], held: int) -> int:
+    """The most tokens a model's summary may take: half of what is left below where the
+    next summary fires, beside ``held`` (the system prompt, tool schemas and the recent
+    window kept); the other half is the pins' and the new turns'."""
+    return (next_summary(budget) - held) // 2
 
 
 def _free_messages(room: int | None, kept: int, replaced: int) -> int:
