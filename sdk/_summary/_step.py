@@ -21,13 +21,14 @@ values it needs (the policy's budget, token counter, archive), never the engine.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ctxfs._archive._transcripts import ArchiveError, TranscriptArchive
+from ctxfs._errors import WorkspaceError
 from ctxfs._events import Summarized
 from ctxfs._layout import safe_name
 from ctxfs._policy._budget import Budget
@@ -40,6 +41,7 @@ from ctxfs._summary._pins import (
     Earlier,
     in_view_message,
     notes_text,
+    recalled,
     render_plan,
     select_pins,
     user_candidates,
@@ -231,6 +233,7 @@ def summarize_steps(
         room_messages=_room_left(message_room, len(current) - cut),
         plan=plan,
         notes=notes,
+        read_segment=lambda path: _archived(archive, path),
     )
     summarized = [*current[:system_end], summary, *in_view, *current[cut:]]
     after = counter.count_messages(summarized)
@@ -267,6 +270,7 @@ def _in_view(
     room_messages: int | None,
     plan: Sequence[Mapping[str, Any]] | str | None,
     notes: tuple[str, str] | None,
+    read_segment: Callable[[str], Sequence[BaseMessage]],
 ) -> list[BaseMessage]:
     """What the summary puts back after itself: pinned user messages, then one message with
     the pointers, the plan and the notes (see :mod:`ctxfs._summary._pins`).
@@ -275,6 +279,7 @@ def _in_view(
     (system prompt, tool schemas, this summary); ``kept`` the recent window it keeps.
     ``free_messages``: how many messages it may put back (:func:`_free_messages`);
     ``room_messages``: under a ``messages`` trigger, the room the kept window left.
+    ``read_segment``: the messages of one of the thread's segments (by its ``.jsonl`` path).
     """
     settings = budget.policy.pinning
     if not settings.enabled:
@@ -287,6 +292,12 @@ def _in_view(
         machine_made=settings.machine_made,
         earlier=earlier,
     )
+    # The task statement, pointed to by a summary that had no room for it, comes back
+    # verbatim from its archived copy once there is room again.
+    candidates = [
+        recalled(c, read_segment(c.segment)) if c.first and c.message is None else c
+        for c in candidates
+    ]
     earlier_counted = counted
     frame = _frame(
         counter, thread_id, {segment, *counted.segments, *(c.segment for c in candidates)}
@@ -331,6 +342,16 @@ def _in_view(
             if len(more) > len(pins) and not more_pointed and not more_counted.count:
                 pins, extra = more, None
     return [*pins, *([extra] if extra is not None else [])]
+
+
+def _archived(archive: TranscriptArchive, path: str) -> list[BaseMessage]:
+    """The messages of the thread's committed segment at ``path``; none when it cannot be
+    read (then what pointed to them stays a pointer)."""
+    try:
+        found = next((s for s in archive.segments() if s.jsonl_path == path), None)
+        return archive.read_segment(found) if found is not None else []
+    except WorkspaceError:
+        return []
 
 
 def _frame(counter: TokenCounter, thread_id: str, segments: Iterable[str]) -> int:

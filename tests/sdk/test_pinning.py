@@ -364,3 +364,33 @@ def test_a_tiny_messages_trigger_still_keeps_the_task_and_the_plan_in_view(
         assert TASK in _texts(request)
         if plan is not None:
             assert "step one of the port" in _texts(request)
+
+
+def test_a_task_statement_pointed_to_once_is_pinned_again_when_there_is_room() -> None:
+    """A summary that had no room for the task statement (a huge result in the recent
+    window) leaves a pointer to it; the summaries after it, with room again, put the task
+    back verbatim (read from its archived copy), not the pointer forever."""
+    model = FakeListChatModel(responses=["## Summary\nWork went on."])
+    policy = ContextPolicy(
+        max_input_tokens=8_000,
+        tool_results={"enabled": False},
+        clearing={"enabled": False},
+        summarization={"model": model, "keep": {"messages": 6}},
+    )
+    engine = _engine(policy)
+    task = TASK + " Details: " + " ".join(f"rule{k}" for k in range(300))
+    state: list[BaseMessage] = [SystemMessage("You are an agent.", id="sys")]
+    state.append(HumanMessage(task, id="task"))
+    sent = []
+    for n in range(30):
+        turn = _turn(n, "go on")
+        if n == 3:  # one result that leaves the task no room
+            turn[2] = turn[2].model_copy(update={"content": "word " * 6_400})
+        for message in turn:
+            if isinstance(message, AIMessage):
+                state = engine.compact(state, thread_id="t").messages
+                sent.append(list(state))
+            state.append(message)
+    summarized = [r for r in sent if any(is_summary(m) for m in r)]
+    assert any(task not in _texts(r) for r in summarized)  # pointed to, once
+    assert task in _texts(summarized[-1])
