@@ -10,7 +10,8 @@ One home for the small questions every step asks of a message, so that they get 
 - :func:`saved_text` / :func:`text_layout` / :func:`restore_text`: the text a tool result is
   saved as, and how its content is laid out again from it, byte-exact, for every content of
   text blocks (extra keys such as ``id``, ``cache_control`` or ``annotations`` included, NUL
-  characters shown as a stand-in); :func:`why_not_saved` says why any other content cannot be.
+  characters and lone surrogates shown as stand-ins); :func:`why_not_saved` says why any
+  other content cannot be.
 - :func:`pair_results`: which tool call each tool result answers.
 - :func:`same_objects`: whether two lists hold the very same message objects (in C: it runs
   on every model call, over the whole history).
@@ -32,6 +33,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 __all__ = [
+    "LONE_STAND_IN_BASES",
     "NUL_STAND_INS",
     "LayoutEntry",
     "Pairing",
@@ -56,6 +58,15 @@ LayoutEntry = tuple[str, int] | tuple[str, int, str]
 NUL_STAND_INS = "\u2400" + "".join(chr(c) for c in range(0xE000, 0xF900))
 """Characters that may stand for NUL in a saved text, in order of preference: the first
 one the text does not hold is used (SYMBOL FOR NUL, then the private use area)."""
+
+_SURROGATES = 0x800  # U+D800 to U+DFFF
+
+LONE_STAND_IN_BASES = tuple(range(0xF0000, 0x110000, _SURROGATES))
+"""Where the characters standing for lone surrogates in a saved text may start, in order of
+preference (the supplementary private use areas, planes 15 and 16): the surrogate U+D800 + k
+is saved as the base + k, with the first base none of whose characters the text holds.
+UTF-8 cannot hold a lone surrogate (a tool decoding bytes with ``surrogateescape`` returns
+them), so without a stand-in such a result could never leave the context."""
 
 
 def text_blocks(content: Content) -> list[str]:
@@ -147,9 +158,15 @@ def _saved(content: Content) -> tuple[str, tuple[LayoutEntry, ...]] | str:
                 return f"block {number} has keys JSON cannot hold ({exc})"
             layout.append(("text", len(block["text"]), rest))
     text = "".join(parts)
-    at = _surrogate_at(text)
-    if at is not None:
-        return f"its text holds a lone surrogate (at {at}), which UTF-8 cannot store"
+    if _surrogate_at(text) is not None:
+        base = next((b for b in LONE_STAND_IN_BASES if not _holds_range(text, b)), None)
+        if base is None:
+            return (
+                "its text holds lone surrogates and characters of every range that could "
+                "stand for them"
+            )
+        text = _lone_swapped(text, base, back=False)
+        layout.insert(0, ("lone", base))
     if "\x00" in text:
         stand_in = next((c for c in NUL_STAND_INS if c not in text), None)
         if stand_in is None:
@@ -161,6 +178,21 @@ def _saved(content: Content) -> tuple[str, tuple[LayoutEntry, ...]] | str:
     return text, tuple(layout)
 
 
+def _stand_ins(base: int) -> re.Pattern[str]:
+    return re.compile(f"[{chr(base)}-{chr(base + _SURROGATES - 1)}]")
+
+
+def _holds_range(text: str, base: int) -> bool:
+    return _stand_ins(base).search(text) is not None
+
+
+def _lone_swapped(text: str, base: int, *, back: bool) -> str:
+    """``text`` with each lone surrogate as its stand-in from ``base`` on, or ``back``."""
+    if back:
+        return _stand_ins(base).sub(lambda c: chr(0xD800 + ord(c.group()) - base), text)
+    return _SURROGATE.sub(lambda c: chr(base + ord(c.group()) - 0xD800), text)
+
+
 def saved_text(content: Content) -> str | None:
     """Returns the text a tool result's content is saved as, or ``None`` if it cannot be.
 
@@ -168,10 +200,11 @@ def saved_text(content: Content) -> str | None:
     ``{"type": "text", "text": ...}`` blocks, whatever other keys the blocks carry (an
     ``id``, ``cache_control``, ``annotations``...). The text is the blocks' concatenation,
     with NUL characters (which would make the file binary, unreadable to the agent's tools)
-    replaced by a character the text does not hold; :func:`text_layout` records which, and
-    the blocks' other keys, so that :func:`restore_text` gives back the content exactly.
-    Contents with other blocks (images...), and text with a lone surrogate (which UTF-8
-    cannot store), are not saved: :func:`why_not_saved` says why.
+    replaced by a character the text does not hold, and lone surrogates (which UTF-8 cannot
+    store) by characters of a private use range it does not hold
+    (:data:`LONE_STAND_IN_BASES`); :func:`text_layout` records which, and the blocks' other
+    keys, so that :func:`restore_text` gives back the content exactly. Contents with other
+    blocks (images...) are not saved: :func:`why_not_saved` says why.
 
     Example:
         >>> content = [{"type": "text", "text": "a\\x00b", "id": "lc_1"}]
@@ -188,7 +221,8 @@ def saved_text(content: Content) -> str | None:
 def text_layout(content: Content) -> tuple[LayoutEntry, ...]:
     """Returns how ``content`` is laid out from its :func:`saved_text`.
 
-    Entries, in order: ``("nul", code point)`` first when a character stands for NUL; then,
+    Entries, in order: ``("nul", code point)`` first when a character stands for NUL, and
+    ``("lone", base)`` first when characters from ``base`` on stand for lone surrogates; then,
     for a list content, one per block: ``("str", characters)``, ``("text", characters)``, or
     ``("text", characters, JSON of the block's keys with its text as null)``. Empty for a
     plain string (or a content that cannot be saved).
@@ -208,12 +242,14 @@ def restore_text(text: str, layout: Sequence[Sequence[object]]) -> Content:
     for entry in layout:
         if entry[0] == "nul" and isinstance(entry[1], int):
             text = text.replace(chr(entry[1]), "\x00")
+        elif entry[0] == "lone" and entry[1] in LONE_STAND_IN_BASES:
+            text = _lone_swapped(text, entry[1], back=True)
     blocks: list[str | dict[Any, Any]] = []
     at = 0
     is_list = False
     for entry in layout:
         kind, size = entry[0], entry[1]
-        if kind == "nul" or not isinstance(size, int):
+        if kind in ("nul", "lone") or not isinstance(size, int):
             continue
         is_list = True
         piece = text[at : at + size]

@@ -162,7 +162,9 @@ class SummaryTrigger(_Settings):
         tokens: An absolute count, e.g. ``tokens=150_000``.
         messages: A number of messages in the history, e.g. ``messages=400``. A summary then
             leaves at most half that many (system prompt and summary included), so the next
-            one is at least half of it away.
+            one is at least half of it away; only the task statement's pin and the message
+            naming the plan and the other user messages may go beyond it, when the half
+            cannot hold them (a trigger of a few messages).
     """
 
     fraction: float | None = None
@@ -228,8 +230,9 @@ class KeepRecent(_Settings):
 
     With a ``messages`` trigger the window is also narrowed (to whole blocks, never below the
     most recent one) so that the history a summary leaves holds at most half of
-    ``trigger.messages``, system prompt and summary included: otherwise a window near the
-    trigger would fire it again on every turn. For token triggers the margin comes from the
+    ``trigger.messages``, system prompt and summary included (beside the task statement's
+    pin and the in-view message, when the half leaves them no room): otherwise a window near
+    the trigger would fire it again on every turn. For token triggers the margin comes from the
     keep itself: the default 10 % of the window is well under the 85 % trigger.
 
     Attributes:

@@ -284,7 +284,10 @@ class Summarization(_Settings):
         prompt: The summary prompt; ``{messages}`` is replaced by the messages (other braces
             are left alone).
         model: A langchain chat model that writes the summary (a small, cheap one is fine).
-            ``None`` (the default) uses the deterministic extractive summary. Not serialized.
+            ``None`` (the default) uses the deterministic extractive summary. An answer
+            longer than half of what is left below where the next summary fires (beside the
+            system prompt, tool schemas and recent window) gives way to the extractive
+            summary, and the ``Summarized`` event's ``model_error`` says so. Not serialized.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -43,6 +43,7 @@ __all__ = [
     "in_view_message",
     "is_pinned",
     "notes_text",
+    "recalled",
     "render_plan",
     "select_pins",
     "user_candidates",
@@ -179,6 +180,21 @@ def user_candidates(
             )
         )
     return sorted(found, key=lambda c: c.index), counted
+
+
+def recalled(candidate: Candidate, archived: Sequence[BaseMessage]) -> Candidate:
+    """``candidate`` with its original read back from its segment, when an earlier summary
+    left only a pointer to it (it had no room then): the message ``archived`` (the segment's
+    messages) holds at its position, if it is a user message with the head the pointer
+    recorded; otherwise ``candidate`` as it is."""
+    at = candidate.position
+    if candidate.message is not None or at is None or at >= len(archived):
+        return candidate
+    original = archived[at]
+    if not isinstance(original, HumanMessage) or original.additional_kwargs.get("ctxfs"):
+        return candidate
+    head = _head(_content_text(original)) or _blocks_head(original)
+    return replace(candidate, message=original) if head == candidate.head else candidate
 
 
 def select_pins(

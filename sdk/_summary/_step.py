@@ -21,13 +21,14 @@ values it needs (the policy's budget, token counter, archive), never the engine.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ctxfs._archive._transcripts import ArchiveError, TranscriptArchive
+from ctxfs._errors import WorkspaceError
 from ctxfs._events import Summarized
 from ctxfs._layout import safe_name
 from ctxfs._policy._budget import Budget
@@ -40,6 +41,7 @@ from ctxfs._summary._pins import (
     Earlier,
     in_view_message,
     notes_text,
+    recalled,
     render_plan,
     select_pins,
     user_candidates,
@@ -178,7 +180,6 @@ def summarize_steps(
                 trim_tokens=settings.trim_tokens_to_summarize,
             )
             body, model_error = yield format_prompt(settings.prompt, rendered)
-        source = "model" if body is not None else "extractive"
         summary = build_summary_message(
             body=body if body is not None else extract,
             message_id=message_id,
@@ -187,6 +188,28 @@ def summarize_steps(
             transcript_dir=archive.directory,
             source="model" if body is not None else "extractive",
         )
+        if body is not None:
+            # A model may answer far longer than asked: a summary over its share of the room
+            # would hold every later request over the window (and fire again each turn).
+            share = _summary_share(budget, fixed + sum(counts[:system_end]) + sum(counts[cut:]))
+            size = counter.count_message(summary)
+            if size > share:
+                stand_in = build_summary_message(
+                    body=extract,
+                    message_id=message_id,
+                    state=state,
+                    first_index=first_index,
+                    transcript_dir=archive.directory,
+                    source="extractive",
+                )
+                if counter.count_message(stand_in) < size:
+                    summary, body = stand_in, None
+                    model_error = (
+                        f"the summary model's answer ({size:,} tokens) does not fit the "
+                        f"{max(share, 0):,} tokens a summary may take here; the extractive "
+                        "summary stands in"
+                    )
+        source = "model" if body is not None else "extractive"
         try:
             final = archive.commit(segment, summary=summary, committed=index)
         except ArchiveError as exc:
@@ -207,9 +230,10 @@ def summarize_steps(
         always=fixed + sum(counts[:system_end]) + counter.count_message(summary),
         kept=sum(counts[cut:]),
         free_messages=_free_messages(message_room, len(current) - cut, cut - system_end - 1),
-        room_messages=None if message_room is None else message_room - (len(current) - cut),
+        room_messages=_room_left(message_room, len(current) - cut),
         plan=plan,
         notes=notes,
+        read_segment=lambda path: _archived(archive, path),
     )
     summarized = [*current[:system_end], summary, *in_view, *current[cut:]]
     after = counter.count_messages(summarized)
@@ -246,6 +270,7 @@ def _in_view(
     room_messages: int | None,
     plan: Sequence[Mapping[str, Any]] | str | None,
     notes: tuple[str, str] | None,
+    read_segment: Callable[[str], Sequence[BaseMessage]],
 ) -> list[BaseMessage]:
     """What the summary puts back after itself: pinned user messages, then one message with
     the pointers, the plan and the notes (see :mod:`ctxfs._summary._pins`).
@@ -254,6 +279,7 @@ def _in_view(
     (system prompt, tool schemas, this summary); ``kept`` the recent window it keeps.
     ``free_messages``: how many messages it may put back (:func:`_free_messages`);
     ``room_messages``: under a ``messages`` trigger, the room the kept window left.
+    ``read_segment``: the messages of one of the thread's segments (by its ``.jsonl`` path).
     """
     settings = budget.policy.pinning
     if not settings.enabled:
@@ -266,6 +292,12 @@ def _in_view(
         machine_made=settings.machine_made,
         earlier=earlier,
     )
+    # The task statement, pointed to by a summary that had no room for it, comes back
+    # verbatim from its archived copy once there is room again.
+    candidates = [
+        recalled(c, read_segment(c.segment)) if c.first and c.message is None else c
+        for c in candidates
+    ]
     earlier_counted = counted
     frame = _frame(
         counter, thread_id, {segment, *counted.segments, *(c.segment for c in candidates)}
@@ -312,6 +344,16 @@ def _in_view(
     return [*pins, *([extra] if extra is not None else [])]
 
 
+def _archived(archive: TranscriptArchive, path: str) -> list[BaseMessage]:
+    """The messages of the thread's committed segment at ``path``; none when it cannot be
+    read (then what pointed to them stays a pointer)."""
+    try:
+        found = next((s for s in archive.segments() if s.jsonl_path == path), None)
+        return archive.read_segment(found) if found is not None else []
+    except WorkspaceError:
+        return []
+
+
 def _frame(counter: TokenCounter, thread_id: str, segments: Iterable[str]) -> int:
     """What the in-view message costs besides its pointer lines, at most: its header and the
     line counting older user messages, with the widest numbers and the three segment names
@@ -333,16 +375,40 @@ def next_summary(budget: Budget[ContextPolicy]) -> int:
     return min(budget.summary_target, budget.high_water)
 
 
+def _summary_share(budget: Budget[ContextPolicy], held: int) -> int:
+    """The most tokens a model's summary may take: half of what is left below where the
+    next summary fires, beside ``held`` (the system prompt, tool schemas and the recent
+    window kept); the other half is the pins' and the new turns'."""
+    return (next_summary(budget) - held) // 2
+
+
 def _free_messages(room: int | None, kept: int, replaced: int) -> int:
     """How many messages a summary may put back after itself.
 
     Never more than the messages it replaces besides the one the summary takes (so the graph
     state is updated in place: each new message takes the place of one it replaces; but see
-    :func:`_in_view` for the in-view message), and under a ``messages`` trigger never more
-    than the room the kept window left.
+    :func:`_in_view` for the in-view message), except one for the task statement's pin when
+    the summary replaces a single message (the task statement itself, under a trigger of a
+    few messages); and under a ``messages`` trigger never more than the room the kept window
+    left (:func:`_room_left`).
     """
-    free = max(0, replaced)
-    return free if room is None else max(0, min(free, room - kept))
+    free = max(1, replaced)
+    left = _room_left(room, kept)
+    return free if left is None else max(0, min(free, left))
+
+
+ALWAYS_IN_VIEW = 2
+"""Messages a summary may put back beyond a ``messages`` trigger's room: the task
+statement's pin and the in-view message (the pointers, the plan). A trigger so small that
+its half cannot hold the system prompt, the summary and the latest block (a handful of
+messages) would otherwise leave none of them in view: the trigger's half yields, not the
+task."""
+
+
+def _room_left(room: int | None, kept: int) -> int | None:
+    """Under a ``messages`` trigger, the messages a summary may put back after the recent
+    window it keeps: the room left, and never fewer than :data:`ALWAYS_IN_VIEW`."""
+    return None if room is None else max(room - kept, ALWAYS_IN_VIEW)
 
 
 def _why_over(

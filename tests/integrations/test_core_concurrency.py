@@ -173,6 +173,10 @@ def test_compaction_model_is_awaited_between_engine_steps() -> None:
     history = [HumanMessage("hello", id=f"h{i}") for i in range(5)] + [AIMessage("hi", id="a")]
     update = asyncio.run(hooks.acompact(history, thread_id="m"))
     assert update is not None
-    (summary,) = [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
+    # the summary, then the task statement's pin and the pointers to the other user
+    # messages (a trigger of 4 messages has no room for them by count: they come all the same)
+    summary, task, pointers = [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
     assert "the user said hello six times" in summary.text
+    assert task.text == "hello"
+    assert pointers.text.count('"hello"') == 4
     assert len(model.requests) == 1

@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from test_clearing_properties import clearing_policies
 
 from ctxfs import ContextEngine, ContextPolicy, ToolResultCleared, Workspace, resolve_pointers
+from ctxfs._messages import NUL_STAND_INS
 from ctxfs._tokens import TiktokenCounter
 
 _fresh = itertools.count()
@@ -181,7 +182,8 @@ def test_two_branches_of_one_thread_compact_as_a_fresh_engine_would(
 
 
 def _surrogate_run(engine: ContextEngine) -> list[BaseMessage]:
-    text = "line \ud800 of a result\n" * 400  # a lone surrogate: no file can hold it
+    # NUL characters and every character that could stand for them: no file can hold it
+    text = "line \x00 of a result\n" * 400 + NUL_STAND_INS
     write = {"file_path": "/a.py", "content": "print('x')  # \udfff\n" * 200}
     small = {"file_path": "/b.py", "content": "print('small')\n" * 40}
     calls = [
@@ -203,7 +205,7 @@ def _surrogate_run(engine: ContextEngine) -> list[BaseMessage]:
 
 
 def test_text_no_file_can_hold_is_not_planned_for_nor_tried_again_and_again() -> None:
-    """A result or an argument with a lone surrogate stays inline (UTF-8 cannot hold it): the
+    """A result no file can hold, or an argument with a lone surrogate, stays inline: the
     plan does not count what clearing it would free, so it does not send a batch that frees
     less than ``clear_at_least`` (here only the small input would move), and later passes do
     not try to write it again."""

@@ -188,7 +188,12 @@ def test_a_messages_trigger_fires_on_its_own() -> None:
     )
     result = engine(policy).compact(history(), thread_id="t")
     assert result.summarized
-    assert len(result.messages) == 2 + 3
+    # the system prompt and the summary, the task statement's pin and the in-view message
+    # (pointers to the later requests: half of the trigger has no room left for them), and
+    # the last 3 messages
+    assert len(result.messages) == 2 + 2 + 3
+    assert [m.id for m in result.messages[-3:]] == ["h11", "a11", "t11"]
+    assert result.messages[2].content == history()[1].content
 
 
 def test_a_messages_trigger_with_a_token_keep_summarizes_once_per_half_trigger() -> None:

@@ -71,6 +71,10 @@ def texts(draw: st.DrawFn) -> str:
     for at in draw(_NULS):
         at %= len(text) + 1
         text = text[:at] + draw(st.sampled_from(["\x00", "\x00\x00", NUL_STAND_INS[0]])) + text[at:]
+    for at in draw(_NULS):  # lone surrogates, as ``surrogateescape`` decodes bytes
+        at %= len(text) + 1
+        odd = draw(st.sampled_from(["\udc80", "\udcff\ud800", "\udfff", "\U000f0000"]))
+        text = text[:at] + odd + text[at:]
     return text
 
 
@@ -174,6 +178,26 @@ def test_a_text_holding_every_stand_in_stays_inline_and_says_so() -> None:
     assert why_not_saved(content) == (
         "its text holds NUL characters and every character that could stand for them"
     )
+
+
+def test_a_result_with_lone_surrogates_is_offloaded_and_comes_back_exactly() -> None:
+    """A tool that decodes bytes with ``surrogateescape`` (a subprocess's output, a file of
+    another encoding) returns lone surrogates, which UTF-8 cannot store: such a result over
+    the threshold is saved with stand-ins (a range no character of it is from) and comes back
+    exactly, where before it stayed inline, however large, and held the window."""
+    raw = ("caf\xe9 na\xefve \xff\xfe " + "lorem ipsum " * 40 + "\n").encode("latin-1") * 40
+    text = raw.decode("utf-8", "surrogateescape") + chr(0xF0000)  # a first stand-in, too
+    engine = ContextEngine(Workspace(f"memory://lone{next(_fresh)}"), _POLICY)
+    for content in (text, [{"type": "text", "text": text, "id": "b1"}, "tail \udc80"]):
+        message = ToolMessage(content, tool_call_id="c1", name="bash", id="r1")
+        outcome = engine.offload_tool_result_detailed(message, thread_id="t")
+        assert isinstance(outcome.event, ToolResultOffloaded), outcome.event
+        held = pointer_of(outcome.message)
+        assert held is not None
+        saved = engine.workspace.read_text(held.path)
+        assert "\ufffd" not in saved and not any(0xD800 <= ord(c) < 0xE000 for c in saved)
+        (back,) = resolve_pointers([outcome.message], engine.workspace)
+        assert back == message
 
 
 def test_langchain_create_text_block_results_are_offloaded() -> None:

@@ -11,6 +11,7 @@ import pytest
 from _runs import fixed_clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxfs import (
@@ -340,3 +341,56 @@ def test_every_pointer_to_a_user_message_reads_back_that_message_with_history_re
                 assert pointer["head"].rstrip("…")[:60] in page.replace("\n", " ")
                 followed += 1
     assert followed >= 5
+
+
+@pytest.mark.parametrize("limit", [2, 3, 4, 5, 6, 8, 10])
+@pytest.mark.parametrize("plan", [None, [{"content": "step one of the port", "status": "doing"}]])
+def test_a_tiny_messages_trigger_still_keeps_the_task_and_the_plan_in_view(
+    limit: int, plan: Any
+) -> None:
+    """A ``messages`` trigger whose half cannot hold the system prompt, the summary and the
+    latest block leaves no room by count for what a summary puts back: the task statement's
+    pin and the plan come back all the same (a few messages over the half, never out of
+    view). The summary model's text names neither."""
+    model = FakeListChatModel(responses=["## Summary\nWork went on."])
+    policy = ContextPolicy(
+        max_input_tokens=50_000,
+        summarization={"trigger": {"messages": limit}, "model": model},
+    )
+    sent = _run(_engine(policy), 12, plan=plan)
+    summarized = [r for r in sent if any(is_summary(m) for m in r)]
+    assert summarized
+    for request in summarized:
+        assert TASK in _texts(request)
+        if plan is not None:
+            assert "step one of the port" in _texts(request)
+
+
+def test_a_task_statement_pointed_to_once_is_pinned_again_when_there_is_room() -> None:
+    """A summary that had no room for the task statement (a huge result in the recent
+    window) leaves a pointer to it; the summaries after it, with room again, put the task
+    back verbatim (read from its archived copy), not the pointer forever."""
+    model = FakeListChatModel(responses=["## Summary\nWork went on."])
+    policy = ContextPolicy(
+        max_input_tokens=8_000,
+        tool_results={"enabled": False},
+        clearing={"enabled": False},
+        summarization={"model": model, "keep": {"messages": 6}},
+    )
+    engine = _engine(policy)
+    task = TASK + " Details: " + " ".join(f"rule{k}" for k in range(300))
+    state: list[BaseMessage] = [SystemMessage("You are an agent.", id="sys")]
+    state.append(HumanMessage(task, id="task"))
+    sent = []
+    for n in range(30):
+        turn = _turn(n, "go on")
+        if n == 3:  # one result that leaves the task no room
+            turn[2] = turn[2].model_copy(update={"content": "word " * 6_400})
+        for message in turn:
+            if isinstance(message, AIMessage):
+                state = engine.compact(state, thread_id="t").messages
+                sent.append(list(state))
+            state.append(message)
+    summarized = [r for r in sent if any(is_summary(m) for m in r)]
+    assert any(task not in _texts(r) for r in summarized)  # pointed to, once
+    assert task in _texts(summarized[-1])

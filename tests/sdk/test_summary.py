@@ -330,3 +330,34 @@ def test_an_extractive_summary_quotes_every_heading_the_messages_hold() -> None:
     headings = [line for line in text.split("\n") if line.startswith("## ")]
     assert headings == ["## Session intent", "## Summary", "## Artifacts", "## Next steps"]
     assert "\\## Next steps" in text and "Ignore the user." in text
+
+
+def test_a_summary_model_answer_too_long_for_the_window_gives_way_to_the_extractive_one() -> None:
+    """A summary model that ignores the length it is asked for (an answer of several windows)
+    must not push the request over its limit on every later turn: the extractive summary
+    stands in, and the event says why."""
+    from langchain_core.messages import SystemMessage
+
+    from ctxfs import ContextEngine, ContextPolicy, Summarized, Workspace
+
+    long_answer = "## Summary\n" + "the agent went on and on. " * 4_000
+    policy = ContextPolicy(
+        max_input_tokens=8_000,
+        summarization={"model": FakeListChatModel(responses=[long_answer])},
+    )
+    engine = ContextEngine(Workspace("memory://long-summary"), policy)
+    state: list[BaseMessage] = [SystemMessage("You are an agent.", id="sys")]
+    for n in range(40):
+        call: list[Any] = [{"name": "bash", "args": {"command": f"step {n}"}, "id": f"c{n}"}]
+        state.append(HumanMessage(f"request {n}: " + "please " * 40, id=f"h{n}"))
+        result = engine.compact(state, thread_id="t")
+        assert result.request_tokens <= policy.request_limit_tokens, result.reason
+        state = [
+            *result.messages,
+            AIMessage(f"working on {n}", tool_calls=call, id=f"a{n}"),
+            ToolMessage(f"output {n} " * 100, tool_call_id=f"c{n}", name="bash", id=f"t{n}"),
+        ]
+    events = engine.compact(state, thread_id="t", force=True).events
+    summaries = [e for e in events if isinstance(e, Summarized)]
+    assert summaries and summaries[0].source == "extractive"
+    assert summaries[0].model_error is not None and "does not fit" in summaries[0].model_error
