@@ -160,11 +160,14 @@ def test_an_entry_too_long_for_the_budget_is_cut_short_with_a_marker() -> None:
 def test_errors_are_within_the_budget_too() -> None:
     ws = Workspace("memory://budget-errors")
     t = tools(ws, 100)
-    out = t["grep"](pattern="(" * 50_000)
+    out = t["grep"](pattern="(" * 15_000)
     assert out == (
-        f"Error: invalid regular expression {'(' * 100!r}… (50000 chars): groups nested too "
+        f"Error: invalid regular expression {'(' * 100!r}… (15000 chars): groups nested too "
         "deeply; use a flatter pattern, or fixed_strings to search for the text literally"
     )
+    assert tokens(out) <= 100
+    out = t["grep"](pattern="(" * 50_000)
+    assert out.startswith(f"Error: the pattern {'(' * 100!r}… (50000 chars) is longer than")
     assert tokens(out) <= 100
     out = t["ls"](**{f"argument_{n}": n for n in range(500)})  # type: ignore[arg-type]
     assert out.startswith("Error: invalid arguments for ls: unknown argument 'argument_0'")
