@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ctxfs.backends._check import check_store
 from ctxfs.backends._errors import translate_error, translate_errors
 from ctxfs.backends._factory import local_folder_of, open_storage, protocol_of
+from ctxfs.backends._guard import GuardedStore, guard_store
 from ctxfs.backends._info import FileInfo
 from ctxfs.backends._local import LocalStore
 from ctxfs.backends._store import Store
@@ -26,9 +27,11 @@ if TYPE_CHECKING:
 __all__ = [
     "FileInfo",
     "FsspecStore",
+    "GuardedStore",
     "LocalStore",
     "Store",
     "check_store",
+    "guard_store",
     "local_folder_of",
     "open_storage",
     "protocol_of",

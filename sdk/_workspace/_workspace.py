@@ -35,7 +35,7 @@ from ctxfs._workspace._writes import (
     check_write_target,
     update_file,
 )
-from ctxfs.backends import Store, check_store, open_storage
+from ctxfs.backends import Store, check_store, guard_store, open_storage
 from ctxfs.sandbox import Limits, normalize_path
 
 if TYPE_CHECKING:  # fsspec loads only for storage that needs it
@@ -99,10 +99,10 @@ class Workspace:
         store = open_storage(target, root=root, storage_options=storage_options)
         self._init(store, read_only, limits or Limits())
         if check:
-            check_store(store, write=not self.is_read_only("/"))
+            check_store(self._io, write=not self.is_read_only("/"))
 
     def _init(self, store: Store, read_only: Iterable[str], limits: Limits) -> None:
-        self._store = store
+        self._store, self._io = store, guard_store(store)  # calls go to _io: ctxfs errors only
         self._areas = ReadOnlyAreas(read_only)
         self._limits = limits
 
@@ -153,7 +153,7 @@ class Workspace:
         outside the root (local disk).
         """
         virtual = normalize_path(path)
-        self._store.real_path(virtual)
+        self._io.real_path(virtual)
         return virtual
 
     def is_read_only(self, path: str) -> bool:
@@ -167,7 +167,7 @@ class Workspace:
 
     def _writable(self, path: str) -> str:
         virtual = normalize_path(path)
-        self._areas.check_writable(virtual, self._store.real_path(virtual))
+        self._areas.check_writable(virtual, self._io.real_path(virtual))
         if virtual == "/":
             raise IsADirectoryPathError("/ is the workspace root, not a file", path=virtual)
         return virtual
@@ -187,7 +187,7 @@ class Workspace:
     def _info(self, virtual: str) -> FileInfo:
         if virtual == "/":  # the root exists even before an object store holds anything
             return FileInfo("/", "directory")
-        return self._store.info(virtual)
+        return self._io.info(virtual)
 
     def exists(self, path: str) -> bool:
         """Whether anything is at ``path``.
@@ -210,7 +210,7 @@ class Workspace:
         """
         virtual = self.resolve(path)
         try:
-            entries = self._store.ls(virtual)
+            entries = self._io.ls(virtual)
         except PathNotFoundError:
             if virtual == "/":
                 return []
@@ -246,10 +246,10 @@ class Workspace:
         if not bounded:
             return self._read_bytes(virtual)
         size = self._info(virtual).size
-        return read_capped(self._store, virtual, size, self._limits.max_read_bytes)
+        return read_capped(self._io, virtual, size, self._limits.max_read_bytes)
 
     def _read_bytes(self, virtual: str) -> bytes:
-        return self._store.read_bytes(virtual)
+        return self._io.read_bytes(virtual)
 
     def read_text(self, path: str) -> str:
         """The whole content of a UTF-8 text file.
@@ -272,7 +272,7 @@ class Workspace:
             PathNotFoundError: Nothing is there.
             IsADirectoryPathError: ``path`` is a directory.
         """
-        return self._store.read_versioned(self._file(path))
+        return self._io.read_versioned(self._file(path))
 
     def read_lines(
         self,
@@ -301,7 +301,7 @@ class Workspace:
         check_page_request(offset, limit, column, max_chars)
         cap = self._limits.max_read_chars
         virtual = self._file(path)
-        with self._store.open_read(virtual) as stream:
+        with self._io.open_read(virtual) as stream:
             return read_page(
                 stream,
                 virtual,
@@ -364,9 +364,9 @@ class Workspace:
         virtual = self._writable(path)
         check_write_target(self._info, virtual, create_only=create_only, if_version=if_version)
         if if_version is None:  # a store written before conditional writes still works
-            self._store.write(virtual, data, create_only=create_only)
+            self._io.write(virtual, data, create_only=create_only)
         else:
-            self._store.write(virtual, data, if_version=if_version)
+            self._io.write(virtual, data, if_version=if_version)
         return FileInfo(virtual, "file", len(data))
 
     def update(
@@ -383,8 +383,8 @@ class Workspace:
         for a new file); when another writer got in first, the file is read again and
         ``change`` called again on what it holds now, after a short random pause. So
         ``change`` may run several times: it must depend only on its argument. An exception
-        it raises ends the update with nothing written. Content that ``change`` returns
-        unchanged is not written.
+        it raises ends the update with nothing written; content it returns unchanged is not
+        written. A write reported as failed that the file holds (its reply was lost) is done.
 
         Example:
             >>> ws = Workspace("memory://update-doc")
@@ -464,7 +464,7 @@ class Workspace:
             raise ReadOnlyPathError(
                 f"{virtual} contains a read-only area; it cannot be deleted", path=virtual
             )
-        self._store.remove(virtual, recursive=recursive)
+        self._io.remove(virtual, recursive=recursive)
 
     # -- searching ----------------------------------------------------------------------
 
@@ -488,7 +488,7 @@ class Workspace:
 
         base = self._info(self.resolve(path))
         cap = limit if limit is not None else self._limits.max_glob_results
-        return glob_store(self._store, base, pattern, cap=cap, limits=self._limits)
+        return glob_store(self._io, base, pattern, cap=cap, limits=self._limits)
 
     def grep(
         self,
@@ -543,4 +543,4 @@ class Workspace:
             timeout=self._limits.regex_timeout,
         )
         base = self._info(self.resolve(path))
-        return grep_store(self._store, base, options, glob=glob, limits=self._limits)
+        return grep_store(self._io, base, options, glob=glob, limits=self._limits)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from ctxfs._errors import (
+    BackendError,
     ConflictError,
     EditError,
     IsADirectoryPathError,
@@ -27,6 +28,7 @@ from ctxfs._errors import (
     PathExistsError,
     PathNotFoundError,
     ReadOnlyPathError,
+    WorkspaceError,
 )
 from ctxfs._layout import SDK_AREAS
 from ctxfs._workspace._textread import decode_text
@@ -203,11 +205,30 @@ def update_file(
             return files.write_bytes(virtual, new, if_version=version)
         except (ConflictError, PathExistsError):
             continue
+        except BackendError:
+            if _holds(files, virtual, new):  # it was written; only the reply was lost
+                return FileInfo(virtual, "file", len(new))
+            raise
     raise ConflictError(
         f"{virtual}: the file changed since it was read, {attempts} times in a row (other "
         "writers keep changing it); nothing was written: read it again and retry",
         path=virtual,
     )
+
+
+def _holds(files: VersionedFiles, virtual: str, data: bytes) -> bool:
+    """Whether the file holds exactly ``data`` now (``False`` if that cannot be asked).
+
+    After a failed conditional write this tells a write whose reply was lost (the file
+    holds what was written) from one that was not done: a caller that wrote again would
+    apply its change twice (a line appended twice), one that gave up would report a change
+    that is there as failed.
+    """
+    try:
+        current, _ = files.read_versioned(virtual)
+    except WorkspaceError:
+        return False
+    return current == data
 
 
 class Replacement:

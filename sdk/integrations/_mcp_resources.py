@@ -19,6 +19,7 @@ from ctxfs._layout import INPUTS_DIR, RESULTS_DIR, TRANSCRIPTS_DIR
 from ctxfs._workspace._quote import quote, usable_path
 from ctxfs._workspace._results import FileInfo
 from ctxfs._workspace._workspace import Workspace
+from ctxfs.backends import guard_store
 from ctxfs.integrations._mcp_tools import MCP_NAMES, URI_PREFIX, resource_uri
 from ctxfs.tools._format import plural
 
@@ -160,7 +161,8 @@ def _saved_files(workspace: Workspace) -> Iterator[FileInfo]:
     for area in RESOURCE_AREAS:
         try:
             # a name no workspace path can be (see usable_path) has no URI to read it by
-            found.extend(info for info in workspace.store.walk(area) if usable_path(info.path))
+            listed = guard_store(workspace.store).walk(area)
+            found.extend(info for info in listed if usable_path(info.path))
         except PathNotFoundError:
             continue  # nothing saved there yet
     return iter(sorted(found, key=lambda info: info.path))

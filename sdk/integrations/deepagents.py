@@ -48,6 +48,7 @@ from ctxfs._workspace._quote import shown_path
 from ctxfs._workspace._results import FileInfo as Entry
 from ctxfs._workspace._textread import text_lines
 from ctxfs._workspace._workspace import Workspace
+from ctxfs.backends import guard_store
 from ctxfs.sandbox import relative_to
 
 try:
@@ -412,7 +413,7 @@ class WorkspaceBackend(BackendProtocol):
         info = self._workspace.info(base)
         if not info.is_dir:
             return [info]
-        return sorted(self._workspace.store.walk(base), key=lambda f: f.path)
+        return sorted(guard_store(self._workspace.store).walk(base), key=lambda f: f.path)
 
     def grep(
         self,

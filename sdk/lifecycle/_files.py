@@ -20,7 +20,7 @@ from typing import Any
 
 from ctxfs._errors import PathNotFoundError
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.backends import FsspecStore, LocalStore, translate_errors
+from ctxfs.backends import FsspecStore, LocalStore, guard_store, translate_errors
 
 __all__ = ["FileLister", "StampedFile", "list_files", "prune_empty_folders"]
 
@@ -55,7 +55,7 @@ def list_files(workspace: Workspace, folder: str) -> list[StampedFile]:
     Raises:
         WorkspaceError: The storage could not be asked.
     """
-    store = workspace.store
+    store = guard_store(workspace.store)  # a raw OSError is a ctxfs error too
     listed = sorted(store.walk(folder), key=lambda info: info.path)
     times = _times(workspace, folder) if listed else {}
     return [StampedFile(f.path, f.size or 0, times.get(f.path)) for f in listed]

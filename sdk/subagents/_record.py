@@ -5,8 +5,9 @@ share one and a re-run after a crash finds the same one. Next to its transcripts
 ``/transcripts/<thread>/task.json``, a record names the parent thread, the call, the
 sub-agent, the prompt and, once it ended, the :class:`~ctxfs.subagents.TaskResult`. The
 record is written when the sub-task starts (``running``) and rewritten, atomically, when it
-ends; a re-run of the same call with the same prompt returns the recorded result instead of
-working again, and one whose record is still ``running`` (the process died) starts over.
+ends (once its transcript is written); a re-run of the same call with the same prompt returns
+the recorded result instead of working again, and one whose record is still ``running`` (the
+process died, or the transcript could not be written) starts over.
 """
 
 from __future__ import annotations

@@ -176,8 +176,8 @@ class SubAgents:
 
         A task that already ran (same parent thread, call id, sub-agent and prompt, its
         record in the workspace: the process died before the parent saw the result) is not
-        run again: its recorded result is returned. One that was interrupted is run again
-        from the start.
+        run again: its recorded result is returned. One that was interrupted, or whose
+        transcript could not be written when it ended, is run again from the start.
 
         Args:
             name: A registered sub-agent.
@@ -372,10 +372,16 @@ class SubAgents:
             prompt=run.prompt,
             result=result,
         )
-        try:
-            write_record(self._workspace, record)
-        except WorkspaceError:
-            _log.exception("ctxfs: the record of sub-task %s could not be written", run.thread_id)
+        # Without its transcript the conversation lives only here: the record keeps saying
+        # "running", so the same call made again (the parent resumed) runs the task again
+        # and archives it, rather than returning a result nothing of which can be read back.
+        if not problem:
+            try:
+                write_record(self._workspace, record)
+            except WorkspaceError:
+                _log.exception(
+                    "ctxfs: the record of sub-task %s could not be written", run.thread_id
+                )
         run.progress("finished", detail=result.status)
         return result
 

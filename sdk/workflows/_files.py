@@ -195,10 +195,13 @@ def stage_file_output(data: bytes) -> dict[str, Any] | None:
 
 
 def set_aside(workspace: Workspace, path: str, data: bytes) -> str:
-    """Moves a stage file the runner did not write to ``<path>.set-aside-<n>.json``.
+    """Copies a stage file the runner did not write to ``<path>.set-aside-<n>.json``: the
+    first free ``n``, or the one that holds these bytes already (a copy an interrupted
+    runner made). The caller records the copy, then removes ``path``: cut short anywhere,
+    no copy is lost and none is made twice.
 
     Returns:
-        Where it is now.
+        Where the copy is.
     """
     base = path.removesuffix(".json")
     for number in range(1, 1000):
@@ -206,7 +209,8 @@ def set_aside(workspace: Workspace, path: str, data: bytes) -> str:
         try:
             workspace.write_bytes(kept_as, data, create_only=True)
         except PathExistsError:
+            if workspace.read_bytes(kept_as) == data:
+                return kept_as
             continue
-        workspace.rm(path)
         return kept_as
     raise WorkflowError(f"{path}: 999 files were set aside next to it already", path=path)

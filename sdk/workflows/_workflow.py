@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -14,7 +15,7 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from ctxfs._errors import WorkflowError, WorkflowStateError
+from ctxfs._errors import PathNotFoundError, WorkflowError, WorkflowStateError
 from ctxfs._sections import one_line
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._workspace import Workspace
@@ -247,7 +248,8 @@ class Workflow:
         one line each). Completed stages are never run again; their files are written again
         from the state when missing or changed. A file for an incomplete stage was not
         written by the runner: it is moved aside and recorded (``set_aside``), never taken as
-        the output. A halted stage's ``halt.raw_output`` (fixed by hand in the state file) is
+        the output. A completed workflow only gets its files written again. A halted
+        stage's ``halt.raw_output`` (fixed by hand in the state file) is
         validated again: if it passes it becomes the stage's output, else the workflow stays
         halted with the new error. A ``running`` or ``interrupted`` workflow goes on from
         its first incomplete stage.
@@ -272,9 +274,11 @@ class Workflow:
                 path=state_path(workflow_id),
             )
         self._outputs(state)  # a hand edit that broke a completed output is named now
-        if state.status == "completed":
-            return self._result(state)
         progress = _Progress(state, self._now())
+        if state.status == "completed":  # the last stage's file may never have been written
+            for record in state.completed_stages:
+                self._restore_file(progress, record)
+            return self._result(progress.state)
         halt = state.halt  # read_state checked that it is the first incomplete stage's
         self._save(progress, status="running", halt=None, **_runner())
         for record in state.completed_stages:
@@ -364,9 +368,15 @@ class Workflow:
     def _record_aside(
         self, progress: _Progress, stage: str, path: str, data: bytes, reason: str
     ) -> None:
+        # copied, recorded, then removed: a copy the state does not name is never left alone
         kept_as = set_aside(self._workspace, path, data)
-        record = SetAside(stage=stage, path=path, kept_as=kept_as, reason=reason, at=self._now())
-        self._save(progress, set_aside=[*progress.state.set_aside, record])
+        known = progress.state.set_aside
+        if not any(a.path == path and a.kept_as == kept_as for a in known):
+            at = self._now()
+            record = SetAside(stage=stage, path=path, kept_as=kept_as, reason=reason, at=at)
+            self._save(progress, set_aside=[*known, record])
+        with contextlib.suppress(PathNotFoundError):
+            self._workspace.rm(path)
 
     def _set_aside_foreign(self, progress: _Progress, index: int, stage: Stage) -> None:
         """Moves aside a file for this stage that the runner did not write (and records it).

@@ -303,3 +303,46 @@ def _archive(workspace: Workspace, model: Model, thread: Thread) -> None:
 def snapshot(workspace: Workspace) -> dict[str, bytes]:
     """Every file of the workspace and its bytes."""
     return {f.path: workspace.read_bytes(f.path) for f in workspace.store.walk("/")}
+
+
+def sources(model: Model, ref_kind: str, holder: str) -> list[str]:
+    """The files of the holder that carry a reference of this kind."""
+    folder = next(
+        p.rsplit("/", 1)[0]
+        for p, owner in model.files.items()
+        if owner == holder and p.startswith("/transcripts/")
+    )
+    return {
+        "pointer": [f"{folder}/segment-0001.jsonl"],
+        "text": [f"{folder}/segment-0001.jsonl"],
+        "summary": [f"{folder}/segment-0001.json", f"{folder}/index.json"],
+        "artifact": [f"{folder}/task.json"],
+    }[ref_kind]
+
+
+def check_retained(
+    model: Model, before: dict[str, bytes], after: dict[str, bytes], kept: set[str]
+) -> None:
+    """What the kept families hold, what they and memory point to, and what lies outside
+    the threads' areas, is all there, byte for byte."""
+    for root in kept:
+        for path in model.family_files(root):
+            assert after.get(path) == before[path], f"{path} of kept thread {root!r} lost"
+    for ref in model.refs:
+        if ref.kind == "memory":
+            for path in model.family_files(model.root_of(ref.target)):
+                assert after.get(path) == before[path], f"{path} named by memory lost"
+        elif model.root_of(ref.holder) in kept:
+            assert after.get(ref.target) == before[ref.target], f"{ref} lost its target"
+    for path in before:
+        if path == OUTSIDE or path.startswith("/memories/"):
+            assert after.get(path) == before[path]
+
+
+def check_nothing_dangles(model: Model, after: dict[str, bytes]) -> None:
+    """Whatever is left never points to what is gone."""
+    for ref in model.refs:
+        if ref.kind == "memory":
+            continue
+        if any(path in after for path in sources(model, ref.kind, ref.holder)):
+            assert ref.target in after, f"{ref.holder!r} still points to {ref.target}, gone"

@@ -22,6 +22,8 @@ from _lifecycle_workspaces import (
     Ref,
     Thread,
     build,
+    check_nothing_dangles,
+    check_retained,
     models,
     plan_files,
     snapshot,
@@ -91,49 +93,6 @@ def _root(model: Model, key: str) -> str:
     return next(root for root in model.roots() if safe_name(root) == key)
 
 
-def _source(model: Model, ref_kind: str, holder: str) -> list[str]:
-    """The files of the holder that carry a reference of this kind."""
-    folder = next(
-        p.rsplit("/", 1)[0]
-        for p, owner in model.files.items()
-        if owner == holder and p.startswith("/transcripts/")
-    )
-    return {
-        "pointer": [f"{folder}/segment-0001.jsonl"],
-        "text": [f"{folder}/segment-0001.jsonl"],
-        "summary": [f"{folder}/segment-0001.json", f"{folder}/index.json"],
-        "artifact": [f"{folder}/task.json"],
-    }[ref_kind]
-
-
-def _check_retained(
-    model: Model, before: dict[str, bytes], after: dict[str, bytes], kept: set[str]
-) -> None:
-    """What the kept families hold, what they and memory point to, and what lies outside
-    the threads' areas, is all there, byte for byte."""
-    for root in kept:
-        for path in model.family_files(root):
-            assert after.get(path) == before[path], f"{path} of kept thread {root!r} lost"
-    for ref in model.refs:
-        if ref.kind == "memory":
-            for path in model.family_files(model.root_of(ref.target)):
-                assert after.get(path) == before[path], f"{path} named by memory lost"
-        elif model.root_of(ref.holder) in kept:
-            assert after.get(ref.target) == before[ref.target], f"{ref} lost its target"
-    for path in before:
-        if path == OUTSIDE or path.startswith("/memories/"):
-            assert after.get(path) == before[path]
-
-
-def _check_nothing_dangles(model: Model, after: dict[str, bytes]) -> None:
-    """Whatever is left never points to what is gone."""
-    for ref in model.refs:
-        if ref.kind == "memory":
-            continue
-        if any(path in after for path in _source(model, ref.kind, ref.holder)):
-            assert ref.target in after, f"{ref.holder!r} still points to {ref.target}, gone"
-
-
 @_on_each_store(model=models(), older_than=st.sampled_from([1, 7, 30]))
 def test_collects_exactly_what_nothing_kept_reaches(
     make_workspace: object, model: Model, older_than: int
@@ -153,7 +112,7 @@ def test_collects_exactly_what_nothing_kept_reaches(
     after = snapshot(workspace)
     assert report.ok and not report.skipped
     assert len(report.removed) == len(set(model.roots()) - expected_kept)
-    _check_retained(model, before, after, expected_kept)
+    check_retained(model, before, after, expected_kept)
     for root in set(model.roots()) - expected_kept:
         assert not model.family_files(root) & set(after), f"{root!r} was not removed whole"
     assert report.freed_bytes == sum(len(before[p]) for p in set(before) - set(after))
@@ -177,8 +136,8 @@ def test_the_byte_cap_never_takes_what_is_pointed_to(
     removed = {_root(model, key) for key in _collected(report.plan)}
     assert kept | removed == set(model.roots()) and not kept & removed
     assert len(report.removed) == len(removed)
-    _check_retained(model, before, after, kept)
-    _check_nothing_dangles(model, after)
+    check_retained(model, before, after, kept)
+    check_nothing_dangles(model, after)
     for name in removed:  # the cap took only threads idle a day or more
         assert model.family_age(name) >= 1
     if report.plan.bytes_after > cap:  # over the cap: whatever is left may not go
@@ -228,8 +187,8 @@ def test_faults_during_apply_lose_nothing_retained(
     with contextlib.suppress(WorkspaceError):  # planning again failed: nothing is deleted
         _collector(Workspace(store), model, **retention).apply(plan)
     after = snapshot(healthy)
-    _check_retained(model, before, after, kept)
-    _check_nothing_dangles(model, after)
+    check_retained(model, before, after, kept)
+    check_nothing_dangles(model, after)
 
     gc = _collector(healthy, model, **retention)  # the faults are over: the next runs
     gc.run(apply=True)
@@ -255,8 +214,8 @@ def test_a_collection_cut_short_anywhere_leaves_nothing_dangling(
     report = _collector(Workspace(store), model, **retention).apply(plan)
     assert report.ok == (store.fired == [])
     after = snapshot(healthy)
-    _check_retained(model, before, after, kept)
-    _check_nothing_dangles(model, after)
+    check_retained(model, before, after, kept)
+    check_nothing_dangles(model, after)
     final = _collector(healthy, model, **retention).run(apply=True)  # the next run finishes
     assert final.ok
     left = {p for p in snapshot(healthy) if not p.startswith("/memories/") and p != OUTSIDE}
@@ -288,7 +247,7 @@ def test_a_thread_pointing_to_an_older_one_goes_first(make_workspace: object) ->
         store = FaultyStore(healthy.store)
         store.add(Fault(method="remove", nth=cut, times=None))
         _collector(Workspace(store), model, older_than=timedelta(days=7)).apply(plan)
-        _check_nothing_dangles(model, snapshot(healthy))
+        check_nothing_dangles(model, snapshot(healthy))
         assert gc.run(apply=True).ok and not list_threads(healthy)
 
 
@@ -305,7 +264,7 @@ def test_a_referrer_not_removed_keeps_what_it_points_to(make_workspace: object, 
         store.add(Fault(method="remove", kind=kind, nth=point, times=1))  # type: ignore[arg-type]
         report = _collector(Workspace(store), model, older_than=timedelta(days=7)).apply(plan)
         after = snapshot(healthy)
-        _check_nothing_dangles(model, after)
+        check_nothing_dangles(model, after)
         if "b" not in report.removed:
             assert "a" not in report.removed, (point, report)
         assert gc.run(apply=True).ok and not list_threads(healthy), point

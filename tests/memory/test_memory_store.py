@@ -134,13 +134,16 @@ def test_a_storage_failure_during_the_write_leaves_the_previous_version(
     assert len(memory.load().facts) == 2
 
 
-def test_a_lost_response_still_wrote_a_whole_document(workspace: Workspace) -> None:
+def test_a_lost_response_is_recognised_as_the_write_it_was(workspace: Workspace) -> None:
+    # the document was written whole, only the answer was lost: the update is done
     store = FaultyStore(workspace.store)
     memory = _memory(Workspace(store))
     store.add(Fault(method="write", kind="lost_response"))
-    with pytest.raises(BackendError):
-        memory.apply(update(fact("Written all the same.")), thread_id="t")
+    written = memory.apply(update(fact("Written all the same.")), thread_id="t")
+    assert [f.content for f in written.document.facts] == ["Written all the same."]
     assert [f.content for f in memory.load().facts] == ["Written all the same."]
+    assert [hit.method for hit in store.fired] == ["write"]
+    assert [d.revision for d in memory.history()] == [1]
 
 
 def test_the_markdown_failing_does_not_fail_the_update(workspace: Workspace) -> None:

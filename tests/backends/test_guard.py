@@ -1,0 +1,111 @@
+"""A store that lets a raw ``OSError`` through, and a conditional write whose reply is lost.
+
+The store contract says a store raises ctxfs errors only; one of your own (or a wrapper, as
+tests use) may not. Whatever it lets through reaches the workspace's callers as the ctxfs
+error it means, so every layer's ``except WorkspaceError`` handles a storage failure: a
+memory that learns requeues its turns, the collector reports the family and goes on, the
+``task`` tool answers with an error. And ``Workspace.update`` tells a write that landed with
+its reply lost from one that did not: an append is never made twice.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+import pytest
+
+from ctxfs import BackendError, PathNotFoundError, Workspace
+from ctxfs.backends import GuardedStore, guard_store
+from ctxfs.testing import Fault, FaultyStore, RecordingStore
+
+
+class RawErrors(RecordingStore):
+    """Raises ``errors[method]`` (a raw exception) at each call of that method."""
+
+    def __init__(self, inner: Any, **errors: BaseException) -> None:
+        super().__init__(inner)
+        self.errors = errors
+
+    def _record(self, method: str, path: str) -> None:
+        super()._record(method, path)
+        if method in self.errors:
+            raise self.errors[method]
+
+
+def test_a_raw_os_error_of_a_store_is_a_backend_error() -> None:
+    raw = Workspace("memory://guard-raw")
+    raw.write_text("/a.txt", "hello")
+    store = RawErrors(raw.store, read_bytes=ConnectionResetError(errno.ECONNRESET, "reset"))
+    workspace = Workspace(store, check=False)
+    with pytest.raises(BackendError, match="storage could not be reached") as caught:
+        workspace.read_text("/a.txt")
+    assert isinstance(caught.value.__cause__, ConnectionResetError)
+    assert workspace.store is store  # the workspace still names the store it was given
+
+
+def test_a_raw_file_not_found_is_not_found_and_a_disk_full_a_backend_error() -> None:
+    raw = Workspace("memory://guard-missing")
+    store = RawErrors(raw.store, info=FileNotFoundError("/gone"))
+    assert not Workspace(store, check=False).exists("/gone")
+    with pytest.raises(PathNotFoundError):
+        Workspace(store, check=False).read_bytes("/gone")
+    full = RawErrors(raw.store, write=OSError(errno.ENOSPC, "No space left on device"))
+    with pytest.raises(BackendError, match="No space left on device"):
+        Workspace(full, check=False).write_text("/b.txt", "x")
+
+
+def test_a_listing_that_fails_half_way_is_a_backend_error() -> None:
+    raw = Workspace("memory://guard-walk")
+    for n in range(3):
+        raw.write_text(f"/d/{n}.txt", "needle")
+
+    class Halfway(RecordingStore):
+        def walk(self, path: str) -> Any:
+            listed = super().walk(path)
+            yield next(iter(listed))
+            raise TimeoutError("the listing timed out")
+
+    with pytest.raises(BackendError, match="timed out"):
+        Workspace(Halfway(raw.store), check=False).grep("needle")
+
+
+def test_what_is_not_an_os_error_passes_untouched() -> None:
+    class Stopped(BaseException):
+        pass
+
+    raw = Workspace("memory://guard-stopped")
+    store = RawErrors(raw.store, info=Stopped(), ls=KeyError("defect of the store"))
+    with pytest.raises(Stopped):
+        Workspace(store, check=False).exists("/x")
+    with pytest.raises(KeyError):
+        Workspace(store, check=False).ls("/")
+
+
+def test_the_shipped_stores_are_not_wrapped(tmp_path: Any) -> None:
+    memory = Workspace("memory://guard-shipped").store
+    local = Workspace(tmp_path).store
+    assert guard_store(memory) is memory and guard_store(local) is local
+    guarded = guard_store(RecordingStore(memory))
+    assert isinstance(guarded, GuardedStore) and guard_store(guarded) is guarded
+
+
+def test_an_update_whose_reply_is_lost_is_done_once() -> None:
+    raw = Workspace("memory://guard-lost-reply")
+    raw.write_text("/log.txt", "one\n")
+    store = FaultyStore(raw.store)
+    store.add(Fault(method="write", kind="lost_response"))
+    info = Workspace(store, check=False).update("/log.txt", lambda old: (old or b"") + b"two\n")
+    assert info.size == 8 and raw.read_text("/log.txt") == "one\ntwo\n"
+    assert [hit.method for hit in store.fired] == ["write"]
+
+
+def test_an_update_whose_write_failed_still_fails() -> None:
+    raw = Workspace("memory://guard-failed-write")
+    raw.write_text("/log.txt", "one\n")
+    for kind in ("error", "torn_write"):
+        store = FaultyStore(raw.store)
+        store.add(Fault(method="write", kind=kind))  # type: ignore[arg-type]
+        with pytest.raises(BackendError):
+            Workspace(store, check=False).update("/log.txt", lambda old: (old or b"") + b"x\n")
+        raw.write_text("/log.txt", "one\n")

@@ -1,0 +1,127 @@
+"""Every storage call of a staged workflow, failed in turn: resume finishes it, the same.
+
+The scripted four-stage workflow (``_scenario.py``) runs once per store call of a clean run,
+with that call failing: an ``OSError`` (the run goes on or raises a ctxfs error), the process
+dying there, and for a write or a removal its reply lost after it was done. Afterwards the
+state file, if there is one, parses and contradicts nothing; then, with the storage well
+again (a fresh runner after a death), the workflow is resumed (or started, if it never got a
+state file) and completes with the outputs of an uninterrupted run, no stage recorded as
+completed runs again, and every completed stage's file holds what the state records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import Any
+
+import pytest
+from _scenario import TASK, WORKFLOW_ID, outputs_json, record_calls, workflow
+
+from ctxfs import Workspace, WorkspaceError
+from ctxfs.workflows import list_workflows, read_state
+from ctxfs.workflows._checks import inconsistencies
+from ctxfs.workflows._files import read_stage_file, stage_file_output, stage_path
+from tests._every_call import FailingAt, Killed, faults
+
+_fresh = itertools.count()
+
+
+def fresh() -> Workspace:
+    return Workspace(f"memory://workflow-every-call-{next(_fresh)}")
+
+
+def completed(workspace: Workspace) -> set[str]:
+    """The stages the state file records as completed; the file must parse and hold no
+    contradiction."""
+    if WORKFLOW_ID not in list_workflows(workspace):
+        return set()
+    state = read_state(workspace, WORKFLOW_ID)
+    assert not inconsistencies(state), inconsistencies(state)
+    return {record.stage for record in state.completed_stages}
+
+
+def finish(workspace: Workspace) -> tuple[dict[str, Any], list[str]]:
+    calls: list[str] = []
+    flow = record_calls(workflow(workspace), calls)
+    if WORKFLOW_ID in list_workflows(workspace):
+        run = flow.resume(WORKFLOW_ID)
+    else:
+        run = flow.run(TASK, workflow_id=WORKFLOW_ID)
+    assert run.status == "completed"
+    for record in run.state.completed_stages:
+        data = read_stage_file(workspace, record.output_path)
+        assert data is not None, f"{record.output_path} is missing"
+        assert stage_file_output(data) == record.output, record.output_path
+    return outputs_json(run.outputs), calls
+
+
+@pytest.mark.slow
+def test_every_store_call_of_a_workflow_may_fail() -> None:
+    raw = fresh()
+    store = FailingAt(raw.store)
+    expected = outputs_json(
+        workflow(Workspace(store, check=False)).run(TASK, workflow_id=WORKFLOW_ID).outputs
+    )
+    calls = store.calls
+    assert {"read_versioned", "write", "info"} <= {c.method for c in calls}
+    for fault in faults(calls, both=False):
+        raw = fresh()
+        store = fault.store(raw.store)
+        caught = Killed if fault.error is Killed else WorkspaceError
+        with contextlib.suppress(caught):
+            workflow(Workspace(store, check=False)).run(TASK, workflow_id=WORKFLOW_ID)
+        store.heal()
+        done_before = completed(raw)
+        outputs, ran = finish(Workspace(store, check=False))
+        assert outputs == expected, fault
+        assert not done_before & set(ran), fault
+        assert len(ran) == len(set(ran)), fault
+
+
+class Stop(BaseException):
+    """The process stopped inside a stage's agent."""
+
+
+def interrupted() -> Workspace:
+    """A workflow stopped in its third stage; then the first stage's file was lost and a
+    file for the fourth, which the runner did not write, turned up."""
+    raw = fresh()
+    flow = workflow(raw)
+    analyst = flow.stages[2]
+
+    def stopped(stage_input: Any) -> Any:
+        raise Stop
+
+    object.__setattr__(analyst, "agent", stopped)
+    with contextlib.suppress(Stop):
+        flow.run(TASK, workflow_id=WORKFLOW_ID)
+    state = read_state(raw, WORKFLOW_ID)
+    assert [r.stage for r in state.completed_stages] == ["planner", "researcher"]
+    raw.rm(state.completed_stages[0].output_path)
+    raw.write_text(stage_path(WORKFLOW_ID, 3, "writer"), '{"output": {"summary": "forged"}}')
+    return raw
+
+
+@pytest.mark.slow
+def test_every_store_call_of_a_resume_may_fail() -> None:
+    raw = fresh()
+    expected = outputs_json(workflow(raw).run(TASK, workflow_id=WORKFLOW_ID).outputs)
+    raw = interrupted()
+    store = FailingAt(raw.store)
+    outputs, ran = finish(Workspace(store, check=False))
+    assert outputs == expected and ran == ["analyst", "writer"]
+    assert read_state(raw, WORKFLOW_ID).set_aside, "the forged file was not set aside"
+    for fault in faults(store.calls, both=False):
+        raw = interrupted()
+        store = fault.store(raw.store)
+        caught = Killed if fault.error is Killed else WorkspaceError
+        with contextlib.suppress(caught):
+            workflow(Workspace(store, check=False)).resume(WORKFLOW_ID)
+        store.heal()
+        done_before = completed(raw)
+        outputs, ran = finish(Workspace(store, check=False))
+        assert outputs == expected, fault
+        assert not done_before & set(ran), fault
+        forged = [a for a in read_state(raw, WORKFLOW_ID).set_aside if a.stage == "writer"]
+        assert forged and all(raw.exists(a.kept_as) for a in forged), fault
