@@ -25,14 +25,10 @@ from ctxfs import ContextPolicy, TranscriptArchive, Workspace, restore_messages
 from ctxfs._archive._codec import sha
 from ctxfs.integrations.langchain import ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
-from tests._failing import FailingAt
+from tests._every_call import FailingAt, Killed
 
 TURNS = 10
 CONFIG: Any = {"configurable": {"thread_id": "c1"}}
-
-
-class Killed(BaseException):
-    """The process dying at this call."""
 
 
 def page(n: int) -> str:

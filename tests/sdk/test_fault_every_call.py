@@ -28,11 +28,7 @@ from ctxfs import (
 )
 from ctxfs._archive._codec import sha
 from ctxfs.testing import ScriptedChatModel
-from tests._failing import FailingAt
-
-
-class Killed(BaseException):
-    """The process dying at this call: not an error anything should catch."""
+from tests._every_call import FailingAt, Killed
 
 
 def turn(n: int) -> list[BaseMessage]:
