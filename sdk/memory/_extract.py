@@ -22,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ctxfs._errors import WorkspaceError
 from ctxfs._messages import message_text
 from ctxfs.memory._document import (
     Fact,
@@ -136,18 +137,29 @@ def extraction_messages(
     ]
 
 
+class ExtractionModelError(WorkspaceError):
+    """The extraction model could not be called (its exception is the cause): nothing was
+    learned from the turns, which the memory's queue keeps for the next try."""
+
+
 def extract_update(
     model: BaseChatModel,
     messages: Sequence[BaseMessage],
     document: MemoryDocument,
     *,
     prompt: str = EXTRACTION_PROMPT,
+    strict: bool = False,
 ) -> MemoryUpdate | None:
     """Asks ``model`` what to learn from ``messages``.
 
     Returns:
         The validated update, or ``None`` (logged as a warning) when the model failed or its
         output did not validate: nothing is to be written then.
+
+    Raises:
+        ExtractionModelError: With ``strict``, the model could not be called (a provider
+            outage, a timeout): the turns are worth trying again, unlike a reply that does
+            not validate, which is dropped.
     """
     structured = model.with_structured_output(MemoryUpdate, include_raw=True)
     try:
@@ -156,6 +168,10 @@ def extract_update(
         _log.warning("ctxfs memory: the extraction output is invalid and was dropped: %s", exc)
         return None
     except Exception as exc:
+        if strict:
+            raise ExtractionModelError(
+                f"the extraction model failed ({type(exc).__name__}: {exc}); nothing learned"
+            ) from exc
         _log.warning(
             "ctxfs memory: the extraction model failed (%s: %s); nothing learned",
             type(exc).__name__,

@@ -190,7 +190,8 @@ class LongTermMemory:
 
         Raises:
             WorkspaceError: The memory could not be read or written (a storage failure, a
-                malformed file); the batches not learned from are queued again.
+                malformed file), or the extraction model could not be called
+                (``ExtractionModelError``); the batches not learned from are queued again.
         """
         return self._learn_batches(self._queue.due())
 
@@ -203,7 +204,8 @@ class LongTermMemory:
         learned = []
         for index, batch in enumerate(batches):
             try:
-                learned.append(self.learn(batch.messages, thread_id=batch.thread_id))
+                # a model that cannot be called keeps the turns queued, like a storage failure
+                learned.append(self._learn(batch.messages, batch.thread_id, strict=True))
             except WorkspaceError:
                 for waiting in batches[index:]:
                     self._queue.requeue(waiting)
@@ -219,6 +221,9 @@ class LongTermMemory:
             ValueError: The memory has no model.
             MemoryFormatError: The stored file is malformed (it is left as it is).
         """
+        return self._learn(messages, thread_id, strict=False)
+
+    def _learn(self, messages: Sequence[BaseMessage], thread_id: str, *, strict: bool) -> Learned:
         if self._model is None:
             raise ValueError("this LongTermMemory has no model to learn with; pass model=...")
         document = self.load()
@@ -226,7 +231,7 @@ class LongTermMemory:
         shown = document.model_copy(
             update={"facts": tuple(self.visible_facts(document, thread_id))}
         )
-        update = extract_update(self._model, messages, shown, prompt=self._prompt)
+        update = extract_update(self._model, messages, shown, prompt=self._prompt, strict=strict)
         if update is None:
             return Learned(thread_id, len(messages), None)
         by = str(getattr(self._model, "model_name", None) or type(self._model).__name__)

@@ -207,7 +207,7 @@ def test_a_storage_failure_while_learning_queues_the_turns_again() -> None:
     store = FaultyStore(Workspace("memory://learning-faults").store)
     clock = FakeClock()
     model = ScriptedChatModel(
-        responses=[replies_in_turn(*[extraction_reply(fact("Alice owns billing."))] * 2)]
+        responses=[replies_in_turn(*[extraction_reply(fact("Alice owns billing."))] * 3)]
     )
     memory = LongTermMemory(Workspace(store), ("alice",), model=model, clock=clock)
     memory.record("t1", TURN)
@@ -226,3 +226,28 @@ def test_a_storage_failure_while_learning_queues_the_turns_again() -> None:
 def test_a_memory_without_a_model_queues_nothing() -> None:
     memory = LongTermMemory(Workspace("memory://no-model-queue"), ("a",))
     assert memory.record("t", TURN) == 0 and memory.queue.pending() == {}
+
+
+def test_a_model_outage_while_learning_queues_the_turns_again() -> None:
+    """A provider that cannot be reached is worth trying again (unlike a reply that does not
+    validate, which is dropped): the queued turns wait for the next try."""
+    from ctxfs.memory._extract import ExtractionModelError
+
+    calls = []
+
+    def flaky(messages: object) -> AIMessage:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("provider unreachable")
+        return extraction_reply(fact("Alice owns billing."))
+
+    clock = FakeClock()
+    memory = _memory(ScriptedChatModel(responses=[flaky, flaky]), clock)
+    memory.record("t1", TURN)
+    clock.advance(30)
+    with pytest.raises(ExtractionModelError, match="provider unreachable"):
+        memory.process_due()
+    assert memory.queue.pending() == {"t1": 2}
+    clock.advance(30)
+    assert [learned.thread_id for learned in memory.process_due()] == ["t1"]
+    assert [f.content for f in memory.load().facts] == ["Alice owns billing."]
