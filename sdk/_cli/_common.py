@@ -151,7 +151,8 @@ def open_workspace(
             written, and opening checks only that it can be read.
 
     Raises:
-        CliError: The folder is missing (or is a file), or the URL cannot be opened.
+        CliError: The folder is missing (or is a file), or the URL cannot be opened (its
+            storage's package is not installed, among others).
     """
     from ctxfs._workspace._workspace import Workspace
 
@@ -163,6 +164,11 @@ def open_workspace(
         return Workspace(url, storage_options=options, read_only=["/"] if read_only else [])
     except (ValueError, OSError) as exc:
         raise CliError(f"cannot open the workspace {url}: {exc}") from None
+    except ImportError as exc:  # the storage's package is missing: say which
+        from ctxfs._cli._extras import missing_dependency
+
+        reason = missing_dependency(exc) or exc
+        raise CliError(f"cannot open the workspace {url}: {reason}") from None
 
 
 def check_folder(url: str, storage: argparse.Namespace, *, must_exist: bool = True) -> None:
