@@ -47,6 +47,7 @@ from ctxfs._cli._common import (
     EXIT_ERROR,
     CliError,
     TerminalText,
+    WholeWrites,
     add_storage_arguments,
     check_folder,
     storage_options,
@@ -192,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is None:
         _fail(args.command, "standard output is closed; nothing was done", err)
         return EXIT_ERROR
-    out = cast(IO[str], TerminalText(sys.stdout))
+    out = cast(IO[str], TerminalText(cast(IO[str], WholeWrites(sys.stdout))))
     try:
         status = int(args.handler(args, out, err))
         out.flush()  # a closed pipe shows here, not at exit
