@@ -14,8 +14,8 @@ Subcommands:
 Every failure is one line on stderr (``ctxfs <command>: <what went wrong>``) and a non-zero
 exit status, never a traceback:
 
-- ``0``: done; ``1``: ``grep`` found nothing, or ``session resume`` halted on an invalid
-  stage output.
+- ``0``: done; ``1``: ``grep`` or ``memory search`` found nothing, or ``session resume``
+  halted on an invalid stage output.
 - ``2``: an error in what was asked (arguments, a trace or policy file, the workspace or its
   storage), or a usage error reported by the argument parser.
 - ``70``: an internal error, a defect of ctxfs (the line names the exception; please report
