@@ -133,7 +133,7 @@ def run_replay(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     with _progress(err, len(history)) as on_message:
         result = replay(history, engine, thread_id=thread_id, on_message=on_message)
     recovery = check_recovery(result, workspace)
-    if args.plot:
+    if plot is not None:
         write_plot(result, args.plot, plot)
     if args.json:
         document = replay_json(result, recovery, trace=args.trace, workspace=workspace)
