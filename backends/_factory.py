@@ -46,9 +46,10 @@ def open_storage(
     Raises:
         ValueError: ``root`` was given with a path, URL or store; ``storage_options`` with a
             filesystem object, a store, or a local/memory target (which use none); an S3
-            option s3fs does not know; or the URL's protocol is unknown.
-        ImportError: The URL's protocol needs an extra that is not installed (the message
-            names it, e.g. ``pip install 'ctxfs[s3]'``).
+            option s3fs does not know; the URL's protocol is unknown; or its filesystem
+            cannot be made from the URL and options given (it needs other arguments).
+        ImportError: The URL's protocol needs an extra or a package that is not installed
+            (the message names it, e.g. ``pip install 'ctxfs[s3]'``, ``pip install gcsfs``).
     """
     options = dict(storage_options or {})
     # a filesystem object is an instance of fsspec's class, so fsspec is loaded already
@@ -109,8 +110,19 @@ def open_storage(
             "memory://name, s3://bucket/prefix or another URL that fsspec knows "
             "(fsspec.available_protocols()), or pass an fsspec filesystem object"
         ) from None
+    except ImportError as exc:
+        raise _missing_package(protocol, exc) from exc
     options.setdefault("skip_instance_cache", True)
-    fs, fs_root = fsspec.url_to_fs(text, **options)
+    try:
+        fs, fs_root = fsspec.url_to_fs(text, **options)
+    except (TypeError, AttributeError) as exc:
+        # a filesystem that needs arguments a URL does not carry (jupyter://, reference://),
+        # or an option it does not take
+        raise ValueError(
+            f"cannot open {text!r} from its URL: the {protocol}:// filesystem needs other "
+            f"options ({' '.join(str(exc).split())}); give them as storage_options, or pass "
+            "an fsspec filesystem object"
+        ) from None
     if isinstance(fs, LocalFileSystem):
         return LocalStore(fs_root)
     return FsspecStore(fs, fs_root, url=text)
@@ -139,6 +151,19 @@ def local_folder_of(target: str | os.PathLike[str]) -> str | None:
         return text
     scheme, rest = text.split("://", 1)
     return rest if scheme in ("file", "local") else None
+
+
+def _missing_package(protocol: str, exc: ImportError) -> ImportError:
+    """The error for a protocol whose fsspec filesystem cannot be loaded: fsspec's words,
+    which say what to install, and the module that failed to import, when it names one."""
+    reason = " ".join(str(exc).split()).rstrip(".")
+    cause: BaseException | None = exc.__cause__ or exc.__context__
+    for _ in range(10):  # the chain is short; a bound, whatever it holds
+        if cause is None or (isinstance(cause, ImportError) and cause.name):
+            break
+        cause = cause.__cause__ or cause.__context__
+    missing = f"; module {cause.name!r} not found" if isinstance(cause, ImportError) else ""
+    return ImportError(f"{protocol}:// storage is not available here: {reason}{missing}")
 
 
 def _refuse_options(options: Mapping[str, Any], what: str) -> None:

@@ -201,6 +201,42 @@ def test_plot_draws_a_png(trace: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert Path("calls.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
+@pytest.mark.parametrize(
+    ("plot", "message"),
+    [
+        ("folder", "--plot folder: is a folder; give an image file such as calls.png"),
+        ("no/such/x.png", "--plot no/such/x.png: no such folder no/such"),
+        ("x.txt", "--plot x.txt: cannot draw a .txt file; use one of "),
+    ],
+)
+def test_a_plot_that_cannot_be_written_is_refused_before_the_replay(
+    trace: Path, capsys: pytest.CaptureFixture[str], plot: str, message: str
+) -> None:
+    # found after the replay had written its workspace, or (a folder, 'folder' -> folder.png)
+    # written somewhere else than the message said
+    pytest.importorskip("matplotlib")
+    Path("folder").mkdir()
+    status, out, err = run(
+        capsys, "replay", "t.jsonl", "--max-input-tokens", "4000", "--plot", plot,
+        "--workspace", "ws", "--create",
+    )  # fmt: skip
+    assert (status, out) == (2, "")
+    assert err.startswith(f"ctxfs replay: {message}")
+    assert not Path("ws").exists() and not Path("folder.png").exists()
+
+
+def test_a_plot_without_an_extension_is_a_png_at_that_path(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    status, out, _ = run(
+        capsys, "replay", "t.jsonl", "--max-input-tokens", "4000", "--plot", "calls",
+        "--workspace", "memory://p",
+    )  # fmt: skip
+    assert status == 0 and out.endswith("Plot written to calls\n")
+    assert Path("calls").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
 def test_plot_shows_the_prompt_cache_per_call() -> None:
     pytest.importorskip("matplotlib")
     records: list[Any] = [{"role": "user", "content": "Review every module."}]

@@ -118,3 +118,23 @@ def test_the_listing_names_a_memory_it_cannot_read(folder: Path, damage: str) ->
     (folder / "memories" / "alice" / "memory.json").unlink()
     status, out, err = run("memory", "show", str(folder))
     assert (status, out) == (2, "") and "/memories/bob/memory.json" in err
+
+
+def test_search_says_when_nothing_matches_and_refuses_a_query_of_no_word(folder: Path) -> None:
+    # both printed nothing at all and exited 1, the query of no word as 'no match'
+    assert run("memory", "search", str(folder), "zebra") == (
+        1,
+        "",
+        "No match for 'zebra' in the facts or the archived transcripts\n",
+    )
+    assert run("memory", "search", str(folder), "zebra", "--facts", "--json") == (
+        1,
+        "",
+        "No match for 'zebra' in the facts\n",
+    )
+    for query in ("", "   ", "((( ?"):
+        assert run("memory", "search", str(folder), query) == (
+            2,
+            "",
+            "ctxfs memory: the query holds no word to search for; give some words\n",
+        )

@@ -91,3 +91,29 @@ def test_s3_options_reach_the_store(
     assert capsys.readouterr().out == "x\n"
     # without the credentials the options carried, the store refuses: they were what it used
     assert main(["cat", url, "/a.md", "--endpoint-url", s3_endpoint]) != 0
+
+
+@pytest.mark.parametrize("command", ["ls", "grep", "threads", "memory"])
+@pytest.mark.parametrize("url", ["nopkg://b/x", "reference://x/y", "dir://x/y"])
+def test_storage_that_cannot_be_opened_is_one_line_exit_2(
+    command: str,
+    url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a protocol whose package is missing (gs:// without gcsfs) or whose filesystem needs
+    # more than a URL: exit 70, 'internal error (ImportError: ...)' before
+    from fsspec.registry import known_implementations
+
+    monkeypatch.setitem(
+        known_implementations,
+        "nopkg",
+        {"class": "ctxfs_no_such_module.FS", "err": "Install nopkgfs to access NoPkg"},
+    )
+    words = {"grep": ["grep", url, "x"], "memory": ["memory", "show", url]}
+    assert main(words.get(command, [command, url])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ctxfs {command}: cannot open the workspace {url}: ")
+    assert err.count("\n") == 1
+    if url.startswith("nopkg"):
+        assert "Install nopkgfs to access NoPkg" in err

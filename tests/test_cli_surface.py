@@ -90,6 +90,67 @@ def test_every_subcommand_is_listed() -> None:
     assert len(WITH_WORKSPACE) == len(LEAVES)
 
 
+_HOSTILE_VALUES = [
+    "9" * 5_000,
+    "9" * 400 + "GiB",
+    "1e999",
+    "-1e999",
+    "nan",
+    "inf",
+    "-0",
+    "0x10",
+    "١٢",  # Arabic-Indic digits, which int() reads
+    "1_000",
+    "",
+    " ",
+    "\x00",
+    "../x",
+    "99999999999999999999999w",
+]
+
+
+@pytest.mark.parametrize("words", sorted(LEAVES))
+def test_every_argument_check_fails_only_as_a_usage_error(words: tuple[str, ...]) -> None:
+    # argparse turns ArgumentTypeError, ValueError and TypeError into a usage line; anything
+    # else escaped as a traceback ('gc --max-bytes 999...9': OverflowError from int(inf))
+    checks = [
+        action.type
+        for action in LEAVES[words]._actions
+        if callable(action.type) and action.type not in (str,)
+    ]
+    for check in checks:
+        for value in _HOSTILE_VALUES:
+            with contextlib.suppress(argparse.ArgumentTypeError, ValueError, TypeError):
+                check(value)
+
+
+def test_an_argument_too_large_for_its_check_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["gc", str(tmp_path), "--max-bytes", "9" * 5_000])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.endswith(
+        "is larger than any size; write e.g. 200MB or 2GiB\n"
+    )
+
+
+def test_a_defect_in_an_argument_check_is_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxfs._cli import _lifecycle
+
+    def broken(text: str) -> int:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_lifecycle, "parse_bytes", broken)
+    assert main(["gc", str(tmp_path), "--max-bytes", "1"]) == 70
+    assert capsys.readouterr().err == (
+        "ctxfs gc: internal error (RuntimeError: boom); please report it\n"
+    )
+
+
 @pytest.mark.parametrize("words", WITH_WORKSPACE, ids=" ".join)
 def test_a_missing_folder_is_refused_and_not_made(
     words: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]

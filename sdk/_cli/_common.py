@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
+import select
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,12 +24,14 @@ __all__ = [
     "EXIT_ERROR",
     "CliError",
     "TerminalText",
+    "WholeWrites",
     "add_storage_arguments",
     "check_folder",
     "open_workspace",
     "raw_stream",
     "storage_options",
     "terminal_safe",
+    "write_all",
     "write_file_bytes",
 ]
 
@@ -151,7 +155,8 @@ def open_workspace(
             written, and opening checks only that it can be read.
 
     Raises:
-        CliError: The folder is missing (or is a file), or the URL cannot be opened.
+        CliError: The folder is missing (or is a file), or the URL cannot be opened (its
+            storage's package is not installed, among others).
     """
     from ctxfs._workspace._workspace import Workspace
 
@@ -163,6 +168,11 @@ def open_workspace(
         return Workspace(url, storage_options=options, read_only=["/"] if read_only else [])
     except (ValueError, OSError) as exc:
         raise CliError(f"cannot open the workspace {url}: {exc}") from None
+    except ImportError as exc:  # the storage's package is missing: say which
+        from ctxfs._cli._extras import missing_dependency
+
+        reason = missing_dependency(exc) or exc
+        raise CliError(f"cannot open the workspace {url}: {reason}") from None
 
 
 def check_folder(url: str, storage: argparse.Namespace, *, must_exist: bool = True) -> None:
@@ -241,6 +251,53 @@ class TerminalText:
         return getattr(self.raw, name)
 
 
+class WholeWrites:
+    """A text stream over ``stream`` whose every write arrives whole.
+
+    With ``python -u`` or ``PYTHONUNBUFFERED`` set, stdout writes straight through to an
+    unbuffered binary layer: each write is one system call, which a pipe may take in part
+    (its reader left after the first 64 KiB, a signal came), and the text layer drops the
+    rest without a word, so a command ended with status 0 having printed part of a file.
+    Here the rest is written until all of it is taken or the write fails
+    (:class:`BrokenPipeError`, a full disk). A buffered stream is used as it is: its
+    buffer already writes whole.
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        binary = getattr(stream, "buffer", None)
+        self.binary = binary if isinstance(binary, io.RawIOBase) else None
+
+    def write(self, text: str) -> int:
+        if self.binary is None:
+            return self.stream.write(text)
+        encoding = getattr(self.stream, "encoding", None) or "utf-8"
+        errors = getattr(self.stream, "errors", None) or "strict"
+        write_all(self.binary, text.encode(encoding, errors))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def write_all(binary: Any, data: bytes) -> None:
+    """Writes all of ``data`` to the binary stream ``binary``, however little each write
+    takes (an unbuffered stream writes only what one system call took)."""
+    view = memoryview(data)
+    while view:
+        written = binary.write(view)
+        if written is None:  # a non-blocking descriptor that is full: wait until it is not
+            select.select([], [binary], [])
+            continue
+        view = view[written:]
+
+
 def raw_stream(out: IO[str]) -> IO[str]:
     """The stream under a :class:`TerminalText` (for rich, which writes its own escapes: what
     it is given to show must be :func:`terminal_safe` already)."""
@@ -255,5 +312,5 @@ def write_file_bytes(data: bytes, out: IO[str]) -> None:
         out.write(data.decode("utf-8", errors="replace"))
         return
     out.flush()
-    buffer.write(data)
+    write_all(buffer, data)
     buffer.flush()

@@ -21,8 +21,9 @@ def missing_dependency(exc: BaseException) -> str | None:
     """What to tell the user when ``exc`` comes from a missing (or too old) package.
 
     Returns:
-        One line naming the package and the ``pip install`` that brings it, or ``None``
-        when ``exc`` is not about a package outside ctxfs (an import error inside ctxfs is a
+        One line naming the package and the ``pip install`` that brings it (or the
+        package's own words when its import error names no module), or ``None`` when
+        ``exc`` is not about a package outside ctxfs (an import error inside ctxfs is a
         defect and is reported as one).
     """
     error = _import_error(exc)
@@ -32,7 +33,11 @@ def missing_dependency(exc: BaseException) -> str | None:
         return " ".join(str(error).split())
     name = error.name or ""
     top = name.partition(".")[0]
-    if not top or top == "ctxfs":
+    if not name:
+        # raised by a package's own check (fsspec: 'Install adlfs to access ...'); an
+        # import that fails inside ctxfs always names its module
+        return " ".join(str(error).split())
+    if top == "ctxfs":
         return None
     extra = extra_of(top)
     install = f"pip install 'ctxfs[{extra}]'" if extra else f"pip install {_normal(top)}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -33,11 +34,15 @@ def parse_bytes(text: str) -> int:
         ValueError: Anything else.
     """
     found = _SIZE.fullmatch(text.strip())
+    shown = repr(text if len(text) <= 40 else text[:40] + "…")
     if found is None:
-        raise ValueError(f"{text!r} is not a size: write e.g. 500000, 200MB or 2GiB")
+        raise ValueError(f"{shown} is not a size: write e.g. 500000, 200MB or 2GiB")
     unit = (found.group(2) or "").lower()
     power = _POWERS[unit[:1]] if "i" not in unit else 1024 ** "bkmgt".index(unit[0])
-    return int(float(found.group(1)) * power)
+    value = float(found.group(1)) * power
+    if not math.isfinite(value):  # more digits than a float holds: int() would overflow
+        raise ValueError(f"{shown} is larger than any size; write e.g. 200MB or 2GiB")
+    return int(value)
 
 
 def format_bytes(count: int) -> str:

@@ -14,8 +14,8 @@ Subcommands:
 Every failure is one line on stderr (``ctxfs <command>: <what went wrong>``) and a non-zero
 exit status, never a traceback:
 
-- ``0``: done; ``1``: ``grep`` found nothing, or ``session resume`` halted on an invalid
-  stage output.
+- ``0``: done; ``1``: ``grep`` or ``memory search`` found nothing, or ``session resume``
+  halted on an invalid stage output.
 - ``2``: an error in what was asked (arguments, a trace or policy file, the workspace or its
   storage), or a usage error reported by the argument parser.
 - ``70``: an internal error, a defect of ctxfs (the line names the exception; please report
@@ -47,6 +47,7 @@ from ctxfs._cli._common import (
     EXIT_ERROR,
     CliError,
     TerminalText,
+    WholeWrites,
     add_storage_arguments,
     check_folder,
     storage_options,
@@ -178,21 +179,21 @@ def add_demo_parser(commands: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     words = list(sys.argv[1:] if argv is None else argv)
-    parser, grep = _parsers(set(words[:1]))
-    if words[:1] == ["grep"] and grep is not None:
-        from ctxfs._cli._workspace import parse_grep
-
-        args = parse_grep(grep, words[1:])
-        args.command = "grep"
-    else:
-        args = parser.parse_args(words)
+    try:
+        args = _parse(words)
+    except Exception as exc:  # an argument's check that failed in a way it did not expect
+        stream = TerminalText(sys.stderr if sys.stderr is not None else io.StringIO())
+        command = words[0] if words[:1] and words[0] in COMMANDS else "arguments"
+        status, message = _classify(exc)
+        _fail(command, message, cast(IO[str], stream))
+        return status
     # the commands take text streams; these write everything through terminal_safe
     # (a stream closed before the start, `ctxfs ... >&-`, is None in Python)
     err = cast(IO[str], TerminalText(sys.stderr if sys.stderr is not None else io.StringIO()))
     if sys.stdout is None:
         _fail(args.command, "standard output is closed; nothing was done", err)
         return EXIT_ERROR
-    out = cast(IO[str], TerminalText(sys.stdout))
+    out = cast(IO[str], TerminalText(cast(IO[str], WholeWrites(sys.stdout))))
     try:
         status = int(args.handler(args, out, err))
         out.flush()  # a closed pipe shows here, not at exit
@@ -206,6 +207,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         status, message = _classify(exc)
         _fail(args.command, message, err)
         return status
+
+
+def _parse(words: list[str]) -> argparse.Namespace:
+    """The parsed command line (a usage error exits through argparse, status 2)."""
+    parser, grep = _parsers(set(words[:1]))
+    if words[:1] == ["grep"] and grep is not None:
+        from ctxfs._cli._workspace import parse_grep
+
+        args = parse_grep(grep, words[1:])
+        args.command = "grep"
+        return args
+    return parser.parse_args(words)
 
 
 def _classify(exc: Exception) -> tuple[int, str]:

@@ -194,6 +194,8 @@ def _search(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
     if args.k < 1:
         raise CliError("-k must be at least 1")
+    if not any(character.isalnum() for character in args.query):
+        raise CliError("the query holds no word to search for; give some words")
     kinds: tuple[Any, ...] = ("fact", "transcript")
     if args.facts:
         kinds = ("fact",)
@@ -221,6 +223,12 @@ def _search(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         else:
             text = " ".join(hit.text.split())
             out.write(f"{hit.score:.3f}\t{hit.kind}\t{hit.path} {hit.ref}\n\t{text}\n")
+    if not hits:  # on stderr, as grep says it: stdout stays the hits (JSON lines with --json)
+        searched = {("fact",): "facts", ("transcript",): "archived transcripts"}
+        what = searched.get(kinds, "facts or the archived transcripts")
+        query = " ".join(args.query.split())
+        query = query if len(query) <= 200 else query[:200] + "…"
+        err.write(f"No match for {query!r} in the {what}\n")
     return 0 if hits else 1
 
 

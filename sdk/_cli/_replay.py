@@ -42,6 +42,7 @@ __all__ = [
     "event_kind",
     "event_record",
     "load_policy",
+    "plot_format",
     "render_plain",
     "render_rich",
     "replay_figure",
@@ -124,6 +125,7 @@ def run_replay(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             "replay; a trace records a conversation with at least one assistant turn"
         )
     policy = load_policy(args.policy, args.max_input_tokens)
+    plot = plot_format(args.plot) if args.plot else None  # before the replay writes anything
     url = args.workspace or tempfile.mkdtemp(prefix="ctxfs-replay-")
     workspace = open_workspace(url, args, must_exist=False)  # a missing one needs --create
     thread_id = args.thread_id or Path(args.trace).stem
@@ -131,8 +133,8 @@ def run_replay(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     with _progress(err, len(history)) as on_message:
         result = replay(history, engine, thread_id=thread_id, on_message=on_message)
     recovery = check_recovery(result, workspace)
-    if args.plot:
-        write_plot(result, args.plot)
+    if plot is not None:
+        write_plot(result, args.plot, plot)
     if args.json:
         document = replay_json(result, recovery, trace=args.trace, workspace=workspace)
         out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
@@ -433,15 +435,40 @@ def _progress(err: IO[str], total: int) -> Iterator[Callable[[int, int], None] |
 # -- plot -----------------------------------------------------------------------------------
 
 
-def write_plot(result: ReplayResult, path: str) -> None:
-    """Draws :func:`replay_figure` into an image file.
+def plot_format(path: str) -> str:
+    """The image format ``--plot`` writes ``path`` in (its extension, PNG without one),
+    checked before the replay runs: the file is written at ``path`` exactly.
+
+    Raises:
+        CliError: matplotlib is not installed; ``path`` is a folder, or its folder does not
+            exist; its extension names a format matplotlib cannot write.
+    """
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise CliError("--plot needs matplotlib: pip install 'ctxfs[plot]'") from None
+    target = Path(path)
+    if target.is_dir():
+        raise CliError(f"--plot {path}: is a folder; give an image file such as calls.png")
+    if not target.parent.is_dir():
+        raise CliError(f"--plot {path}: no such folder {target.parent}")
+    extension = target.suffix.removeprefix(".").lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if extension and extension not in formats:
+        names = ", ".join(f".{name}" for name in sorted(formats))
+        raise CliError(f"--plot {path}: cannot draw a .{extension} file; use one of {names}")
+    return extension or "png"
+
+
+def write_plot(result: ReplayResult, path: str, image_format: str = "png") -> None:
+    """Draws :func:`replay_figure` into an image file at ``path``, in ``image_format``.
 
     Raises:
         CliError: matplotlib is not installed, or the file cannot be written.
     """
     figure = replay_figure(result)
     try:
-        figure.savefig(path, dpi=110)
+        figure.savefig(path, dpi=110, format=image_format)
     except (OSError, ValueError) as exc:
         raise CliError(f"could not write the plot to {path}: {exc}") from None
 

@@ -69,6 +69,32 @@ def test_an_unknown_protocol_is_refused_with_a_clear_message() -> None:
     assert "memory://" in str(caught.value) and "s3://" in str(caught.value)
 
 
+def test_a_protocol_whose_package_is_missing_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fsspec.registry import known_implementations
+
+    monkeypatch.setitem(
+        known_implementations,
+        "nopkg",
+        {"class": "ctxfs_no_such_module.FS", "err": "Install nopkgfs to access NoPkg"},
+    )
+    with pytest.raises(ImportError) as caught:
+        Workspace("nopkg://bucket/x")
+    assert str(caught.value) == (
+        "nopkg:// storage is not available here: Install nopkgfs to access NoPkg; "
+        "module 'ctxfs_no_such_module' not found"
+    )
+
+
+@pytest.mark.parametrize("url", ["reference://x/y", "dir://x/y", "generic://x/y"])
+def test_a_filesystem_a_url_alone_cannot_make_is_a_value_error(url: str) -> None:
+    # they need arguments a URL does not carry (fo=, path=, ...): a TypeError or an
+    # AttributeError from inside fsspec before
+    with pytest.raises(ValueError, match=r"needs other options .*storage_options"):
+        Workspace(url)
+
+
 def test_root_with_a_url_or_path_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"root= is only for a filesystem object; put the folder"):
         Workspace("memory://x", root="/inner")
