@@ -24,6 +24,7 @@ from ctxfs._archive._segment import ArchiveSegment, ThreadFolder, segment_number
 from ctxfs._errors import (
     ArchiveError,
     ConflictError,
+    IsADirectoryPathError,
     PathExistsError,
     PathNotFoundError,
     WorkspaceError,
@@ -117,6 +118,8 @@ class PagedIndex:
             raw, version = self._workspace.read_versioned(path)
         except PathNotFoundError:
             return Head(pages=0, entries=(), version=None, format_version=INDEX_VERSION)
+        except IsADirectoryPathError:
+            raise Unreadable(f"{path} is a folder, not the index", None) from None
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not read {path}: {exc}") from exc
         try:
@@ -138,6 +141,8 @@ class PagedIndex:
             raw = self._workspace.read_bytes(path)
         except PathNotFoundError:
             raise Unreadable(f"the index page {path} was missing", head_version) from None
+        except IsADirectoryPathError:
+            raise Unreadable(f"the index page {path} is a folder", head_version) from None
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not read {path}: {exc}") from exc
         try:

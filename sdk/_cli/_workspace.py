@@ -23,7 +23,13 @@ from ctxfs._cli._common import (
     write_file_bytes,
 )
 from ctxfs._cli._wording import OPERANDS, for_the_shell
-from ctxfs._errors import ArchiveError, PathNotFoundError, ReadOnlyPathError, WorkspaceError
+from ctxfs._errors import (
+    ArchiveError,
+    IsADirectoryPathError,
+    PathNotFoundError,
+    ReadOnlyPathError,
+    WorkspaceError,
+)
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.tools import ToolFunction, tool_functions
@@ -360,6 +366,8 @@ def _threads(workspace: Workspace) -> list[str]:
             continue
         except PathNotFoundError:
             pass  # nothing committed, or a run that stopped before writing the index
+        except IsADirectoryPathError:
+            problem = f"{index} is a folder, not a transcript index"
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             problem = f"{index} is not a transcript index ({_reason(exc)})"
         thread = _thread_of_segments(workspace, folder.path)
