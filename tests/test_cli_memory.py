@@ -138,3 +138,18 @@ def test_search_says_when_nothing_matches_and_refuses_a_query_of_no_word(folder:
             "",
             "ctxfs memory: the query holds no word to search for; give some words\n",
         )
+
+
+def test_a_folder_where_a_memory_file_belongs_is_reported_like_a_damaged_file(
+    folder: Path,
+) -> None:
+    """Listing every memory used to skip it silently (only files were looked for)."""
+    squatter = folder / "memories" / "bob" / "memory.json"
+    squatter.mkdir(parents=True)
+    (squatter / "notes.txt").write_text("not a memory\n")
+    status, out, err = run("memory", "show", str(folder))
+    assert status == 2 and "alice\t" in out
+    assert (
+        err
+        == "ctxfs memory: /memories/bob/memory.json cannot be read: a folder, not a memory file\n"
+    )

@@ -188,3 +188,17 @@ def test_a_workflow_id_that_cannot_name_a_file_is_a_usage_error(
         err = capsys.readouterr().err
         assert "error: argument WORKFLOW_ID: workflow_id " in err
         assert "must be 1 to 64 letters" in err
+
+
+def test_a_folder_where_a_state_file_belongs_is_listed_as_unreadable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was left out of the listing, as if there were no such workflow."""
+    squatter = tmp_path / "ws" / "sessions" / "w.json"
+    squatter.mkdir(parents=True)
+    (squatter / "x").write_text("")
+    url = str(tmp_path / "ws")
+    status, out, _ = run(capsys, "session", "show", url)
+    assert (status, out) == (0, "w  unreadable: /sessions/w.json is a folder, not a state file\n")
+    status, out, err = run(capsys, "session", "show", url, "w")
+    assert status == 2 and err == "ctxfs session: /sessions/w.json is a folder, not a state file\n"

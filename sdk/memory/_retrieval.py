@@ -163,7 +163,20 @@ def memory_documents(
     base = "/".join((MEMORIES_DIR, *prefix))
     if not workspace.exists(base):
         return
-    for path in workspace.glob("**/memory.json", base, limit=1_000_000).paths:
+    paths: list[str] = []
+    folders: dict[str, None] = {}  # a folder where a memory file belongs: reported, once
+    for path in workspace.glob("**", base, limit=1_000_000).paths:
+        if path.endswith("/memory.json"):
+            paths.append(path)
+        elif "/memory.json/" in path:
+            folders[path[: path.index("/memory.json/") + len("/memory.json")]] = None
+    for folder in folders:
+        exc = MemoryFormatError("a folder, not a memory file", path=folder)
+        if on_skip is not None:
+            on_skip(folder, exc)
+        else:
+            _log.warning("ctxfs memory: %s is skipped by retrieval: %s", folder, exc)
+    for path in paths:
         try:
             document = parse_document(workspace.read_bytes(path), path)
         except (MemoryFormatError, PathNotFoundError) as exc:

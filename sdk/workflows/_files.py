@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from ctxfs._errors import (
+    IsADirectoryPathError,
     PathExistsError,
     PathNotFoundError,
     WorkflowConflictError,
@@ -67,6 +68,8 @@ def read_state(workspace: Workspace, workflow_id: str) -> WorkflowState:
             f"no workflow {workflow_id!r} in {workspace.url}: {path} does not exist",
             path=path,
         ) from None
+    except IsADirectoryPathError:
+        raise WorkflowStateError(f"{path} is a folder, not a state file", path=path) from None
     state = load_state(data, path)
     if state.workflow_id != workflow_id:
         raise WorkflowStateError(
@@ -84,11 +87,8 @@ def list_workflows(workspace: Workspace) -> list[str]:
     except PathNotFoundError:
         return []
     suffix = ".json"
-    return sorted(
-        entry.name[: -len(suffix)]
-        for entry in entries
-        if not entry.is_dir and entry.name.endswith(suffix)
-    )
+    # a folder named like a state file is listed too: reading it says what is wrong
+    return sorted(entry.name[: -len(suffix)] for entry in entries if entry.name.endswith(suffix))
 
 
 def create_state(workspace: Workspace, state: WorkflowState) -> None:
