@@ -19,12 +19,14 @@ from datetime import datetime
 from typing import Any
 
 from ctxfs._errors import (
+    BackendError,
     IsADirectoryPathError,
     PathExistsError,
     PathNotFoundError,
     WorkflowConflictError,
     WorkflowError,
     WorkflowStateError,
+    WorkspaceError,
 )
 from ctxfs._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
@@ -105,10 +107,23 @@ def create_state(workspace: Workspace, state: WorkflowState) -> None:
     )
     if workspace.exists(path) or workspace.exists(f"{SESSIONS_DIR}/{state.workflow_id}"):
         raise taken
+    data = dump_state(state)
     try:
-        workspace.write_bytes(path, dump_state(state), create_only=True)
+        workspace.write_bytes(path, data, create_only=True)
     except PathExistsError:
         raise taken from None
+    except BackendError:
+        if not _holds(workspace, path, data):
+            raise
+        # the write landed and its reply was lost: the state is there, whole
+
+
+def _holds(workspace: Workspace, path: str, data: bytes) -> bool:
+    """Whether ``path`` holds exactly ``data`` (read back after a write whose reply was lost)."""
+    try:
+        return workspace.read_bytes(path) == data
+    except WorkspaceError:
+        return False
 
 
 def replace_state(workspace: Workspace, previous: WorkflowState, state: WorkflowState) -> None:

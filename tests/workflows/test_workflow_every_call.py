@@ -125,3 +125,18 @@ def test_every_store_call_of_a_resume_may_fail() -> None:
         assert not done_before & set(ran), fault
         forged = [a for a in read_state(raw, WORKFLOW_ID).set_aside if a.stage == "writer"]
         assert forged and all(raw.exists(a.kept_as) for a in forged), fault
+
+
+def test_a_start_whose_state_write_lost_its_reply_runs_on() -> None:
+    """The first state file was written and its reply lost: the run reads it back, finds it
+    whole, and goes on (it raised, and the next run said the workflow already existed)."""
+    raw = fresh()
+    store = FailingAt(raw.store)
+    workflow(Workspace(store, check=False)).run(TASK, workflow_id=WORKFLOW_ID)
+    first = next(
+        n for n, c in enumerate(store.calls, 1) if c.method == "write" and "/sessions/" in c.path
+    )
+    raw = fresh()
+    store = FailingAt(raw.store, first, OSError, lost=True)
+    run = workflow(Workspace(store, check=False)).run(TASK, workflow_id=WORKFLOW_ID)
+    assert run.status == "completed"
