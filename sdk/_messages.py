@@ -10,8 +10,8 @@ One home for the small questions every step asks of a message, so that they get 
 - :func:`saved_text` / :func:`text_layout` / :func:`restore_text`: the text a tool result is
   saved as, and how its content is laid out again from it, byte-exact, for every content of
   text blocks (extra keys such as ``id``, ``cache_control`` or ``annotations`` included, NUL
-  characters and lone surrogates shown as stand-ins); :func:`why_not_saved` says why any
-  other content cannot be.
+  characters and lone surrogates shown as stand-ins) and any other block as its JSON;
+  :func:`why_not_saved` says why a content JSON cannot give back identical is not saved.
 - :func:`pair_results`: which tool call each tool result answers.
 - :func:`same_objects`: whether two lists hold the very same message objects (in C: it runs
   on every model call, over the whole history).
@@ -144,10 +144,18 @@ def _saved(content: Content) -> tuple[str, tuple[LayoutEntry, ...]] | str:
                 parts.append(block)
                 layout.append(("str", len(block)))
                 continue
-            kind = block.get("type")
-            if kind != "text" or not isinstance(block.get("text"), str):
-                what = f"has type {kind!r}" if isinstance(kind, str) else "has no type"
-                return f"block {number} {what}, not text; the workspace keeps only text"
+            if not isinstance(block, dict):
+                return f"block {number} is a {type(block).__name__}, neither text nor a block"
+            if block.get("type") != "text" or not isinstance(block.get("text"), str):
+                # any other block (an image by URL, a json or search_result block, reasoning,
+                # a kind ctxfs does not know) is saved as its JSON, on lines of its own
+                try:
+                    piece = f"\n{json.dumps(block, ensure_ascii=False, allow_nan=False)}\n"
+                except (TypeError, ValueError) as exc:
+                    return f"block {number} has keys JSON cannot hold ({exc})"
+                parts.append(piece)
+                layout.append(("json", len(piece)))
+                continue
             parts.append(block["text"])
             if set(block) == {"type", "text"}:
                 layout.append(("text", len(block["text"])))
@@ -203,8 +211,11 @@ def saved_text(content: Content) -> str | None:
     replaced by a character the text does not hold, and lone surrogates (which UTF-8 cannot
     store) by characters of a private use range it does not hold
     (:data:`LONE_STAND_IN_BASES`); :func:`text_layout` records which, and the blocks' other
-    keys, so that :func:`restore_text` gives back the content exactly. Contents with other
-    blocks (images...) are not saved: :func:`why_not_saved` says why.
+    keys, so that :func:`restore_text` gives back the content exactly. Any other block (an
+    image by URL, a ``json`` or ``search_result`` block, reasoning, a kind ctxfs does not
+    know) is saved as its JSON on lines of its own, and read back from it. A content whose
+    blocks JSON cannot give back identical (tuples, non-string keys...) is not saved:
+    :func:`why_not_saved` says why.
 
     Example:
         >>> content = [{"type": "text", "text": "a\\x00b", "id": "lc_1"}]
@@ -223,8 +234,9 @@ def text_layout(content: Content) -> tuple[LayoutEntry, ...]:
 
     Entries, in order: ``("nul", code point)`` first when a character stands for NUL, and
     ``("lone", base)`` first when characters from ``base`` on stand for lone surrogates; then,
-    for a list content, one per block: ``("str", characters)``, ``("text", characters)``, or
-    ``("text", characters, JSON of the block's keys with its text as null)``. Empty for a
+    for a list content, one per block: ``("str", characters)``, ``("text", characters)``,
+    ``("text", characters, JSON of the block's keys with its text as null)``, or
+    ``("json", characters)`` for any other block, saved as its JSON. Empty for a
     plain string (or a content that cannot be saved).
     """
     found = _saved(content)
@@ -256,6 +268,8 @@ def restore_text(text: str, layout: Sequence[Sequence[object]]) -> Content:
         at += size
         if kind == "str":
             blocks.append(piece)
+        elif kind == "json":
+            blocks.append(json.loads(piece))
         elif len(entry) > 2 and isinstance(entry[2], str):
             blocks.append({**json.loads(entry[2]), "text": piece})
         else:

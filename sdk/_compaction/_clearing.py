@@ -313,7 +313,7 @@ def _eligible(
         if size(i) < settings.min_tokens or message.name in settings.exempt_tools:
             continue
         text = saved_text(message.content)
-        if text is None and media_blocks(message.content):
+        if media_blocks(message.content):  # the text once they are references
             planned = planned_text(message.content, thread_id, message.tool_call_id)
             text = saved_text(planned) if planned is not None else None
         if text is None:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from langchain_core.messages import ToolMessage
 
 from ctxfs._compaction._means import EngineState, Means
-from ctxfs._compaction._media import move_media, moves_at_return
+from ctxfs._compaction._media import media_blocks, move_media, moves_at_return
 from ctxfs._events import (
     OffloadFailed,
     ToolResultOffloaded,
@@ -64,7 +64,7 @@ def offload_result(
     # Large text beside media: the text can only be saved once the media blocks are out of
     # the content, so all of them move (as when the result is cleared); otherwise only the
     # blocks large in themselves do.
-    text_over = count_exceeding(means.counter, message_text(message), threshold) is not None
+    text_over = count_exceeding(means.counter, _text_beside_media(message), threshold) is not None
     moved = move_media(
         means.workspace,
         means.counter,
@@ -79,13 +79,23 @@ def offload_result(
     return replace(outcome, media=moved.events) if moved.events else outcome
 
 
+def _text_beside_media(message: ToolMessage) -> str:
+    """The text a result is saved as, leaving out its base64 media blocks (billed as media,
+    never as the text of their payload): what the threshold is compared with."""
+    payloads = {block.index for block in media_blocks(message.content)}
+    content = message.content
+    if payloads and isinstance(content, list):
+        content = [block for k, block in enumerate(content) if k not in payloads]
+    return saved_text(content) or message_text(message)
+
+
 def _offload_text(
     means: Means, message: ToolMessage, thread_id: str, budget: Budget[ContextPolicy]
 ) -> ToolResultOutcome:
     settings = budget.policy.tool_results
-    text = saved_text(message.content)
     threshold = budget.result_threshold
-    tokens = count_exceeding(means.counter, text or message_text(message), threshold)
+    tokens = count_exceeding(means.counter, _text_beside_media(message), threshold)
+    text = saved_text(message.content)
     if tokens is None:
         return ToolResultOutcome(message=message)
     call_id = message.tool_call_id

@@ -84,7 +84,8 @@ class Pointer:
             repeat it.
         shape: How the replaced content is laid out again from the saved text (see
             :func:`ctxfs._messages.text_layout`): ``("str" | "text", characters)`` per block
-            of a list, with the block's other keys as JSON when it has any, and first
+            of a list, with the block's other keys as JSON when it has any (``("json",
+            characters)`` for a block of another kind, saved as its JSON), and first
             ``("nul", code point)`` when a character stands for NUL and ``("lone", base)``
             when characters stand for lone surrogates; empty for a plain string of neither.
         digest: SHA-256 (16 hex digits) of the text rendered for the model.
@@ -180,7 +181,7 @@ def _shape(raw: object) -> tuple[LayoutEntry, ...] | None:
         kind, size = item[0], item[1]
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             return None
-        if len(item) == 2 and kind in ("str", "text", "nul", "lone"):
+        if len(item) == 2 and kind in ("str", "text", "json", "nul", "lone"):
             out.append((kind, size))
         elif len(item) == 3 and kind == "text" and _block_keys(item[2]):
             out.append((kind, size, item[2]))

@@ -227,11 +227,11 @@ def test_a_token_window_keeps_the_results_within_its_tokens() -> None:
     assert kept == ["t4", "t5"]
 
 
-def test_exempt_small_and_non_text_results_stay() -> None:
+def test_exempt_small_and_undecodable_results_stay() -> None:
     messages = history(2)
     messages += turn(2, name="fetch")
     messages += turn(3, "short")
-    # an image by URL holds no bytes to save; a payload that is not base64 cannot be decoded
+    # a payload that is not base64 cannot be decoded: it stays
     image: Any = [{"type": "image_url", "image_url": {"url": "https://example.com/x.png"}}]
     broken: Any = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA*A"}}]
     messages += [
@@ -244,8 +244,11 @@ def test_exempt_small_and_non_text_results_stay() -> None:
     eng = engine(policy(exempt_tools=["fetch"]))
     out = eng.clear_tool_results(messages, thread_id=THREAD)
     cleared = {e.tool_call_id for e in out.events if isinstance(e, ToolResultCleared)}
-    assert cleared == {"c0", "c1"}
-    assert [m.content for m in out.messages if m.id in ("t4", "t4b")] == [image, broken]
+    # an old image by URL is billed like any image: it is cleared, its block saved as JSON
+    assert cleared == {"c0", "c1", "c4"}
+    assert [m.content for m in out.messages if m.id == "t4b"] == [broken]
+    back = resolve_pointers(out.messages, eng.workspace)
+    assert [m.content for m in back if m.id == "t4"] == [image]
     # neither is planned (the broken one is not counted as freed, nor tried and refused)
     assert not any(isinstance(e, OffloadFailed) for e in out.events), out.events
 

@@ -224,13 +224,14 @@ def test_small_exempt_and_non_text_results_stay() -> None:
     for message, tool in ((small, None), (exempt, read_file)):
         outcome = engine.offload_tool_result_detailed(message, thread_id=THREAD, tool=tool)
         assert outcome.message is message and outcome.event is None
-    image = _result([{"type": "text", "text": BIG}, {"type": "image", "url": "http://x"}])
-    outcome = engine.offload_tool_result_detailed(image, thread_id=THREAD)
-    assert outcome.message is image  # a large result that cannot be saved says why
+    raw = {"type": "file", "url": "http://x", "bytes": b"%PDF"}  # not JSON
+    odd = _result([{"type": "text", "text": BIG}, {"type": "image", "url": "http://x"}, raw])
+    outcome = engine.offload_tool_result_detailed(odd, thread_id=THREAD)
+    assert outcome.message is odd  # a large result that cannot be saved says why
     assert outcome.event == OffloadFailed(
         tool_call_id="call_abc",
         reason=f"the result ({engine.token_counter.count_text(BIG):,} tokens) stays inline: "
-        "block 2 has type 'image', not text; the workspace keeps only text",
+        "block 3 has keys JSON cannot hold (Object of type bytes is not JSON serializable)",
     )
     assert snapshot(engine.workspace) == {}
     # the name alone exempts nothing: only ctxfs's own read_file pages instead
