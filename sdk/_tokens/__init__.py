@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import tiktoken
 
 from ctxfs._json import dumps_compact
-from ctxfs._tokens._media import media_tokens
+from ctxfs._tokens._media import COUNTED_AS_MEDIA, media_tokens
 
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, BaseMessage
@@ -96,12 +96,30 @@ def message_text_parts(message: BaseMessage) -> list[str]:
         message: Any langchain message.
 
     Returns:
-        The text blocks of the content, then ``name`` and compact JSON arguments of every tool
-        call (and name and raw arguments of every invalid tool call).
+        The text blocks of the content, the compact JSON of every other block that is not
+        media (counted apart, see :func:`media_tokens`: ``json``, ``search_result``,
+        ``reasoning``, a block of a type ctxfs does not know...; a ``tool_use`` block of a
+        call the message also lists as a tool call is that call, counted once), then
+        ``name`` and compact JSON arguments of every tool call (and name and raw arguments
+        of every invalid tool call).
     """
     from ctxfs._messages import text_blocks
 
-    parts = text_blocks(message.content)
+    content = message.content
+    parts = text_blocks(content)
+    if not isinstance(content, str):
+        calls = {c.get("id") for c in getattr(message, "tool_calls", None) or ()}
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                continue  # in text_blocks
+            if kind in COUNTED_AS_MEDIA:
+                continue
+            if kind in ("tool_use", "tool_call") and block.get("id") in calls:
+                continue
+            parts.append(_compact_json(block))
     if isinstance(message, _AI or _ai_message()):
         for call in message.tool_calls:
             parts.append(call["name"])

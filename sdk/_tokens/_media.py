@@ -58,6 +58,8 @@ MEDIA_TYPES = frozenset(
     {"audio", "input_audio", "video", "file", "input_file", "document", "media", "pdf"}
 )
 """Block types of media other than images, in the formats ctxfs knows."""
+COUNTED_AS_MEDIA = MEDIA_TYPES | {"image", "image_url", "input_image"}
+"""Block types :func:`media_tokens` counts; every other block is counted as its text."""
 
 IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
 """Block types of images, in the formats ctxfs knows."""

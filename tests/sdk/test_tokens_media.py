@@ -141,3 +141,47 @@ def test_any_image_costs_its_size_bounded_whatever_its_bytes(
     result = ToolMessage([block], tool_call_id="c1")
     assert Spy().count_message(result) == MESSAGE_OVERHEAD_TOKENS + tokens
     assert texts == []
+
+
+_WORDS = " ".join(f"word{i}" for i in range(2_000))
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {
+            "type": "search_result",
+            "source": "s",
+            "title": "t",
+            "content": [{"type": "text", "text": _WORDS}],
+        },
+        {"type": "json", "json": {"rows": _WORDS}},
+        {"type": "reasoning", "reasoning": _WORDS},
+        {"type": "thinking", "thinking": _WORDS, "signature": "sig"},
+        {"type": "tool_result", "tool_use_id": "x", "content": _WORDS},
+        {"type": "something-new", "payload": _WORDS},
+        {"text_without_type": _WORDS},
+    ],
+    ids=lambda block: str(block.get("type", "untyped")),
+)
+def test_a_block_that_is_neither_text_nor_media_is_counted_by_its_text(
+    block: dict[str, object],
+) -> None:
+    """It was counted as nothing: a 4,000-token search result as 4 tokens, so the request
+    was undercounted and clearing passed it by."""
+    counter = TiktokenCounter()
+    plain = counter.count_message(ToolMessage(_WORDS, tool_call_id="c"))
+    assert counter.count_message(ToolMessage([block], tool_call_id="c")) >= plain
+
+
+def test_a_tool_use_block_of_a_listed_call_is_counted_once() -> None:
+    from langchain_core.messages import AIMessage
+
+    counter = TiktokenCounter()
+    call = {"name": "write", "args": {"content": _WORDS}, "id": "w1"}
+    use = {"type": "tool_use", "id": "w1", "name": "write", "input": {"content": _WORDS}}
+    listed = counter.count_message(AIMessage("", tool_calls=[call]))
+    both = counter.count_message(AIMessage([use], tool_calls=[call]))
+    assert listed <= both < listed + 20
+    other = {**use, "id": "w2"}  # a block of no listed call is text of its own
+    assert counter.count_message(AIMessage([other], tool_calls=[call])) > 1.9 * listed
