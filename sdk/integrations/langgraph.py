@@ -19,7 +19,11 @@ The compaction node writes its result to the state like
 :class:`~ctxfs.integrations.langchain.ContextMiddleware` (see :func:`state_update`): replaced
 messages by id, archived ones removed by id, the summary in the place of the first of them.
 It only removes what it archived, so a message a parallel branch adds in the same step is
-kept. The checkpoint shrinks, and earlier messages change only when a trigger fires.
+kept. A parallel branch must not remove messages in that step, though: langgraph applies both
+updates, and removing a message the compaction also archived (or the one whose id the summary
+takes over) fails the step or drops the summary from the state (the archive keeps every
+message either way). Run a node that removes messages before or after compaction, not beside
+it. The checkpoint shrinks, and earlier messages change only when a trigger fires.
 
 Every block works in sync and async graphs; run asynchronously, the engine's blocking work
 (workspace I/O, tokenizing) goes to a worker thread, and calls into one engine never overlap.
