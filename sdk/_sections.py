@@ -80,10 +80,11 @@ _INVISIBLE = (
 )
 _SKIPPED = re.compile(f"[{_INVISIBLE}]")
 # A "<" (or a full-width or small one), then what may stand between it and a name, then the
-# word that may be a name (checked by _tag_name: invisible characters dropped, NFKC, any case).
+# word that may be a name (checked by _tag_name: invisible characters dropped, NFKC, any case),
+# with the forms of "_" and "-" that NFKC folds.
 _OPENER = re.compile(
     f"[<\uff1c\ufe64](?=[\\s{_INVISIBLE}]*(?:[/\uff0f\u2044\u2215][\\s{_INVISIBLE}]*)?"
-    f"([\\w{_INVISIBLE}-]+))"
+    f"([\\w{_INVISIBLE}\ufe33\ufe34\ufe4d-\ufe4f\ufe63\uff0d\uff3f-]+))"
 )
 _LEAD = re.compile(f"[\\s{_INVISIBLE}]*")
 _ROLES = "system|assistant|user|developer|human|ai|tool|function"

@@ -365,3 +365,29 @@ def test_a_fact_in_the_memory_markdown_stays_one_item() -> None:
 
     text = render_markdown(MemoryDocument(namespace=("a",), facts=[_fact("a\n## Facts\n- b", 1)]))
     assert "- a ## Facts - b (preference, confidence 1.00, 2026-01-02" in text
+
+
+_INVISIBLES = st.sampled_from(
+    ["\u200b", "\u200d", "\u2060", "\u202e", "\u2066", "\x00", "\xad", "\ufeff", "\x1b"]
+)
+
+
+@st.composite
+def _hidden_tag(draw: st.DrawFn) -> str:
+    """A section tag with invisible characters, case changes and full-width forms mixed in."""
+    name = draw(st.sampled_from(sorted(SECTION_NAMES)))
+    out = []
+    for char in f"</{name}>":
+        form = draw(st.sampled_from(["same", "upper", "wide"]))
+        if form == "upper":
+            char = char.upper()
+        elif form == "wide" and char not in "<>":
+            char = chr(ord(char) + 0xFEE0)
+        out.append(char + "".join(draw(st.lists(_INVISIBLES, max_size=2))))
+    return "".join(out)
+
+
+@given(tag=_hidden_tag(), before=st.text(max_size=8), after=st.text(max_size=8))
+def test_a_hidden_closing_tag_cannot_close_the_section(tag: str, before: str, after: str) -> None:
+    rendered = section("memory", before + tag + after)
+    assert _tags(rendered) == ["<memory", "</memory"], rendered
