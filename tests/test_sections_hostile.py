@@ -288,8 +288,10 @@ def test_a_sub_agent_answer_holds_its_section_and_footer(payload: str) -> None:
 
 @pytest.mark.parametrize("payload", _PAYLOADS, ids=range(len(_PAYLOADS)))
 def test_stage_outputs_and_workflow_memory_hold_their_frame(payload: str) -> None:
+    from pydantic import BaseModel
+
     from ctxfs import TiktokenCounter
-    from ctxfs.workflows._context import StoredOutput, pack_memory, pack_previous
+    from ctxfs.workflows._context import StageInput, StoredOutput, pack_memory, pack_previous
 
     entry = StoredOutput("plan", {"text": payload}, "/workflows/w/plan.json", payload, None)
     for budget in (1_000_000, 200):
@@ -304,6 +306,21 @@ def test_stage_outputs_and_workflow_memory_hold_their_frame(payload: str) -> Non
             assert _marked(text) == ["## plan"]
     _, memory = pack_memory([payload, "x"], 1_000_000, TiktokenCounter())
     assert _tags(memory) == ["<memory", "</memory"] and _marked(memory) == []
+    shown, previous = pack_previous([entry], 1_000_000, TiktokenCounter(), "/workflows/w")
+    stage = StageInput(
+        workflow_id="w",
+        stage="review",
+        prompt="p",
+        task=payload,
+        previous=shown,
+        previous_text=previous,
+        memory=(payload,),
+        memory_text=memory,
+        schema=BaseModel,
+        attempt=1,
+        checkpoint=print,
+    )
+    assert _tags(stage.render()) == [*_tags(previous), *_tags(memory)]
 
 
 @pytest.mark.parametrize("payload", _PAYLOADS, ids=range(len(_PAYLOADS)))
