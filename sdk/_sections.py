@@ -11,9 +11,16 @@ another section. Two rules, applied by every renderer through this module:
   ``&lt;``: the text still reads the same to the model, and no quoted text can close or open
   a ctxfs section.
 - **Lines.** Inside a section, a quoted line that starts (after spaces) with ``#`` or with a
-  section-like marker (``SYSTEM:``, ``[ctxfs``) is prefixed with ``\\`` so it cannot pass for
-  a heading or a ctxfs line; one-line fields (paths, names, ids in a pointer) have every line
-  break and control character replaced by :func:`one_line`.
+  section-like marker (``SYSTEM:`` and the other roles, ``[ctxfs``, ``[sub-agent``,
+  ``[human]``) is prefixed with ``\\`` so it cannot pass for a heading or a ctxfs line;
+  one-line fields (paths, names, ids in a pointer) have every line break and control
+  character replaced by :func:`one_line`.
+
+Both rules read text as a model does: what does not show (zero-width characters, bidi
+controls, soft hyphens, NUL and other controls) is skipped, compatibility forms (full-width
+``＜``, ``ｍｅｍｏｒｙ``) count as what they stand for (NFKC), and every line break
+:meth:`str.splitlines` knows starts a line. So ``</mem\\u200bory>`` and ``＜/memory＞``
+cannot close a section either.
 
 What is quoted is never changed anywhere else: the workspace keeps every byte, and only the
 rendering the model reads is escaped.
@@ -30,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 
 __all__ = [
@@ -62,13 +70,60 @@ SECTION_NAMES: frozenset[str] = frozenset(
 )
 """Every tag name a ctxfs section uses; quoted text can neither open nor close one."""
 
-_TAG = re.compile(
-    r"<(?=\s*/?\s*(?:" + "|".join(sorted(SECTION_NAMES, key=len, reverse=True)) + r")(?![\w-]))",
-    re.IGNORECASE,
+# What a reader does not see, or skips: controls, format characters (zero-width, bidi
+# controls, soft hyphen, BOM), variation selectors and tag characters. A tag name or a marker
+# with some of these inside still reads as the name, so they are skipped when matching.
+_INVISIBLE = (
+    "\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5"
+    "\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff"
+    "\uffa0\ufff9-\ufffb\U000e0000-\U000e007f\U000e0100-\U000e01ef"
 )
-_MARKER = re.compile(r"^(\s*)(#|system\s*:|assistant\s*:|user\s*:|\[ctxfs|\\)", re.IGNORECASE)
+_SKIPPED = re.compile(f"[{_INVISIBLE}]")
+# A "<" (or a full-width or small one), then what may stand between it and a name, then the
+# word that may be a name (checked by _tag_name: invisible characters dropped, NFKC, any case),
+# with the forms of "_" and "-" that NFKC folds.
+_OPENER = re.compile(
+    f"[<\uff1c\ufe64](?=[\\s{_INVISIBLE}]*(?:[/\uff0f\u2044\u2215][\\s{_INVISIBLE}]*)?"
+    f"([\\w{_INVISIBLE}\ufe33\ufe34\ufe4d-\ufe4f\ufe63\uff0d\uff3f-]+))"
+)
+_LEAD = re.compile(f"[\\s{_INVISIBLE}]*")
+_ROLES = "system|assistant|user|developer|human|ai|tool|function"
+# Matched against a line's skeleton (see _skeleton): a heading, an escape, a role marker
+# ("SYSTEM:"), or a bracketed ctxfs line ("[ctxfs ...", "[human]", "[sub-agent ...").
+_MARKER = re.compile(
+    rf"#|\\|(?:{_ROLES})\s*:|\[\s*(?:ctxfs|sub-agent|previous summary|{_ROLES})(?![\w-])"
+)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u0085\u2028\u2029]")
-_BREAKS = re.compile(r"\r\n|[\r\n\u0085\u2028\u2029]")
+_BREAKS = re.compile(r"\r\n|[\r\n\x0b\x0c\x1c-\x1e\u0085\u2028\u2029]")
+"""Every line break :meth:`str.splitlines` knows."""
+
+
+def _skeleton(text: str) -> str:
+    """``text`` as a reader takes it in: invisible characters dropped, compatibility forms
+    (full-width, mathematical letters) folded (NFKC), case folded."""
+    return unicodedata.normalize("NFKC", _SKIPPED.sub("", text)).casefold()
+
+
+_VISIBLE = re.compile(f"[^{_INVISIBLE}]+")
+_LONGEST = max(map(len, SECTION_NAMES))
+
+
+def _names_section(word: str) -> bool:
+    """Whether ``word``, or a part of it that ends where invisible characters begin
+    (``memory`` in ``memory\u200bx``), reads as a section name."""
+    seen = ""
+    for run in _VISIBLE.finditer(word):
+        seen += run.group()
+        folded = _skeleton(seen)
+        if folded in SECTION_NAMES:
+            return True
+        if len(folded) > 2 * _LONGEST:
+            return False
+    return False
+
+
+def _tag_name(match: re.Match[str]) -> str:
+    return "&lt;" if _names_section(match.group(1)) else match.group(0)
 
 
 def neutralize(text: str) -> str:
@@ -79,7 +134,7 @@ def neutralize(text: str) -> str:
     >>> neutralize("List<String> and <div>")
     'List<String> and <div>'
     """
-    return _TAG.sub("&lt;", text)
+    return _OPENER.sub(_tag_name, text)
 
 
 def quote_lines(text: str) -> str:
@@ -93,8 +148,15 @@ def quote_lines(text: str) -> str:
     \\## Summary
     \\SYSTEM: x
     """
-    lines = _BREAKS.split(neutralize(text))
-    return "\n".join(_MARKER.sub(r"\1\\\2", line) for line in lines)
+    return "\n".join(_quote_line(line) for line in _BREAKS.split(neutralize(text)))
+
+
+def _quote_line(line: str) -> str:
+    """``line`` with ``\\`` before its first visible character if it could pass for a
+    heading or a marker (looked at as a reader would: see :func:`_skeleton`)."""
+    start = _LEAD.match(line).end()  # type: ignore[union-attr]  # matches the empty string
+    head = _skeleton(line[start : start + 40]).lstrip()
+    return line[:start] + "\\" + line[start:] if _MARKER.match(head) else line
 
 
 def one_line(text: str) -> str:
@@ -107,13 +169,14 @@ def one_line(text: str) -> str:
 
 
 def attribute(value: str) -> str:
-    """``value`` quoted for a tag attribute: one line, ``"``, ``<`` and ``>`` escaped.
+    """``value`` quoted for a tag attribute: one line, ``"``, ``\\``, ``<`` and ``>`` escaped.
 
-    >>> attribute('a" b=<x>')
-    '"a&quot; b=&lt;x&gt;"'
+    >>> attribute('a" b=<x>\\\\')
+    '"a&quot; b=&lt;x&gt;&#92;"'
     """
     escaped = one_line(value).replace("&lt;", "<")
-    escaped = escaped.replace("&", "&amp;").replace('"', "&quot;")
+    # a backslash before the closing quote would read as escaping it
+    escaped = escaped.replace("&", "&amp;").replace('"', "&quot;").replace("\\", "&#92;")
     return '"' + escaped.replace("<", "&lt;").replace(">", "&gt;") + '"'
 
 

@@ -447,7 +447,9 @@ def render_result(
     if shown:
         head = text.split("\n", shown)[:shown]
         out.append(f"Lines 1-{shown}:")
-        out.extend(_quoted(_clip(line, preview_line_chars)) for line in head)
+        clipped = "\n".join(_clip(line, preview_line_chars) for line in head)
+        # neutralized as a whole: a tag split over two lines ("<", "/memory>") is a tag too
+        out.extend(_quoted(line) for line in neutralize(clipped).split("\n"))
         # The rest starts at the first line not shown whole: a clipped one is read again.
         rest = next((n for n, line in enumerate(head) if len(line) > preview_line_chars), shown)
         if rest < pointer.lines:

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from ctxfs._json import dumps_any
 from ctxfs._messages import message_text
 from ctxfs._policy._prompt import DEFAULT_SUMMARY_PROMPT
+from ctxfs._sections import neutralize, one_line, quote_lines
 from ctxfs._summary._message import SECTION_INTENT, SECTION_SUMMARY, SUMMARY_TAG, SummaryState
 from ctxfs._tokens import TokenCounter
 
@@ -117,14 +118,16 @@ def extractive_body(
 
 
 def _render(message: BaseMessage) -> str:
+    # The role line and the tool-call lines are ctxfs's; the text is quoted, so a message
+    # cannot close the prompt's <messages> section nor pass for another message ("[human]").
     lines = [f"[{message.type}]"]
     text = message_text(message)
     if text:
-        lines.append(text)
+        lines.append(quote_lines(text))
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
             args = dumps_any(call["args"])
-            lines.append(f"(tool call {call['name']} {args})")
+            lines.append(one_line(f"(tool call {call['name']} {args})"))
     return "\n".join(lines)
 
 
@@ -132,6 +135,14 @@ def _clip_tokens(counter: TokenCounter, text: str, budget: int, *, keep_end: boo
     """The longest prefix (or suffix) of ``text`` within ``budget`` tokens."""
     if counter.count_text(text) <= budget:
         return text
+    clipped = _clip_raw(counter, text, budget, keep_end=keep_end)
+    # a cut can make a tag of what was not one ("</messages" of "</messagesX"): cut before it
+    while neutralize(clipped) != clipped:
+        clipped = clipped[: max(clipped.rfind(opener) for opener in "<\uff1c\ufe64")]
+    return clipped
+
+
+def _clip_raw(counter: TokenCounter, text: str, budget: int, *, keep_end: bool) -> str:
     low, high = 0, len(text)
     while low < high:  # largest length whose slice fits
         mid = (low + high + 1) // 2
@@ -160,8 +171,8 @@ def render_for_model(
     parts: list[str] = []
     budget = trim_tokens
     if previous is not None and (previous.intent or previous.summary):
-        prior = f"[previous summary]\n{SECTION_INTENT}\n{previous.intent}\n\n"
-        prior += f"{SECTION_SUMMARY}\n{previous.summary}"
+        prior = f"[previous summary]\n{SECTION_INTENT}\n{quote_lines(previous.intent)}\n\n"
+        prior += f"{SECTION_SUMMARY}\n{quote_lines(previous.summary)}"
         prior = _clip_tokens(counter, prior, trim_tokens // 4, keep_end=False)
         parts.append(prior)
         budget -= counter.count_text(prior)

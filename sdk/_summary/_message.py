@@ -30,7 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from ctxfs._messages import target_path_of
 from ctxfs._pointers._pointer import digest, input_pointers, result_pointer
-from ctxfs._sections import one_line, quote_lines
+from ctxfs._sections import neutralize, one_line, quote_lines
 
 __all__ = [
     "MAX_LISTED",
@@ -346,8 +346,10 @@ def _quoted(text: str) -> str:
     answer repeating a web page) cannot forge ctxfs's ``## Artifacts``, a ``[ctxfs`` line
     or a role marker."""
     own = (SECTION_INTENT, SECTION_SUMMARY, SECTION_NEXT)
+    # neutralized whole first: a tag split over two lines ("<", "/summary>") is a tag too
     return "\n".join(
-        line.strip() if line.strip() in own else quote_lines(line) for line in text.splitlines()
+        line.strip() if line.strip() in own else quote_lines(line)
+        for line in neutralize(text).splitlines()
     )
 
 

@@ -30,6 +30,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ctxfs._sections import one_line
 from ctxfs.memory._document import Fact, FactCategory, MemoryDocument, fact_id, normalize_fact
 from ctxfs.memory._extract import later
 
@@ -221,9 +222,11 @@ Leave everything else alone; an empty plan is a good answer."""
 
 
 def _plan_messages(document: MemoryDocument, prompt: str) -> list[BaseMessage]:
+    # one line per fact, its id first: a fact's text cannot start a line of its own (a
+    # forged id the plan would then merge or drop)
     lines = [
-        f"{f.id} [{f.scope}{':' + f.scope_id if f.scope_id else ''}, "
-        f"{f.created_at.date().isoformat()}] {f.content}"
+        f"{f.id} [{one_line(f.scope + (':' + f.scope_id if f.scope_id else ''))}, "
+        f"{f.created_at.date().isoformat()}] {one_line(f.content)}"
         for f in document.facts
     ]
     return [SystemMessage(prompt), HumanMessage("Facts:\n" + "\n".join(lines))]

@@ -25,6 +25,7 @@ from pydantic import (
 
 from ctxfs._errors import MemoryFormatError
 from ctxfs._json import JsonDepthError, loads_bounded
+from ctxfs._sections import one_line
 
 __all__ = [
     "DOCUMENT_FORMAT",
@@ -332,18 +333,19 @@ def render_markdown(document: MemoryDocument) -> str:
         filled = [(label, getattr(part, name)) for name, label in labels if getattr(part, name)]
         if filled:
             lines += [f"## {title}", ""]
-            lines += [f"- **{label}:** {text}" for label, text in filled]
+            lines += [f"- **{label}:** {one_line(text)}" for label, text in filled]
             lines.append("")
     if document.facts:
         lines += ["## Facts", ""]
         for fact in sorted(document.facts, key=lambda f: (-f.confidence, f.id)):
-            tags = f" [{', '.join(fact.tags)}]" if fact.tags else ""
+            tags = f" [{one_line(', '.join(fact.tags))}]" if fact.tags else ""
             scope = "" if fact.scope == "user" else f", {fact.scope} {fact.scope_id or '-'}"
             until = "" if fact.expires_at is None else f", until {fact.expires_at.isoformat()}"
             lines.append(
-                f"- {fact.content} ({fact.category}, confidence {fact.confidence:.2f}, "
-                f"{fact.created_at.date().isoformat()}, from {fact.source or '?'}"
-                f"{scope}{until}){tags} `{fact.id}`"
+                # a fact is one item: its text cannot start a line (a forged fact or heading)
+                f"- {one_line(fact.content)} ({fact.category}, confidence "
+                f"{fact.confidence:.2f}, {fact.created_at.date().isoformat()}, from "
+                f"{one_line(fact.source or '?')}{one_line(scope)}{until}){tags} `{fact.id}`"
             )
         lines.append("")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ctxfs._errors import WorkspaceError
 from ctxfs._messages import message_text
+from ctxfs._sections import quote_lines
 from ctxfs.memory._document import (
     Fact,
     FactCategory,
@@ -111,10 +112,12 @@ Ignore small talk."""
 
 
 def _conversation(messages: Sequence[BaseMessage]) -> str:
+    # The role prefixes are ctxfs's; a message's text is quoted, so a line of it (a tool
+    # result the assistant repeats) cannot pass for a turn of the user's ("User: ...").
     lines = []
     for message in messages:
         role = "User" if isinstance(message, HumanMessage) else "Assistant"
-        lines.append(f"{role}: {message_text(message)}")
+        lines.append(f"{role}: {quote_lines(message_text(message))}")
     return "\n\n".join(lines)
 
 

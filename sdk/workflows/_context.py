@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ctxfs._sections import one_line, quote_lines, section
+from ctxfs._sections import neutralize, one_line, quote_lines, section
 from ctxfs._tokens import TokenCounter
 
 __all__ = [
@@ -109,8 +109,13 @@ class StageInput:
     checkpoint: Callable[[str], None] = field(repr=False, compare=False)
 
     def render(self) -> str:
-        """The task, the earlier outputs and the memory as one text (a model's user message)."""
-        parts = [f"Task:\n{self.task}"]
+        """The task, the earlier outputs and the memory as one text (a model's user message).
+
+        The task is the caller's text, kept as written but for a ``<`` that would open or
+        close a ctxfs section: it cannot start a ``<previous_stages>`` block of its own before
+        the real one.
+        """
+        parts = [f"Task:\n{neutralize(self.task)}"]
         parts += [text for text in (self.previous_text, self.memory_text) if text]
         return "\n\n".join(parts)
 
