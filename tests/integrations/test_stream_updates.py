@@ -16,6 +16,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from ctxfs import ContextPolicy, Summarized, Workspace
 from ctxfs.integrations.langchain import ContextMiddleware
@@ -82,6 +83,16 @@ def test_every_node_gives_one_update_on_compacting_turns(mode: str) -> None:
     assert len(state) < 13  # 1 question + 5 calls and results + answer, had nothing gone
 
 
+def _answer(messages: list[Any]) -> Any:
+    """The model's answer in its node's update: first, before the compaction's edits; or
+    last, after the state rebuilt whole (a summary that puts back more messages than it
+    replaced, as a trigger of a few messages does, has no ids to put them at)."""
+    first = messages[0]
+    if isinstance(first, RemoveMessage) and first.id == REMOVE_ALL_MESSAGES:
+        return messages[-1]
+    return first
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     calls=st.integers(3, 8),
@@ -125,8 +136,8 @@ def test_one_update_per_node_over_generated_runs(
         ((node, update),) = chunk.items()
         assert isinstance(update, dict), (node, update)
         if node == "model":
-            assert isinstance(update["messages"][0], AIMessage)
-    assert chunks[-1]["model"]["messages"][0].text == "All rows are ok."
+            assert isinstance(_answer(update["messages"]), AIMessage)
+    assert _answer(chunks[-1]["model"]["messages"]).text == "All rows are ok."
     if any(isinstance(e, Summarized) for e in events):
         assert any(
             isinstance(m, RemoveMessage)
