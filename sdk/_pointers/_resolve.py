@@ -14,12 +14,14 @@ content it replaced, read from the workspace:
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._errors import WorkspaceError
+from ctxfs._layout import file_name, safe_name
 from ctxfs._messages import replace_tool_arg
 from ctxfs._pointers._media import restore_media
 from ctxfs._pointers._pointer import METADATA_KEY, Pointer, input_pointers, restore_content
@@ -33,7 +35,9 @@ _Tools = dict[int | None, dict[str, RecoveryTool]]
 """ctxfs's recovery tools, by the output budget they were built at, then by name."""
 
 
-def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> list[BaseMessage]:
+def resolve_pointers(
+    messages: Sequence[BaseMessage], workspace: Workspace, *, thread_id: str | None = None
+) -> list[BaseMessage]:
     """Returns ``messages`` with every ctxfs pointer replaced by the content it stands for.
 
     Messages without pointers come back as they are (the same objects); summaries stay
@@ -57,6 +61,10 @@ def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> l
     Media blocks of tool results moved to binary files come back too, byte-exact in their
     places (the file read and encoded again).
 
+    ``thread_id``, when given, is the conversation the messages are of: a pointer of an older
+    version (read from its text, with no metadata) that names another conversation's file
+    is content then, so a text that forges one cannot bring another thread's file in.
+
     Raises:
         WorkspaceError: A file a pointer names could not be read, or no longer holds what
             the pointer describes (a moved media block's file: its size and SHA-256).
@@ -65,6 +73,9 @@ def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> l
     out: list[BaseMessage] = []
     for message in messages:
         held = pointer_of(message)
+        if held is not None and held.legacy and not _of_thread(held.path, thread_id):
+            out.append(message)  # an old-layout text naming another thread's file: content
+            continue
         if held is not None:
             assert isinstance(message, ToolMessage)
             try:
@@ -76,10 +87,24 @@ def resolve_pointers(messages: Sequence[BaseMessage], workspace: Workspace) -> l
                 continue
             out.append(restore_media(resolved, workspace))  # the text held the references
         elif isinstance(message, AIMessage) and (inputs := input_pointers(message)):
-            out.append(_resolve_inputs(message, inputs, workspace))
+            inputs = {
+                key: pointer
+                for key, pointer in inputs.items()
+                if not pointer.legacy or _of_thread(pointer.path, thread_id)
+            }
+            out.append(_resolve_inputs(message, inputs, workspace) if inputs else message)
         else:
             out.append(restore_media(message, workspace))
     return out
+
+
+def _of_thread(path: str, thread_id: str | None) -> bool:
+    """Whether ``path`` is in a folder of ``thread_id`` (any thread's when it is ``None``):
+    ``<area>/<thread>/<file>``, the thread as this version names it or as older ones did."""
+    if thread_id is None:
+        return True
+    folder = posixpath.basename(posixpath.dirname(path))
+    return folder in (file_name(thread_id), safe_name(thread_id))
 
 
 def _resolve_result(

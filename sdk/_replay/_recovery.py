@@ -106,7 +106,8 @@ def restore_messages(
     """
     archived = TranscriptArchive(workspace, thread_id).read_all()
     kept = [m for m in context if not is_summary(m) and not is_pinned(m)]
-    return {m.id: m for m in resolve_pointers([*archived, *kept], workspace)}
+    restored = resolve_pointers([*archived, *kept], workspace, thread_id=thread_id)
+    return {m.id: m for m in restored}
 
 
 def _text(message: BaseMessage) -> str:
