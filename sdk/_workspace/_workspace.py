@@ -323,7 +323,7 @@ class Workspace:
         if_version: str | None = None,
     ) -> FileInfo:
         """Write ``text`` as UTF-8 (see :meth:`write_bytes`)."""
-        data = text.encode("utf-8")
+        data = _utf8(text)
         return self.write_bytes(path, data, create_only=create_only, if_version=if_version)
 
     def write_bytes(
@@ -355,12 +355,9 @@ class Workspace:
                 read; nothing was written.
             IsADirectoryPathError: ``path`` is a directory.
             ValueError: Both ``create_only`` and ``if_version``.
+            TypeError: ``data`` is not bytes (nothing is written).
         """
-        if create_only and if_version is not None:
-            raise ValueError(
-                "create_only and if_version exclude each other: create_only is for a file "
-                "that does not exist yet, if_version for one that was read"
-            )
+        _check_write(data, create_only=create_only, if_version=if_version)
         virtual = self._writable(path)
         check_write_target(self._info, virtual, create_only=create_only, if_version=if_version)
         if if_version is None:  # a store written before conditional writes still works
@@ -544,3 +541,22 @@ class Workspace:
         )
         base = self._info(self.resolve(path))
         return grep_store(self._io, base, options, glob=glob, limits=self._limits)
+
+
+def _check_write(data: object, *, create_only: bool, if_version: str | None) -> None:
+    # the data's type is checked before the store is asked: a store handed a str or None
+    # leaves an empty file behind, then fails as if the storage could not be reached
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    if create_only and if_version is not None:
+        raise ValueError(
+            "create_only and if_version exclude each other: create_only is for a file "
+            "that does not exist yet, if_version for one that was read"
+        )
+
+
+def _utf8(text: object) -> bytes:
+    """``text`` as UTF-8; a lone surrogate raises ``UnicodeEncodeError``."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    return text.encode("utf-8")

@@ -50,6 +50,7 @@ from ctxfs._workspace._textread import text_lines
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.backends import guard_store
 from ctxfs.sandbox import relative_to
+from ctxfs.tools._function import error_text
 
 try:
     from deepagents.backends.protocol import (
@@ -156,7 +157,16 @@ def _slice_lines(text: str, offset: int, limit: int) -> ReadResult:
     )
 
 
-def _error_code(exc: WorkspaceError) -> FileOperationError | str:
+def _problem(exc: Exception) -> str:
+    """What a failed call says: a workspace error its own message; anything else as ctxfs's
+    tools say it (a lone surrogate in the text, a bad value, or an internal error, logged
+    with its traceback), so no exception reaches the agent's loop."""
+    if isinstance(exc, WorkspaceError):
+        return str(exc)
+    return error_text(exc).removeprefix("Error: ")
+
+
+def _error_code(exc: Exception) -> FileOperationError | str:
     """The standard code of an upload or download failure, or ctxfs's message."""
     if isinstance(exc, PathNotFoundError):
         return "file_not_found"
@@ -166,7 +176,7 @@ def _error_code(exc: WorkspaceError) -> FileOperationError | str:
         return "is_directory"
     if isinstance(exc, UnsafePathError | NotADirectoryPathError):
         return "invalid_path"
-    return str(exc)
+    return _problem(exc)
 
 
 class WorkspaceBackend(BackendProtocol):
@@ -227,8 +237,8 @@ class WorkspaceBackend(BackendProtocol):
             return LsResult(error=f"Path '{path}': path_not_found")
         except NotADirectoryPathError:
             return LsResult(error=f"Path '{path}': not_a_directory")
-        except WorkspaceError as exc:
-            return LsResult(error=str(exc))
+        except Exception as exc:
+            return LsResult(error=_problem(exc))
         infos: list[FileInfo] = []
         for entry in entries:
             if entry.is_dir:
@@ -264,11 +274,11 @@ class WorkspaceBackend(BackendProtocol):
             if size > self._workspace.limits.max_read_bytes:
                 return self._read_streamed(file_path, offset, limit)
             text = self._workspace.read_text(file_path)
+            return _slice_lines(text, offset, limit)
         except PathNotFoundError:
             return ReadResult(error=f"File '{file_path}' not found")
-        except WorkspaceError as exc:
-            return ReadResult(error=str(exc))
-        return _slice_lines(text, offset, limit)
+        except Exception as exc:
+            return ReadResult(error=_problem(exc))
 
     def _read_streamed(self, path: str, offset: int, limit: int) -> ReadResult:
         """:meth:`read` of a large text file, as Deep Agents reports a window."""
@@ -314,7 +324,7 @@ class WorkspaceBackend(BackendProtocol):
         for path in paths:
             try:
                 responses.append(FileDownloadResponse(path, self._workspace.read_bytes(path)))
-            except WorkspaceError as exc:
+            except Exception as exc:
                 responses.append(FileDownloadResponse(path, error=_error_code(exc)))
         return responses
 
@@ -324,8 +334,8 @@ class WorkspaceBackend(BackendProtocol):
         """Create or overwrite a text file (UTF-8); missing folders are created."""
         try:
             info = self._workspace.write_text(file_path, content)
-        except WorkspaceError as exc:
-            return WriteResult(error=f"Error: {exc}")
+        except Exception as exc:
+            return WriteResult(error=f"Error: {_problem(exc)}")
         return WriteResult(path=info.path)
 
     def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
@@ -334,7 +344,7 @@ class WorkspaceBackend(BackendProtocol):
         for path, data in files:
             try:
                 self._workspace.write_bytes(path, data)
-            except WorkspaceError as exc:
+            except Exception as exc:
                 responses.append(FileUploadResponse(path, error=_error_code(exc)))
             else:
                 responses.append(FileUploadResponse(path))
@@ -366,8 +376,8 @@ class WorkspaceBackend(BackendProtocol):
                 result = self._workspace.edit(file_path, *crlf, replace_all=replace_all)
         except PathNotFoundError:
             return EditResult(error=f"Error: File '{file_path}' not found")
-        except WorkspaceError as exc:
-            return EditResult(error=f"Error: {exc}")
+        except Exception as exc:
+            return EditResult(error=f"Error: {_problem(exc)}")
         return EditResult(path=result.path, occurrences=result.replacements)
 
     def delete(self, file_path: str) -> DeleteResult:
@@ -377,8 +387,8 @@ class WorkspaceBackend(BackendProtocol):
             self._workspace.rm(virtual, recursive=True)
         except PathNotFoundError:
             return DeleteResult(error=f"Error: '{file_path}' not found")
-        except WorkspaceError as exc:
-            return DeleteResult(error=f"Error: {exc}")
+        except Exception as exc:
+            return DeleteResult(error=f"Error: {_problem(exc)}")
         return DeleteResult(path=virtual)
 
     # -- searching ------------------------------------------------------------------------
@@ -397,8 +407,8 @@ class WorkspaceBackend(BackendProtocol):
             files = self._files(base)
         except PathNotFoundError:
             return GlobResult(matches=[])
-        except WorkspaceError as exc:
-            return GlobResult(error=str(exc))
+        except Exception as exc:
+            return GlobResult(error=_problem(exc))
         cap = self._workspace.limits.max_glob_results
         matches: list[FileInfo] = []
         for info in files:
@@ -437,8 +447,8 @@ class WorkspaceBackend(BackendProtocol):
             )
         except PathNotFoundError:
             return GrepResult(matches=[])
-        except WorkspaceError as exc:
-            return GrepResult(error=str(exc))
+        except Exception as exc:
+            return GrepResult(error=_problem(exc))
         matches: list[GrepMatch] = []
         for file in found.files:
             if include is not None and not include(

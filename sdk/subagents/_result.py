@@ -146,7 +146,7 @@ class TaskResult:
                 reason=str(data["reason"]),
                 refused_artifacts=tuple(str(p) for p in data.get("refused_artifacts", ())),
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, OverflowError) as exc:  # OverflowError: int(1e999)
             raise ValueError(f"not a task result: {type(exc).__name__}: {exc}") from None
 
 

@@ -189,8 +189,10 @@ class SubAgents:
 
         Raises:
             UnknownSubAgentError: ``name`` is not registered.
-            ValueError: ``depth`` is beyond ``max_depth``.
+            ValueError: ``depth`` is beyond ``max_depth``, or ``prompt`` is empty.
             WorkspaceError: The sub-task's record could not be read or written (nothing ran).
+            Exception: Whatever the model's ``bind_tools`` raised (nothing ran or was
+                recorded).
         """
         prepared = self._prepare(name, prompt, parent_thread_id, tool_call_id, depth)
         if isinstance(prepared, TaskResult):
@@ -248,13 +250,22 @@ class SubAgents:
         spec = self.get(name)
         if not 1 <= depth <= self._max_depth:
             raise ValueError(f"depth {depth} is outside 1..max_depth ({self._max_depth})")
-        if isinstance(prompt, str):  # as its record reads back, so a re-run finds it
-            prompt = joined_pairs(prompt)
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError(
+                "the task description is empty; put the whole task in it, with what the "
+                "sub-agent should report back"
+            )
+        prompt = joined_pairs(prompt)  # as its record reads back, so a re-run finds it
         thread = self._thread_for(name, prompt, parent, call_id)
         recorded = read_record(self._workspace, thread)
         if recorded is not None and recorded.result is not None:
             _log.info("ctxfs: sub-task %s already ran; returning its recorded result", thread)
             return recorded.result
+        policy = spec.policy or self._policy
+        engine = ContextEngine(self._workspace, policy, clock=self._clock)
+        tools, nested = self._tools_for(spec, engine, thread, depth)
+        model = spec.model or self._model
+        bound = model.bind_tools(tools) if tools else model  # may raise: nothing recorded yet
         write_record(
             self._workspace,
             TaskRecord(
@@ -265,11 +276,6 @@ class SubAgents:
                 prompt=prompt,
             ),
         )
-        policy = spec.policy or self._policy
-        engine = ContextEngine(self._workspace, policy, clock=self._clock)
-        tools, nested = self._tools_for(spec, engine, thread, depth)
-        model = spec.model or self._model
-        bound = model.bind_tools(tools) if tools else model
         return Run(
             subagent=name,
             thread_id=thread,

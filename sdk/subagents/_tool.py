@@ -11,6 +11,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from ctxfs._errors import UnknownSubAgentError, WorkspaceError
+from ctxfs._sections import one_line
 from ctxfs.integrations._hooks import current_thread_id
 from ctxfs.subagents._result import TaskResult
 from ctxfs.subagents._spec import SubAgent
@@ -87,7 +88,8 @@ def task_tool(
     :meth:`TaskResult.to_text <ctxfs.subagents.TaskResult.to_text>` and whose ``artifact`` is
     :meth:`TaskResult.to_json <ctxfs.subagents.TaskResult.to_json>`; a failed sub-agent or an
     unknown type gives an error result (``status="error"``) the model can act on, never an
-    exception (nor a workspace that cannot take the sub-task's record). When the sub-agent
+    exception (nor an empty description, a workspace that cannot take the sub-task's record,
+    or a model that cannot take its tools: nothing runs then). When the sub-agent
     wrote files and ``artifacts_key`` is set, the answer is a
     ``Command`` that also adds their paths to that state key (reduce it with
     :func:`~ctxfs.subagents.merge_artifacts`). The tool's description lists the sub-agents
@@ -117,7 +119,7 @@ def task_tool(
             )
         except UnknownSubAgentError as exc:
             return _refusal(exc, tool_call_id)
-        except WorkspaceError as exc:
+        except Exception as exc:
             return _not_started(exc, subagent_type, tool_call_id)
         return _answer(result, artifacts_key)
 
@@ -132,7 +134,7 @@ def task_tool(
             )
         except UnknownSubAgentError as exc:
             return _refusal(exc, tool_call_id)
-        except WorkspaceError as exc:
+        except Exception as exc:
             return _not_started(exc, subagent_type, tool_call_id)
         return _answer(result, artifacts_key)
 
@@ -155,12 +157,15 @@ def _refusal(exc: UnknownSubAgentError, tool_call_id: str) -> ToolMessage:
     )
 
 
-def _not_started(exc: WorkspaceError, name: str, tool_call_id: str) -> ToolMessage:
+def _not_started(exc: Exception, name: str, tool_call_id: str) -> ToolMessage:
+    if isinstance(exc, WorkspaceError):
+        why = f"the workspace refused its record ({exc}). Do the task yourself, or try again later."
+    elif isinstance(exc, ValueError):  # an empty task, a nesting too deep, a reused call id
+        why = f"{exc}."
+    else:  # the model could not take the sub-agent's tools, or something else went wrong
+        why = f"{type(exc).__name__}: {exc}. Do the task yourself."
     return ToolMessage(
-        content=(
-            f"Error: sub-agent {name!r} could not start: the workspace refused its record "
-            f"({exc}). Do the task yourself, or try again later."
-        ),
+        content=one_line(f"Error: sub-agent {name!r} could not start: {why}"),
         tool_call_id=tool_call_id,
         name="task",
         status="error",

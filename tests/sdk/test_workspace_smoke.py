@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import doctest
 
+import pytest
+
 import ctxfs._workspace._workspace
 from ctxfs import FileInfo, Workspace
 
@@ -33,3 +35,20 @@ def test_a_short_session_on_every_backend(workspace: Workspace) -> None:
         "/notes/todo.md", "file", len("- fix the parser\n- write more tests\n")
     )
     assert repr(workspace).startswith("Workspace(")
+
+
+def test_data_of_the_wrong_type_is_refused_before_anything_is_written(
+    workspace: Workspace,
+) -> None:
+    # A store handed a str or None created an empty file, then failed as if the storage
+    # could not be reached.
+
+    for data in (None, "text", 5, ["x"]):
+        with pytest.raises(TypeError, match="data must be bytes"):
+            workspace.write_bytes("/a.bin", data)  # type: ignore[arg-type]
+    for text in (None, b"x", 5):
+        with pytest.raises(TypeError, match="text must be a string"):
+            workspace.write_text("/a.txt", text)  # type: ignore[arg-type]
+    assert not workspace.exists("/a.bin") and not workspace.exists("/a.txt")
+    assert workspace.write_bytes("/a.bin", bytearray(b"ok")).size == 2
+    assert workspace.read_bytes("/a.bin") == b"ok"
