@@ -27,7 +27,7 @@ from ctxfs.integrations.langchain import ContextMiddleware
 from ctxfs.testing import ScriptedChatModel, tool_call
 from tests._every_call import FailingAt, Killed
 
-TURNS = 10
+TURNS = 8
 CONFIG: Any = {"configurable": {"thread_id": "c1"}}
 
 
