@@ -353,12 +353,12 @@ class Workspace:
             PathExistsError: ``create_only`` and the file exists.
             ConflictError: ``if_version`` and the file changed or was deleted since it was
                 read; nothing was written.
-            IsADirectoryPathError: ``path`` is a directory.
+            IsADirectoryPathError: ``path`` is a directory, or ends with ``/``.
             ValueError: Both ``create_only`` and ``if_version``.
             TypeError: ``data`` is not bytes (nothing is written).
         """
         _check_write(data, create_only=create_only, if_version=if_version)
-        virtual = self._writable(path)
+        virtual = _file_path(path, self._writable(path))
         check_write_target(self._info, virtual, create_only=create_only, if_version=if_version)
         if if_version is None:  # a store written before conditional writes still works
             self._io.write(virtual, data, create_only=create_only)
@@ -553,6 +553,16 @@ def _check_write(data: object, *, create_only: bool, if_version: str | None) -> 
             "create_only and if_version exclude each other: create_only is for a file "
             "that does not exist yet, if_version for one that was read"
         )
+
+
+def _file_path(path: str, virtual: str) -> str:
+    """``virtual``, unless ``path`` ends with ``/``: "/new/" names a folder, and writing it as
+    the file /new would be a guess."""
+    if isinstance(path, str) and path.rstrip("/") != path:
+        raise IsADirectoryPathError(
+            f"{path} ends with '/', which names a folder; give a file path", path=virtual
+        )
+    return virtual
 
 
 def _utf8(text: object) -> bytes:

@@ -52,3 +52,14 @@ def test_data_of_the_wrong_type_is_refused_before_anything_is_written(
     assert not workspace.exists("/a.bin") and not workspace.exists("/a.txt")
     assert workspace.write_bytes("/a.bin", bytearray(b"ok")).size == 2
     assert workspace.read_bytes("/a.bin") == b"ok"
+
+
+def test_a_write_to_a_path_ending_with_a_slash_is_refused() -> None:
+    """'/new/' names a folder: it was written as the file /new."""
+    from ctxfs import IsADirectoryPathError
+
+    ws = Workspace("memory://trailing-slash")
+    for path in ("/new/", "notes//", "/a/b.txt/"):
+        with pytest.raises(IsADirectoryPathError, match="ends with '/'"):
+            ws.write_text(path, "x")
+    assert not ws.exists("/new") and not ws.exists("/a/b.txt")
