@@ -83,6 +83,8 @@ class PagedIndex:
     def __init__(self, folder: ThreadFolder) -> None:
         self._folder = folder
         self._workspace = folder.workspace
+        self.store_error: str | None = None
+        """Why the last :meth:`rebuild` could not write the index it rebuilt (or ``None``)."""
 
     # -- reading --------------------------------------------------------------------------
 
@@ -272,9 +274,16 @@ class PagedIndex:
         segments = with_parents([found[n] for n in sorted(found)])
         listed = {segment.markdown_path for segment in segments}
         lost = [path for path in expected if path not in listed]
+        self.store_error = None
         if lost or not segments or self.read_only:
             return segments, lost, False
-        return segments, lost, self.store_all(segments, version)
+        try:
+            return segments, lost, self.store_all(segments, version)
+        except ArchiveError as exc:
+            # the records are the commit and were read: the index is a cache of them, and
+            # the next read rebuilds it again (a write whose reply was lost, a storage hiccup)
+            self.store_error = str(exc)
+            return segments, lost, False
 
     def migrate(self, entries: Sequence[ArchiveSegment], version: str | None) -> None:
         """Gives every segment of an index written before records existed its record."""

@@ -249,6 +249,11 @@ class TranscriptArchive:
             done = f"rebuilt from {count}"
         elif self._index.read_only:
             done = f"read from {count} instead (read-only here: the index is left as it is)"
+        elif self._index.store_error is not None:
+            done = (
+                f"read from {count} (the index could not be written: {self._index.store_error};"
+                " the next read rebuilds it)"
+            )
         else:
             done = f"read from {count} (another writer rewrote the index meanwhile)"
         self._repairs.append(f"{reason}; {done}")

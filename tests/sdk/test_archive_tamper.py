@@ -145,3 +145,21 @@ def test_transcripts_lists_a_thread_whose_index_is_missing_or_damaged(
     assert "output 3 marker3q" in capsys.readouterr().out
     # the command only looks: the damaged index is still there as it was
     assert _left(ws, archive.index_path) == left
+
+
+@pytest.mark.parametrize("kind", ["error", "lost_response"])
+def test_a_rebuilt_index_that_cannot_be_written_still_gives_the_segments(kind: str) -> None:
+    """A rebuild reads the records (the commit); writing the index it rebuilt is a cache
+    write. When that write failed (or its reply was lost), the read failed, and a commit
+    that needed it reported ArchiveFailed (seen with eight processes on four threads)."""
+    from ctxfs.testing import Fault, FaultyStore
+
+    ws, archive = archived("memory://tamper-rebuild-store")
+    segments = archive.segments()
+    ws.write_bytes(archive.index_path, ws.read_bytes(archive.index_path)[:20])  # torn
+    store = FaultyStore(ws.store)
+    faulty = Workspace(store, check=False)
+    store.add(Fault(method="write", kind=kind, path=archive.index_path))  # type: ignore[arg-type]
+    reread = TranscriptArchive(faulty, "t")
+    assert [s.number for s in reread.segments()] == [s.number for s in segments]
+    assert any("the index could not be written" in note for note in reread.repairs)
