@@ -89,9 +89,10 @@ _OPENER = re.compile(
 _LEAD = re.compile(f"[\\s{_INVISIBLE}]*")
 _ROLES = "system|assistant|user|developer|human|ai|tool|function"
 # Matched against a line's skeleton (see _skeleton): a heading, an escape, a role marker
-# ("SYSTEM:"), or a bracketed ctxfs line ("[ctxfs ...", "[human]", "[sub-agent ...").
+# ("SYSTEM:"), or a bracketed ctxfs line ("[ctxfs ...", "[human]", "[sub-agent ...", the
+# summary prompt's "[... 3 messages left out here ...]").
 _MARKER = re.compile(
-    rf"#|\\|(?:{_ROLES})\s*:|\[\s*(?:ctxfs|sub-agent|previous summary|{_ROLES})(?![\w-])"
+    rf"#|\\|(?:{_ROLES})\s*:|\[\s*(?:ctxfs|sub-agent|previous summary|\.\.\.|{_ROLES})(?![\w-])"
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u0085\u2028\u2029]")
 _BREAKS = re.compile(r"\r\n|[\r\n\x0b\x0c\x1c-\x1e\u0085\u2028\u2029]")
