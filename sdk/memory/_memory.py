@@ -16,7 +16,6 @@ from datetime import datetime
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from ctxfs._errors import WorkspaceError
 from ctxfs._layout import safe_name
 from ctxfs._messages import message_text
 from ctxfs._tokens import TokenCounter, as_token_counter
@@ -191,7 +190,8 @@ class LongTermMemory:
         Raises:
             WorkspaceError: The memory could not be read or written (a storage failure, a
                 malformed file), or the extraction model could not be called
-                (``ExtractionModelError``); the batches not learned from are queued again.
+                (``ExtractionModelError``). Whatever is raised, the batches not learned from
+                are queued again.
         """
         return self._learn_batches(self._queue.due())
 
@@ -206,7 +206,7 @@ class LongTermMemory:
             try:
                 # a model that cannot be called keeps the turns queued, like a storage failure
                 learned.append(self._learn(batch.messages, batch.thread_id, strict=True))
-            except WorkspaceError:
+            except Exception:  # a storage failure, a model outage, or a defect: kept for later
                 for waiting in batches[index:]:
                     self._queue.requeue(waiting)
                 raise

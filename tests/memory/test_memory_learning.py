@@ -251,3 +251,28 @@ def test_a_model_outage_while_learning_queues_the_turns_again() -> None:
     clock.advance(30)
     assert [learned.thread_id for learned in memory.process_due()] == ["t1"]
     assert [f.content for f in memory.load().facts] == ["Alice owns billing."]
+
+
+def test_a_defect_while_learning_still_keeps_the_turns_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever stops learning (here a defect in applying the update), the turns it had not
+    learned from wait in the queue: they were dropped unless the error was a ctxfs one."""
+    clock = FakeClock()
+    model = ScriptedChatModel(
+        responses=[replies_in_turn(*[extraction_reply(fact("Alice owns billing."))] * 2)]
+    )
+    memory = _memory(model, clock)
+    memory.record("t1", TURN)
+    clock.advance(30)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr(memory, "apply", broken)
+    with pytest.raises(RuntimeError, match="a defect"):
+        memory.process_due()
+    assert memory.queue.pending() == {"t1": 2}
+    monkeypatch.undo()
+    clock.advance(30)
+    assert [learned.thread_id for learned in memory.process_due()] == ["t1"]
