@@ -73,8 +73,6 @@ def history_tools(engine: ContextEngine, max_tokens: int | Callable[[], int]) ->
 
 _STATE: ContextVar[object] = ContextVar("ctxfs_tool_call_state", default=None)
 _SEGMENT = re.compile(r"segment-(\d+)\.md$")
-_SUMMARY_SLOTS: Final = 16
-"""Where a summary is looked for first: it follows the system prompt, the pins follow it."""
 
 
 @contextmanager
@@ -107,7 +105,7 @@ def _leaf_of(state: object) -> int | None:
     messages = state.get("messages") if isinstance(state, Mapping) else None
     if not isinstance(messages, list):
         return None  # not an agent's state: every branch is searched
-    found = _summary_in(messages[:_SUMMARY_SLOTS]) or _summary_in(messages[_SUMMARY_SLOTS:])
+    found = _summary_in(messages)  # in order: it follows the system prompt, so it comes early
     if found is None:
         return 0
     if not found.transcripts:

@@ -135,3 +135,18 @@ def record_calls(flow: Workflow, calls: list[str]) -> Workflow:
 
         object.__setattr__(stage, "agent", agent)
     return flow
+
+
+def run_to_end(workspace: Workspace) -> tuple[Any, list[str]]:
+    """Resumes the workflow (or starts it, when its state file was never written) and runs
+    it to the end: the run, and the stages whose agents ran, in order."""
+    from ctxfs.workflows import list_workflows
+
+    calls: list[str] = []
+    flow = record_calls(workflow(workspace), calls)
+    if WORKFLOW_ID in list_workflows(workspace):
+        run = flow.resume(WORKFLOW_ID)
+    else:
+        run = flow.run(TASK, workflow_id=WORKFLOW_ID)
+    assert run.status == "completed"
+    return run, calls

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _scenario import TASK, WORKFLOW_ID, WriteHookStore, outputs_json, record_calls, workflow
+from _scenario import TASK, WORKFLOW_ID, WriteHookStore, outputs_json, run_to_end, workflow
 
 from ctxfs import Workspace
 from ctxfs.backends import Store
@@ -62,13 +62,7 @@ def _check_state_file(store: Store) -> None:
 
 def _resume(workspace: Workspace) -> tuple[dict[str, Any], list[str]]:
     """Resumes (or starts, when the state file was never written) and finishes the run."""
-    calls: list[str] = []
-    flow = record_calls(workflow(workspace), calls)
-    if WORKFLOW_ID in list_workflows(workspace):
-        run = flow.resume(WORKFLOW_ID)
-    else:
-        run = flow.run(TASK, workflow_id=WORKFLOW_ID)
-    assert run.status == "completed"
+    run, calls = run_to_end(workspace)
     return outputs_json(run.outputs), calls
 
 

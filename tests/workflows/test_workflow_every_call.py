@@ -16,7 +16,7 @@ import itertools
 from typing import Any
 
 import pytest
-from _scenario import TASK, WORKFLOW_ID, outputs_json, record_calls, workflow
+from _scenario import TASK, WORKFLOW_ID, outputs_json, run_to_end, workflow
 
 from ctxfs import Workspace, WorkspaceError
 from ctxfs.workflows import list_workflows, read_state
@@ -42,13 +42,7 @@ def completed(workspace: Workspace) -> set[str]:
 
 
 def finish(workspace: Workspace) -> tuple[dict[str, Any], list[str]]:
-    calls: list[str] = []
-    flow = record_calls(workflow(workspace), calls)
-    if WORKFLOW_ID in list_workflows(workspace):
-        run = flow.resume(WORKFLOW_ID)
-    else:
-        run = flow.run(TASK, workflow_id=WORKFLOW_ID)
-    assert run.status == "completed"
+    run, calls = run_to_end(workspace)
     for record in run.state.completed_stages:
         data = read_stage_file(workspace, record.output_path)
         assert data is not None, f"{record.output_path} is missing"
