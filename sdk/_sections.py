@@ -17,9 +17,12 @@ another section. Two rules, applied by every renderer through this module:
   character replaced by :func:`one_line`.
 
 Both rules read text as a model does: what does not show (zero-width characters, bidi
-controls, soft hyphens, NUL and other controls) is skipped, compatibility forms (full-width
-``＜``, ``ｍｅｍｏｒｙ``) count as what they stand for (NFKC), and every line break
-:meth:`str.splitlines` knows starts a line. So ``</mem\\u200bory>`` and ``＜/memory＞``
+controls, soft hyphens, NUL and other controls) is skipped, and so are combining marks
+(``me\\u0301mory`` reads as ``memory``); compatibility forms (full-width ``＜``,
+``ｍｅｍｏｒｙ``) count as what they stand for (NFKC), letters of other scripts that look
+like Latin ones (Cyrillic ``е``, Greek ``ο``, small capitals) as those letters, and other
+angle brackets (``‹``, ``˂``, ``〈``) as ``<``; every line break :meth:`str.splitlines` knows
+starts a line. So ``</mem\\u200bory>``, ``＜/memory＞`` and ``</mеmory>`` (Cyrillic ``е``)
 cannot close a section either.
 
 What is quoted is never changed anywhere else: the workspace keeps every byte, and only the
@@ -39,6 +42,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
+
+import regex
 
 __all__ = [
     "SECTION_NAMES",
@@ -79,12 +84,55 @@ _INVISIBLE = (
     "\uffa0\ufff9-\ufffb\U000e0000-\U000e007f\U000e0100-\U000e01ef"
 )
 _SKIPPED = re.compile(f"[{_INVISIBLE}]")
-# A "<" (or a full-width or small one), then what may stand between it and a name, then the
-# word that may be a name (checked by _tag_name: invisible characters dropped, NFKC, any case),
-# with the forms of "_" and "-" that NFKC folds.
-_OPENER = re.compile(
-    f"[<\uff1c\ufe64](?=[\\s{_INVISIBLE}]*(?:[/\uff0f\u2044\u2215][\\s{_INVISIBLE}]*)?"
-    f"([\\w{_INVISIBLE}\ufe33\ufe34\ufe4d-\ufe4f\ufe63\uff0d\uff3f-]+))"
+# Combining marks (accents, strokes, enclosing circles: Unicode category M) sit on the letter
+# before them: a name with some on its letters still reads as the name, so they are skipped
+# too (``regex`` knows the category; ``re`` does not).
+_MARKS = r"\p{M}"
+# A "<" (or a full-width, small or other angle bracket that reads as one), then what may
+# stand between it and a name, then the word that may be a name (checked by _tag_name: what
+# does not show dropped, NFKC, lookalike letters folded, any case), with the forms of "_"
+# and "-" that NFKC folds.
+_OPENER = regex.compile(
+    f"[<\uff1c\ufe64\u02c2\u1438\u2039\u2329\u276e\u27e8\u3008]"
+    f"(?=[\\s{_INVISIBLE}{_MARKS}]*"
+    f"(?:[/\uff0f\u2044\u2215\u2571\u29f8][\\s{_INVISIBLE}{_MARKS}]*)?"
+    f"([\\w{_INVISIBLE}{_MARKS}\ufe33\ufe34\ufe4d-\ufe4f\ufe63\uff0d\uff3f-]+))"
+)
+# Letters a reader takes for Latin ones (after case folding): Cyrillic, Greek, Armenian and
+# small capitals that look like the letters of a section name or a marker. Only matching
+# uses them; the text shown keeps its letters.
+_LOOKALIKES = str.maketrans(
+    {
+        form: latin
+        for latin, forms in {
+            "a": "аɑαᴀ",
+            "b": "вβʙ",
+            "c": "сϲᴄ",
+            "d": "ԁᴅ",
+            "e": "еєεᴇ",
+            "f": "ꜰ",
+            "g": "ɡɢց",
+            "h": "һнʜհ",
+            "i": "іıιɪ",
+            "j": "јϳᴊ",
+            "k": "кκᴋ",
+            "l": "ӏʟ",
+            "m": "мμᴍ",
+            "n": "пηոɴ",
+            "o": "оοօᴏ",
+            "p": "рρᴘ",
+            "q": "ԛ",
+            "r": "гʀ",
+            "s": "ѕꜱտ",
+            "t": "тτᴛ",
+            "u": "υսᴜ",
+            "v": "ѵνᴠ",
+            "w": "ԝωᴡ",
+            "x": "хχ",
+            "y": "уүγʏ",
+        }.items()
+        for form in forms
+    }
 )
 _LEAD = re.compile(f"[\\s{_INVISIBLE}]*")
 _ROLES = "system|assistant|user|developer|human|ai|tool|function"
@@ -100,9 +148,14 @@ _BREAKS = re.compile(r"\r\n|[\r\n\x0b\x0c\x1c-\x1e\u0085\u2028\u2029]")
 
 
 def _skeleton(text: str) -> str:
-    """``text`` as a reader takes it in: invisible characters dropped, compatibility forms
-    (full-width, mathematical letters) folded (NFKC), case folded."""
-    return unicodedata.normalize("NFKC", _SKIPPED.sub("", text)).casefold()
+    """``text`` as a reader takes it in: invisible characters and combining marks dropped,
+    compatibility forms (full-width, mathematical letters) folded (NFKC), case folded, and
+    letters that look like Latin ones read as those."""
+    # folded before the compatibility forms too, which turn some (lunate sigma "ϲ") into others
+    seen = _SKIPPED.sub("", text).casefold().translate(_LOOKALIKES)
+    parts = unicodedata.normalize("NFKD", seen)
+    bare = "".join(char for char in parts if not unicodedata.category(char).startswith("M"))
+    return unicodedata.normalize("NFKC", bare).casefold().translate(_LOOKALIKES)
 
 
 _VISIBLE = re.compile(f"[^{_INVISIBLE}]+")
