@@ -426,7 +426,10 @@ class Workspace:
 
         Args:
             path: The file.
-            old: Text to find, exactly (whitespace and indentation included).
+            old: Text to find, exactly (whitespace and indentation included). In a file
+                whose lines end with ``\r\n``, text with ``\n`` line ends (as copied from
+                ``read_file``, which shows lines without their ``\r``) that is not in the
+                file as given is found with ``\r\n`` ones, and ``new`` gets them too.
             new: Replacement text; must differ from ``old``.
             replace_all: Replace every occurrence; otherwise ``old`` must occur exactly once.
             attempts: Most tries while other writers keep changing the file.

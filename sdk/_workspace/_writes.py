@@ -41,6 +41,7 @@ __all__ = [
     "Replacement",
     "VersionedFiles",
     "check_write_target",
+    "in_file_endings",
     "update_file",
 ]
 
@@ -231,11 +232,34 @@ def _holds(files: VersionedFiles, virtual: str, data: bytes) -> bool:
     return current == data
 
 
+def _crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def in_file_endings(text: str, old: str, new: str) -> tuple[str, str]:
+    r"""``old`` and ``new`` with ``\r\n`` line ends when ``text`` holds ``old`` only so.
+
+    ``read_file`` shows a line without the ``\r`` that ends it, so text copied from it
+    across lines of a CRLF file has ``\n`` where the file has ``\r\n``. When ``old`` is
+    not in ``text`` as given but is with ``\r\n`` line ends, both are given those, and the
+    file keeps its endings; otherwise they are returned as they are.
+
+    >>> in_file_endings("a\r\nb\r\n", "a\nb", "x\ny")
+    ('a\r\nb', 'x\r\ny')
+    """
+    crlf = _crlf(old)
+    if crlf == old or old in text or crlf not in text:
+        return old, new
+    return crlf, _crlf(new)
+
+
 class Replacement:
     """The change of an exact-text edit: ``old`` becomes ``new`` in the content given.
 
-    Raises (when called) :class:`~ctxfs._errors.EditError` if ``old`` is absent or, without
-    ``replace_all``, ambiguous; :attr:`count` is how many occurrences the last call replaced.
+    ``old`` is found as given or, in a file with CRLF line ends, with those (see
+    :func:`in_file_endings`). Raises (when called) :class:`~ctxfs._errors.EditError` if
+    ``old`` is absent or, without ``replace_all``, ambiguous; :attr:`count` is how many
+    occurrences the last call replaced.
     """
 
     def __init__(self, virtual: str, old: str, new: str, *, replace_all: bool) -> None:
@@ -258,6 +282,7 @@ class Replacement:
         if data is None:
             raise PathNotFoundError(f"{virtual}: no such file or directory", path=virtual)
         text = decode_text(virtual, data)
+        old, new = in_file_endings(text, old, new)
         count = text.count(old)
         if count == 0:
             raise EditError(

@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Sequence
 
 from ctxfs._errors import EditError, NotTextError
+from ctxfs._workspace._writes import in_file_endings
 from ctxfs.integrations._mcp_args import EditOperation
 
 __all__ = ["apply_edits", "text_of", "unified_diff"]
@@ -13,6 +14,9 @@ __all__ = ["apply_edits", "text_of", "unified_diff"]
 
 def apply_edits(path: str, text: str, edits: Sequence[EditOperation]) -> tuple[str, int]:
     """Applies the edits in order to ``text``, all or none.
+
+    An ``oldText`` with ``\n`` line ends matches the lines of a CRLF file, as
+    :meth:`~ctxfs.Workspace.edit` matches it (``read_text_file`` shows them without ``\r``).
 
     Returns:
         The new text and the number of occurrences replaced.
@@ -31,6 +35,7 @@ def apply_edits(path: str, text: str, edits: Sequence[EditOperation]) -> tuple[s
         elif old == new:
             problem = "oldText and newText are identical"
         else:
+            old, new = in_file_endings(text, old, new)
             count = text.count(old)
             if count == 0:
                 problem = (

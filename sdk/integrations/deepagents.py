@@ -33,7 +33,6 @@ import base64
 from collections.abc import Callable
 
 from ctxfs._errors import (
-    EditError,
     IsADirectoryPathError,
     NotADirectoryPathError,
     PathNotFoundError,
@@ -119,10 +118,6 @@ def _include_glob(pattern: str) -> Callable[[str], bool]:
 
 def _megabytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MiB"
-
-
-def _with_crlf(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 def _slice_lines(text: str, offset: int, limit: int) -> ReadResult:
@@ -361,19 +356,13 @@ class WorkspaceBackend(BackendProtocol):
 
         :meth:`read` shows a file with CRLF line endings with LF ones, as Deep Agents' other
         backends do; so when ``old_string`` is not in such a file as given, it is looked for
-        with CRLF endings, and the file keeps its endings.
+        with CRLF endings, and the file keeps its endings (as :meth:`ctxfs.Workspace.edit`
+        does).
         """
         try:
-            try:
-                result = self._workspace.edit(
-                    file_path, old_string, new_string, replace_all=replace_all
-                )
-            except EditError:
-                crlf = _with_crlf(old_string), _with_crlf(new_string)
-                text = self._workspace.read_text(file_path) if crlf[0] != old_string else ""
-                if old_string in text or crlf[0] not in text:
-                    raise
-                result = self._workspace.edit(file_path, *crlf, replace_all=replace_all)
+            result = self._workspace.edit(
+                file_path, old_string, new_string, replace_all=replace_all
+            )
         except PathNotFoundError:
             return EditResult(error=f"Error: File '{file_path}' not found")
         except Exception as exc:
