@@ -8,6 +8,7 @@ replaced by a placeholder; the three records must be equal, byte for byte.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -321,3 +322,94 @@ def tree(ws: Workspace) -> Iterator[tuple[str, bytes]]:
     """Every file of the workspace and its bytes, in path order."""
     for path in sorted(ws.glob("**").paths):
         yield path, ws.read_bytes(path)
+
+
+# -- what the context layers write -----------------------------------------------------------
+
+
+def agent_scenario(ws: Workspace) -> Record:
+    """An agent whose large tool results are offloaded and whose old turns are archived and
+    summarized, then its recovery tools, and a long-term memory in the same workspace."""
+    from datetime import UTC, datetime
+
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ctxfs import ContextPolicy
+    from ctxfs.integrations.langchain import ContextMiddleware
+    from ctxfs.memory import LongTermMemory, MemoryUpdate
+    from ctxfs.testing import ScriptedChatModel, tool_call
+
+    @tool
+    def fetch_page(n: int) -> str:
+        """Returns page n of the manual."""
+        lines = 400 if n < 3 else 60  # the first are offloaded, the rest fill the window
+        return "\n".join(f"page {n} line {i}: caf\u00e9 #{i} ? % {'x' * n}" for i in range(lines))
+
+    policy = ContextPolicy(
+        max_input_tokens=8_000,
+        clearing={"enabled": False},
+        summarization={"trigger": {"fraction": 0.8}, "keep": {"fraction": 0.3}},
+    )
+    model = ScriptedChatModel(
+        responses=[*(tool_call("fetch_page", {"n": n}) for n in range(14)), "done"]
+    )
+    middleware = ContextMiddleware(ws, policy)
+    agent = create_agent(model, [fetch_page], middleware=[middleware], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    out = agent.invoke({"messages": [("user", "read the manual")]}, config)
+    record: Record = [("messages", repr([(m.type, m.text) for m in out["messages"]]))]
+    memory = LongTermMemory(ws, ("alice",), now=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    update = {
+        "new_facts": [
+            {"content": "Alice reads caf\u00e9 pages.", "category": "behavior", "confidence": 0.9}
+        ]
+    }
+    memory.apply(MemoryUpdate.model_validate(update), thread_id="t1")
+    record.append(("memory prompt", memory.prompt().text))
+    record += [(f"file {path}", repr(data)) for path, data in tree(ws)]
+    tools = {t.name: t for t in middleware.own_tools}
+    segments = [path for path, _ in tree(ws) if path.endswith("segment-0001.jsonl")]
+    segment = segments[0] if segments else "/none"
+    record.append(("tools", repr(sorted(tools))))
+    for name, arguments in [
+        ("ls", {"path": "/"}),
+        ("glob", {"pattern": "**"}),
+        ("grep", {"pattern": "page 3 line 7\\b", "output_mode": "content"}),
+        ("history_search", {"query": "manual"}),
+        ("history_search", {"query": "caf\u00e9 #7"}),
+        ("history_read", {"segment": segment, "message": 1}),
+    ]:
+        call = tools[name].invoke
+        record.append((f"{name} {arguments}", outcome(ws, lambda c=call, a=arguments: c(a))))
+    return record
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_RUN_VARIES = re.compile(r"\b[0-9a-f]{64}\b|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^\"']*")
+
+
+def _same_run(record: Record) -> Record:
+    """The record without what differs from run to run on any backend: the random ids of
+    messages (numbered by first appearance), the times, and the digests that cover them."""
+    ids: dict[str, str] = {}
+
+    def number(match: re.Match[str]) -> str:
+        return ids.setdefault(match[0], f"<id{len(ids)}>")
+
+    return [
+        (_UUID.sub(number, step), _RUN_VARIES.sub("<varies>", _UUID.sub(number, out)))
+        for step, out in record
+    ]
+
+
+def test_offloads_archives_summaries_and_memory_are_the_same_on_every_backend(
+    backends: Callable[..., dict[str, Workspace]],
+) -> None:
+    records = {
+        name: _same_run(record)
+        for name, record in run_everywhere(backends(), agent_scenario).items()
+    }
+    assert any(step.startswith("file /transcripts") for step, _ in records["local"])
+    assert_same(records)
