@@ -3,6 +3,7 @@ them, and that nothing is lost. Also listings longer than one S3 page (1,000 key
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ctxfs import FileInfo, Workspace
@@ -65,17 +66,22 @@ def test_listings_longer_than_one_s3_page_are_whole(
     s3_endpoint: str, s3_bucket: str, aio_session: Any
 ) -> None:
     client = s3_client(s3_endpoint)
-    names = [f"f{i:04d}.txt" for i in range(1_203)]
-    for name in names:
-        client.put_object(Bucket=s3_bucket, Key=f"w/d/{name}", Body=name.encode())
+    names = [f"f{i:04d}.txt" for i in range(1_003)]  # one S3 list page is 1,000 keys
+    with ThreadPoolExecutor(8) as pool:  # boto3 clients are thread-safe
+        list(
+            pool.map(
+                lambda name: client.put_object(
+                    Bucket=s3_bucket, Key=f"w/d/{name}", Body=name.encode()
+                ),
+                names,
+            )
+        )
     client.put_object(Bucket=s3_bucket, Key="w/zz.txt", Body=b"f")
     ws = _open(s3_endpoint, s3_bucket, aio_session)
     assert [i.path for i in ws.ls("/d")] == [f"/d/{name}" for name in names]
     everything = ws.glob("**", limit=5_000)
     assert everything.paths == (*(f"/d/{name}" for name in names), "/zz.txt")
     assert not everything.truncated
-    found = ws.grep("^f", output_mode="count")
-    assert len(found.files) == len(names) + 1 and found.searched == len(names) + 1
     tools = {f.name: f for f in tool_functions(ws)}
     seen: list[str] = []
     offset = pages = 0
