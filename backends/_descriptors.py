@@ -104,8 +104,9 @@ class HostTree:
 
         Raises:
             UnsafePathError: A link on the way leads outside the root.
-            FileNotFoundError: A folder on the way is missing (and not created).
-            NotADirectoryError: A file stands where a folder should be.
+            FileNotFoundError: A folder on the way is missing (and not created), or a file
+                stands where a folder should be and ``create_folders`` is not set.
+            NotADirectoryError: A file stands where a folder must be created.
             OSError: With ``ELOOP``, too many links.
         """
         folder, parts, name, exists = self._walk(virtual, follow_last, create_folders)
@@ -119,8 +120,8 @@ class HostTree:
 
         Raises:
             UnsafePathError: A link on the way leads outside the root.
-            FileNotFoundError: Nothing is there.
-            NotADirectoryError: A file is there, or on the way.
+            FileNotFoundError: Nothing is there (a file on the way included).
+            NotADirectoryError: A file is there.
         """
         folder, _parts, name, exists = self._walk(virtual, True, False)
         if name is None:
@@ -199,6 +200,10 @@ class HostTree:
                     if lenient:
                         parts.extend(_lexical(name, pending))
                         return folder, parts, None, False
+                    if not create:
+                        # Nothing is below a file: "not found", as on object stores, where
+                        # a key below an object's name is just another missing key.
+                        raise FileNotFoundError(errno.ENOENT, "no such file or directory")
                     raise NotADirectoryError(errno.ENOTDIR, "not a directory")
                 try:
                     child = os.open(name, FOLDER_FLAGS, dir_fd=folder)

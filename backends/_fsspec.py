@@ -16,6 +16,8 @@ mapping from virtual paths onto ``root`` inside the filesystem. What it adds:
   filesystems such as s3fs run concurrently, in batches bounded by file count and by bytes.
 - **Bounded read-ahead** for paged reads: s3fs reads 50 MiB blocks by default, which a page
   of 2,000 lines does not need.
+- **Folder markers** (empty ``name/`` objects that S3 consoles and sync tools create for
+  empty folders) are folders: never listed as files, never searched.
 - **An access check** (:meth:`FsspecStore.check`) for opening: one write and delete of a
   hidden probe object where writing could be refused.
 
@@ -86,6 +88,12 @@ def _literal(host: str) -> str:
     of ``d[1]/x`` return nothing (fsspec would read ``d1/x`` instead).
     """
     return _GLOB_MAGIC.sub(r"[\1]", host)
+
+
+def _is_folder_marker(raw: Mapping[str, Any]) -> bool:
+    """Whether a listed object is an empty ``name/`` key: the marker that S3 consoles and
+    sync tools create for an empty folder. It is the folder, never a file of that name."""
+    return str(raw.get("name", "")).endswith("/") and not raw.get("size")
 
 
 class FsspecStore:
@@ -184,7 +192,7 @@ class FsspecStore:
         result: list[FileInfo] = []
         for raw in entries:
             info = self._to_info(raw)
-            if is_temporary_name(info.name):
+            if is_temporary_name(info.name) or _is_folder_marker(raw):
                 continue
             if info.path == path:
                 # fsspec lists a file as itself; some stores list a folder's marker too.
@@ -203,7 +211,7 @@ class FsspecStore:
             return
         for raw in found.values():
             info = self._to_info(raw)
-            if not info.is_dir and not is_temporary_name(info.name):
+            if not info.is_dir and not is_temporary_name(info.name) and not _is_folder_marker(raw):
                 yield info
 
     # -- reading ----------------------------------------------------------------------------
