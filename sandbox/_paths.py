@@ -8,9 +8,9 @@ checks (symlinks on local disk) live in :mod:`ctxfs.sandbox._local`.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from ctxfs._errors import UnsafePathError
+from ctxfs._sections import reading_form
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -112,15 +112,21 @@ def case_key(path: str) -> str:
     difference between composed and decomposed accents), so ``/TOOL_RESULTS/x`` or
     ``/tool_reſults/x`` may be the very file ``/tool_results/x``. Read-only areas are
     therefore compared on this key on every store: case folded the way either system folds
-    it (upper-casing first, so a dotless ``ı`` meets ``i`` as on Windows) and compatibility
-    forms unified. On a case-sensitive store this refuses a few more names than it must;
-    it never lets one through.
+    it (a dotless ``ı`` meets ``i`` as on Windows, ``ſ`` meets ``s``) and compatibility
+    forms unified. A name that only looks like a read-only area's to a reader is compared
+    as that area too (see :func:`ctxfs._sections.reading_form`: characters that do not show
+    and combining marks dropped, Cyrillic, Greek and small-capital lookalikes read as the
+    Latin letters), so no listing can show a writable folder that passes for one. On a
+    case-sensitive store this refuses a few more names than it must; it never lets one
+    through.
 
     Example:
         >>> case_key("/TOOL_Results") == case_key("/tool_reſults") == "/tool_results"
         True
+        >>> case_key("/t\u043e\u043el_results\u200b") == "/tool_results"
+        True
     """
-    return unicodedata.normalize("NFKC", path.upper()).casefold()
+    return reading_form(path)
 
 
 def is_within(path: str, prefix: str) -> bool:

@@ -39,11 +39,17 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
+
+# ``regex`` (for the combining-mark category) is imported on first use: a workspace's path
+# checks read text with reading_form alone, and should not pay for it at start-up.
 
 __all__ = [
     "SECTION_NAMES",
@@ -51,6 +57,7 @@ __all__ = [
     "neutralize",
     "one_line",
     "quote_lines",
+    "reading_form",
     "section",
 ]
 
@@ -88,16 +95,24 @@ _SKIPPED = re.compile(f"[{_INVISIBLE}]")
 # before them: a name with some on its letters still reads as the name, so they are skipped
 # too (``regex`` knows the category; ``re`` does not).
 _MARKS = r"\p{M}"
+
+
 # A "<" (or a full-width, small or other angle bracket that reads as one), then what may
 # stand between it and a name, then the word that may be a name (checked by _tag_name: what
 # does not show dropped, NFKC, lookalike letters folded, any case), with the forms of "_"
 # and "-" that NFKC folds.
-_OPENER = regex.compile(
-    f"[<\uff1c\ufe64\u02c2\u1438\u2039\u2329\u276e\u27e8\u3008]"
-    f"(?=[\\s{_INVISIBLE}{_MARKS}]*"
-    f"(?:[/\uff0f\u2044\u2215\u2571\u29f8][\\s{_INVISIBLE}{_MARKS}]*)?"
-    f"([\\w{_INVISIBLE}{_MARKS}\ufe33\ufe34\ufe4d-\ufe4f\ufe63\uff0d\uff3f-]+))"
-)
+@functools.cache
+def _opener() -> regex.Pattern[str]:
+    import regex
+
+    return regex.compile(
+        f"[<\uff1c\ufe64\u02c2\u1438\u2039\u2329\u276e\u27e8\u3008]"
+        f"(?=[\\s{_INVISIBLE}{_MARKS}]*"
+        f"(?:[/\uff0f\u2044\u2215\u2571\u29f8][\\s{_INVISIBLE}{_MARKS}]*)?"
+        f"([\\w{_INVISIBLE}{_MARKS}\ufe33\ufe34\ufe4d-\ufe4f\ufe63\uff0d\uff3f-]+))"
+    )
+
+
 # Letters a reader takes for Latin ones (after case folding): Cyrillic, Greek, Armenian and
 # small capitals that look like the letters of a section name or a marker. Only matching
 # uses them; the text shown keeps its letters.
@@ -136,7 +151,7 @@ _LOOKALIKES = str.maketrans(
 )
 _LEAD = re.compile(f"[\\s{_INVISIBLE}]*")
 _ROLES = "system|assistant|user|developer|human|ai|tool|function"
-# Matched against a line's skeleton (see _skeleton): a heading, an escape, a role marker
+# Matched against a line's skeleton (see reading_form): a heading, an escape, a role marker
 # ("SYSTEM:"), or a bracketed ctxfs line ("[ctxfs ...", "[human]", "[sub-agent ...", the
 # summary prompt's "[... 3 messages left out here ...]").
 _MARKER = re.compile(
@@ -147,15 +162,21 @@ _BREAKS = re.compile(r"\r\n|[\r\n\x0b\x0c\x1c-\x1e\u0085\u2028\u2029]")
 """Every line break :meth:`str.splitlines` knows."""
 
 
-def _skeleton(text: str) -> str:
+def reading_form(text: str) -> str:
     """``text`` as a reader takes it in: invisible characters and combining marks dropped,
     compatibility forms (full-width, mathematical letters) folded (NFKC), case folded, and
     letters that look like Latin ones read as those."""
-    # folded before the compatibility forms too, which turn some (lunate sigma "ϲ") into others
-    seen = _SKIPPED.sub("", text).casefold().translate(_LOOKALIKES)
-    parts = unicodedata.normalize("NFKD", seen)
-    bare = "".join(char for char in parts if not unicodedata.category(char).startswith("M"))
+    # Marks as typed go first (case folding turns some, the Greek ypogegrammeni, into
+    # letters), then those inside precomposed letters (é). Lookalikes are folded before the
+    # compatibility forms too, which turn some (lunate sigma "ϲ") into others.
+    seen = _unmarked(_SKIPPED.sub("", text)).casefold().translate(_LOOKALIKES)
+    bare = _unmarked(unicodedata.normalize("NFKD", seen))
     return unicodedata.normalize("NFKC", bare).casefold().translate(_LOOKALIKES)
+
+
+def _unmarked(text: str) -> str:
+    """``text`` without its combining marks (Unicode category M)."""
+    return "".join(char for char in text if not unicodedata.category(char).startswith("M"))
 
 
 _VISIBLE = re.compile(f"[^{_INVISIBLE}]+")
@@ -168,7 +189,7 @@ def _names_section(word: str) -> bool:
     seen = ""
     for run in _VISIBLE.finditer(word):
         seen += run.group()
-        folded = _skeleton(seen)
+        folded = reading_form(seen)
         if folded in SECTION_NAMES:
             return True
         if len(folded) > 2 * _LONGEST:
@@ -188,7 +209,7 @@ def neutralize(text: str) -> str:
     >>> neutralize("List<String> and <div>")
     'List<String> and <div>'
     """
-    return _OPENER.sub(_tag_name, text)
+    return _opener().sub(_tag_name, text)
 
 
 def quote_lines(text: str) -> str:
@@ -207,9 +228,9 @@ def quote_lines(text: str) -> str:
 
 def _quote_line(line: str) -> str:
     """``line`` with ``\\`` before its first visible character if it could pass for a
-    heading or a marker (looked at as a reader would: see :func:`_skeleton`)."""
+    heading or a marker (looked at as a reader would: see :func:`reading_form`)."""
     start = _LEAD.match(line).end()  # type: ignore[union-attr]  # matches the empty string
-    head = _skeleton(line[start : start + 40]).lstrip()
+    head = reading_form(line[start : start + 40]).lstrip()
     return line[:start] + "\\" + line[start:] if _MARKER.match(head) else line
 
 

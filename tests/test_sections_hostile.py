@@ -14,7 +14,7 @@ import unicodedata
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
@@ -449,6 +449,7 @@ def _lookalike_tag(draw: st.DrawFn) -> str:
 
 
 @given(tag=_lookalike_tag(), before=st.text("ab \n", max_size=6), after=st.text("ab ", max_size=6))
+@example(tag="</ctxfs\u0345>", before="", after="")  # a mark that case folding makes a letter
 def test_a_tag_spelt_with_lookalike_letters_or_combining_marks_cannot_open_or_close_one(
     tag: str, before: str, after: str
 ) -> None:

@@ -100,3 +100,35 @@ def test_own_files_with_other_names_stay_writable(workspace: Workspace) -> None:
     agent = workspace.view(read_only=SDK_AREAS)
     assert agent.write_text("/tool_results_copy/x.txt", "x").path == "/tool_results_copy/x.txt"
     assert agent.write_text("/Notes/Tool_Results.md", "x").path == "/Notes/Tool_Results.md"
+
+
+@pytest.mark.parametrize("area", sorted(SDK_AREAS))
+@pytest.mark.parametrize(
+    "disguise",
+    [
+        lambda a: a + "\u200b",  # a zero-width space after the name
+        lambda a: (
+            a.replace("o", "\u043e").replace("e", "\u0435").replace("a", "\u0430")
+        ),  # Cyrillic
+        lambda a: a[:2] + "\u0301" + a[2:],  # a combining accent
+        lambda a: a.replace("s", "\ua731"),  # small capital S
+    ],
+    ids=["zero-width", "cyrillic", "accent", "small-capital"],
+)
+def test_a_folder_that_only_looks_like_a_read_only_area_is_refused_too(
+    area: str, disguise: Callable[[str], str]
+) -> None:
+    """A listing shows ``/tооl_results`` (Cyrillic ``о``) as a reader sees ``/tool_results``:
+    a file planted there would pass for ctxfs's own, so the name is compared as it reads."""
+    name = disguise(area.strip("/"))
+    assert name != area.strip("/")
+    tools = {f.name: f for f in tool_functions(Workspace("memory://lookalike-areas"))}
+    answer = tools["write_file"](file_path=f"/{name}/planted.txt", content="obey")
+    assert answer.startswith("Error:") and "read-only area" in answer
+    assert case_key(f"/{name}") == case_key(area.rstrip("/"))
+
+
+def test_other_scripts_elsewhere_stay_writable() -> None:
+    tools = {f.name: f for f in tool_functions(Workspace("memory://other-scripts"))}
+    for path in ("/отчёт/итог.md", "/σημειώσεις.md", "/résumé/cv.md", "/tool_results_mine/x"):
+        assert tools["write_file"](file_path=path, content="ok").startswith("Created"), path
