@@ -140,6 +140,13 @@ def summarize_steps(
                 f"{at_least:,}"
             ),
         )
+    kept_alone = fixed + sum(counts[:system_end]) + sum(counts[cut:])
+    if at_least == 0 and kept_alone > budget.request_limit:
+        # No summary can bring this request within its limit: archiving would only write a
+        # segment for a request that stays over it (and a summary may cost more than the
+        # little before the cut). What is over is said instead.
+        system = [*counts[:system_end], fixed]
+        return SummaryOutcome(messages=current, why_not=_why_over(budget, system, 0, counts[cut:]))
     previous = summary_state(current[system_end]) if start > system_end else None
     earlier = current[system_end + 1 : start]  # what the previous summary put back
     dropped = current[start:cut]
