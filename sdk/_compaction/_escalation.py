@@ -85,6 +85,7 @@ def escalate(
     plan: Sequence[Mapping[str, Any]] | str | None = None,
     *,
     at_least: int = 0,
+    asked: bool = False,
 ) -> Generator[str, ModelAnswer, CompactionResult]:
     """One compaction of ``messages``; yields a prompt whenever the summary model must answer.
 
@@ -96,6 +97,8 @@ def escalate(
         fixed: The parts of the request given apart from the messages.
         plan: The live plan, put back after a summary.
         at_least: Summarize only if the messages to archive hold at least this many tokens.
+        asked: The caller asked for this compaction (``force``, ``compact_now``): a summary
+            is made even where it cannot help (see ``summarize_steps``).
 
     Returns:
         (as the generator's return value) The compaction's result.
@@ -154,6 +157,7 @@ def escalate(
             plan=plan,
             notes=_notes(means.workspace, policy),
             at_least=at_least,
+            asked=asked,
         )
         repaired = [ArchiveRepaired(reason=reason) for reason in outcome.repairs]
         if outcome.failed is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import string
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -85,12 +84,6 @@ def test_unread_results_together_over_the_limit_are_offloaded(results: int, word
     _unread(results, words, again=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect: after the unread results are offloaded, a summary of the little "
-    "before them can cost more than it frees and push the request back over the limit; the "
-    "next compaction then offloads one more result",
-)
 def test_unread_results_offloaded_once_are_a_fixed_point() -> None:
     _unread(9, 254, again=True)
 
