@@ -344,5 +344,14 @@ class ContextEngine(ResultMethods, InputMethods, ClearingMethods, OpenAIMethods)
         budget = self._resolve(None)
         budget = forced(budget) if force else requested(budget) if now else budget
         least = WORTH_COMPACTING if now else 0
-        steps = escalate(self._means, messages, thread_id, budget, fixed, plan, at_least=least)
+        steps = escalate(
+            self._means,
+            messages,
+            thread_id,
+            budget,
+            fixed,
+            plan,
+            at_least=least,
+            asked=force or now,
+        )
         return (yield from steps)

@@ -26,6 +26,7 @@ the provider refused, :func:`requested` for a summary asked for now.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -33,7 +34,8 @@ from langchain_core.messages import BaseMessage
 from ctxfs._archive._transcripts import TranscriptArchive
 from ctxfs._compaction._batch import batch, lossless
 from ctxfs._compaction._means import Means
-from ctxfs._compaction._request import Fixed
+from ctxfs._compaction._request import Fixed, Offered
+from ctxfs._compaction._results import offload_unseen
 from ctxfs._errors import WorkspaceError
 from ctxfs._events import (
     ArchiveFailed,
@@ -41,8 +43,10 @@ from ctxfs._events import (
     CompactionResult,
     ContextEvent,
     ContextOverBudget,
+    OffloadResult,
     Summarized,
 )
+from ctxfs._messages import same_objects
 from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import (
     ContextPolicy,
@@ -61,6 +65,8 @@ __all__ = [
     "compaction_result",
     "escalate",
     "forced",
+    "opened",
+    "reach_in",
     "requested",
     "summarized_or_refused",
 ]
@@ -79,6 +85,7 @@ def escalate(
     plan: Sequence[Mapping[str, Any]] | str | None = None,
     *,
     at_least: int = 0,
+    asked: bool = False,
 ) -> Generator[str, ModelAnswer, CompactionResult]:
     """One compaction of ``messages``; yields a prompt whenever the summary model must answer.
 
@@ -90,6 +97,8 @@ def escalate(
         fixed: The parts of the request given apart from the messages.
         plan: The live plan, put back after a summary.
         at_least: Summarize only if the messages to archive hold at least this many tokens.
+        asked: The caller asked for this compaction (``force``, ``compact_now``): a summary
+            is made even where it cannot help (see ``summarize_steps``).
 
     Returns:
         (as the generator's return value) The compaction's result.
@@ -118,35 +127,75 @@ def escalate(
         return compaction_result(budget, messages, [*events, *changed], before, after, fixed, why)
 
     # Summarize only when the lossless steps could not reach the low-water mark, and left
-    # less than half the gap between the marks before the next compaction.
-    short = compacting and tokens + extra > budget.summary_water
+    # less than half the gap between the marks before the next compaction. Still over the
+    # limit after that, the request would be refused: once, the lossless steps reach into
+    # the protected recent window (:func:`reach_in`), and the summary is weighed again.
     enabled = policy.summarization.enabled
-    if not (short and enabled) and not budget.summary_fires(tokens + extra, len(current)):
-        quiet = "summarization is off" if not enabled else "no summarization trigger fired"
-        return result(current, events, tokens, quiet)
-    outcome = yield from summarize_steps(
-        current,
-        budget=budget,
-        counter=means.counter,
-        archive=TranscriptArchive(means.workspace, thread_id, clock=means.clock),
-        thread_id=thread_id,
-        tokens=tokens,
-        fixed=extra,
-        plan=plan,
-        notes=_notes(means.workspace, policy),
-        at_least=at_least,
-    )
-    repaired = [ArchiveRepaired(reason=reason) for reason in outcome.repairs]
-    if outcome.failed is not None:
-        # Nothing is dropped: the input comes back as it was, with only the failure.
-        event = ArchiveFailed(reason=f"{outcome.failed}; nothing was dropped")
-        why = f"the transcript could not be archived ({outcome.failed}), so nothing was dropped"
-        return result(original, [*repaired, event], before, why)
-    if outcome.event is None:
-        return result(current, [*events, *repaired], tokens, outcome.why_not)
-    again, final = steps(means, outcome.messages, thread_id, budget, extra, fixed.offered)
-    events += [*repaired, outcome.event, *again.events, *final.events]
-    return result(final.messages, events, final.tokens_after, outcome.why_not)
+    why: str | None = "summarization is off" if not enabled else "no summarization trigger fired"
+    for last in (False, True):
+        if last:
+            if tokens + extra <= budget.request_limit:
+                break
+            reached = reach_in(means, current, thread_id, budget, extra, fixed.offered)
+            if reached is None:
+                break
+            current, tokens = reached.messages, reached.tokens_after
+            events += reached.events
+            if tokens + extra <= budget.request_limit:
+                break  # it fits: a summary now could only cost more than it frees
+        short = compacting and tokens + extra > budget.summary_water
+        if not (short and enabled) and not budget.summary_fires(tokens + extra, len(current)):
+            continue
+        outcome = yield from summarize_steps(
+            current,
+            budget=budget,
+            counter=means.counter,
+            archive=TranscriptArchive(means.workspace, thread_id, clock=means.clock),
+            thread_id=thread_id,
+            tokens=tokens,
+            fixed=extra,
+            plan=plan,
+            notes=_notes(means.workspace, policy),
+            at_least=at_least,
+            asked=asked,
+        )
+        repaired = [ArchiveRepaired(reason=reason) for reason in outcome.repairs]
+        if outcome.failed is not None:
+            # Nothing is dropped: the input comes back as it was, with only the failure.
+            event = ArchiveFailed(reason=f"{outcome.failed}; nothing was dropped")
+            why = f"the transcript could not be archived ({outcome.failed}), so nothing was dropped"
+            return result(original, [*repaired, event], before, why)
+        why = outcome.why_not
+        events += repaired
+        if outcome.event is None:
+            continue
+        again, final = steps(means, outcome.messages, thread_id, budget, extra, fixed.offered)
+        events += [outcome.event, *again.events, *final.events]
+        current, tokens = final.messages, final.tokens_after
+    return result(current, events, tokens, why)
+
+
+def reach_in(
+    means: Means,
+    messages: list[BaseMessage],
+    thread_id: str,
+    budget: Budget[ContextPolicy],
+    extra: int,
+    offered: Offered,
+) -> OffloadResult | None:
+    """A request over its limit: the lossless steps with the protected window opened.
+
+    Old inputs and results of the recent window go to files too (:func:`opened`, oldest
+    first, down to the low-water mark), then the results the model has not read yet, with a
+    preview (:func:`~ctxfs._compaction._results.offload_unseen`). Everything moved is saved
+    first; ``None`` when nothing moved.
+    """
+    inputs, cleared = batch(means, messages, thread_id, opened(budget), extra, offered)
+    unseen = offload_unseen(means, cleared.messages, thread_id, budget, extra, offered)
+    events = (*inputs.events, *cleared.events, *unseen.events)
+    if same_objects(unseen.messages, messages):
+        return None if not events else replace(unseen, events=events)
+    return replace(unseen, events=events, tokens_before=inputs.tokens_before)
 
 
 def _counted(
@@ -241,9 +290,31 @@ def requested(budget: Budget[ContextPolicy]) -> Budget[ContextPolicy]:
     return Budget.of(policy.model_copy(update={"summarization": summarization}), budget.window)
 
 
+def opened(budget: Budget[ContextPolicy]) -> Budget[ContextPolicy]:
+    """The budget with the lossless steps' protected window opened: any old input and any
+    result may go to a file (down to the policy's low-water mark, oldest first)."""
+    return Budget.of(budget.policy.model_copy(update=_lossless_open(budget.policy)), budget.window)
+
+
 def forced(budget: Budget[ContextPolicy]) -> Budget[ContextPolicy]:
     """The budget at its hardest: every step fires, only the latest block is kept."""
     policy = budget.policy
+    summarization = policy.summarization.model_copy(
+        update={"trigger": SummaryTrigger(tokens=1), "keep": KeepRecent(messages=1)}
+    )
+    hardest = policy.model_copy(
+        update={
+            **_lossless_open(policy),
+            "summarization": summarization,
+            "high_water": Threshold(tokens=1),
+            "low_water": Threshold(tokens=1),
+        }
+    )
+    return Budget.of(hardest, budget.window)
+
+
+def _lossless_open(policy: ContextPolicy) -> dict[str, Any]:
+    """The settings that let clearing and input offload take any result and any input."""
     clearing = policy.clearing.model_copy(
         update={
             "trigger": Threshold(tokens=1),
@@ -252,19 +323,7 @@ def forced(budget: Budget[ContextPolicy]) -> Budget[ContextPolicy]:
             "frees_per_rewrite": 0.0,
         }
     )
-    summarization = policy.summarization.model_copy(
-        update={"trigger": SummaryTrigger(tokens=1), "keep": KeepRecent(messages=1)}
-    )
     inputs = policy.tool_inputs.model_copy(
         update={"trigger": Threshold(tokens=1), "keep_messages": 0}
     )
-    hardest = policy.model_copy(
-        update={
-            "clearing": clearing,
-            "summarization": summarization,
-            "tool_inputs": inputs,
-            "high_water": Threshold(tokens=1),
-            "low_water": Threshold(tokens=1),
-        }
-    )
-    return Budget.of(hardest, budget.window)
+    return {"clearing": clearing, "tool_inputs": inputs}

@@ -8,14 +8,18 @@ left, references included, is then offloaded like any result.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs._compaction._means import EngineState, Means
 from ctxfs._compaction._media import media_blocks, move_media, moves_at_return
+from ctxfs._compaction._request import Offered
 from ctxfs._events import (
+    ContextEvent,
     OffloadFailed,
+    OffloadResult,
     ToolResultOffloaded,
     ToolResultOutcome,
 )
@@ -35,11 +39,11 @@ from ctxfs._pointers._pointer import (
 )
 from ctxfs._pointers._recovery import recovery_tool
 from ctxfs._policy._budget import Budget
-from ctxfs._policy._settings import ContextPolicy
+from ctxfs._policy._settings import ContextPolicy, Threshold
 from ctxfs._tokens import count_exceeding
 from ctxfs._workspace._saving import Unsaved, save_text
 
-__all__ = ["ResultMethods", "offload_result"]
+__all__ = ["ResultMethods", "offload_result", "offload_unseen"]
 
 
 def offload_result(
@@ -77,6 +81,48 @@ def offload_result(
     message = moved.applied_to(message)
     outcome = _offload_text(means, message, thread_id, budget)
     return replace(outcome, media=moved.events) if moved.events else outcome
+
+
+def offload_unseen(
+    means: Means,
+    messages: Sequence[BaseMessage],
+    thread_id: str,
+    budget: Budget[ContextPolicy],
+    extra: int,
+    offered: Offered,
+) -> OffloadResult:
+    """A request over its limit: the results the model has not seen yet offloaded.
+
+    The results after the last AI message are never cleared (the model has not read them),
+    and each was under the threshold when its tool returned; together they may still be
+    over the limit (many parallel calls). Then they are offloaded as at their return, a
+    pointer with a preview, the largest first, until the request is within
+    :attr:`~ctxfs._policy._budget.Budget.request_limit`. ctxfs's recovery tools among the
+    ``offered`` page instead and stay.
+    """
+    out = list(messages)
+    before = means.counter.count_messages(out)
+    last_ai = max((i for i, m in enumerate(out) if isinstance(m, AIMessage)), default=-1)
+    unseen = [i for i in range(last_ai + 1, len(out)) if isinstance(out[i], ToolMessage)]
+    sizes = {i: means.counter.count_message(out[i]) for i in unseen}
+    settings = budget.policy.tool_results.model_copy(update={"threshold": Threshold(tokens=1)})
+    low = Budget.of(budget.policy.model_copy(update={"tool_results": settings}), budget.window)
+    events: list[ContextEvent] = []
+    tokens = before
+    for i in sorted(unseen, key=lambda k: (-sizes[k], k)):
+        if tokens + extra <= budget.request_limit:
+            break
+        message = out[i]
+        assert isinstance(message, ToolMessage)
+        outcome = offload_result(means, message, thread_id, low, offered.get(message.name or ""))
+        events += [*outcome.media, *([outcome.event] if outcome.event is not None else [])]
+        if outcome.message is not message:
+            out[i] = outcome.message
+            tokens += means.counter.count_message(outcome.message) - sizes[i]
+    after = means.counter.count_messages(out) if events else before
+    return OffloadResult(
+        messages=out, events=tuple(events), tokens_before=before, tokens_after=after
+    )
 
 
 def _text_beside_media(message: ToolMessage) -> str:

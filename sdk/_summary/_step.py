@@ -88,6 +88,7 @@ def summarize_steps(
     plan: Sequence[Mapping[str, Any]] | str | None = None,
     notes: tuple[str, str] | None = None,
     at_least: int = 0,
+    asked: bool = False,
 ) -> Generator[str, ModelAnswer, SummaryOutcome]:
     """Summarizes ``messages``; yields a prompt whenever the summary model must be asked.
 
@@ -107,6 +108,10 @@ def summarize_steps(
         notes: The agent's notes file, ``(path, text)``, put back after the plan.
         at_least: Summarize only if the messages to archive hold at least this many tokens
             (a compaction asked for now, not by a trigger).
+        asked: The caller asked for this summary (a forced compaction, ``compact_now``).
+            Otherwise a summary that cannot help is not made and nothing is archived: when
+            the part it keeps is alone over the request limit, or when a first summary fired
+            by tokens would replace no more than it adds (:func:`_least_cost`).
 
     Returns:
         (as the generator's return value) The :class:`SummaryOutcome`.
@@ -140,6 +145,26 @@ def summarize_steps(
                 f"{at_least:,}"
             ),
         )
+    kept_alone = fixed + sum(counts[:system_end]) + sum(counts[cut:])
+    if not asked and kept_alone > budget.request_limit:
+        # No summary can bring this request within its limit: archiving would only write a
+        # segment for a request that stays over it (and a summary may cost more than the
+        # little before the cut). What is over is said instead.
+        system = [*counts[:system_end], fixed]
+        return SummaryOutcome(messages=current, why_not=_why_over(budget, system, 0, counts[cut:]))
+    if not asked and start == system_end and not budget.summary_fires(0, len(current)):
+        # A first summary fired by tokens must free more than it costs, or each compaction
+        # would archive the little before the recent window only to hold the request higher.
+        costs = _least_cost(budget, counter, current[start:cut], thread_id, archive.directory)
+        if sum(counts[start:cut]) <= costs:
+            return SummaryOutcome(
+                messages=current,
+                why_not=(
+                    f"only {sum(counts[start:cut]):,} tokens lie outside the protected recent "
+                    f"window (keep {settings.keep.describe()}), no more than a summary of "
+                    f"them would take ({costs:,})"
+                ),
+            )
     previous = summary_state(current[system_end]) if start > system_end else None
     earlier = current[system_end + 1 : start]  # what the previous summary put back
     dropped = current[start:cut]
@@ -252,6 +277,32 @@ def summarize_steps(
         system = [*counts[:system_end], fixed]
         over = _why_over(budget, system, counter.count_message(summary), counts[cut:])
     return SummaryOutcome(messages=summarized, event=event, why_not=over, repairs=archive.repairs)
+
+
+def _least_cost(
+    budget: Budget[ContextPolicy],
+    counter: TokenCounter,
+    dropped: Sequence[BaseMessage],
+    thread_id: str,
+    directory: str,
+) -> int:
+    """The fewest tokens a first summary of ``dropped`` adds: its frame (the header, the
+    headings and the artifacts lines of an empty summary) and, when pinning is on, the task
+    statement put back after it (up to the pins' budget)."""
+    state = next_state(None, [], next_index=len(dropped), transcript=f"{directory}/segment-0001.md")
+    frame = build_summary_message(
+        body=("", "", ""),
+        message_id=summary_message_id(thread_id, 1),
+        state=state,
+        first_index=0,
+        transcript_dir=directory,
+        source="extractive",
+    )
+    task = next((m for m in dropped if isinstance(m, HumanMessage)), None)
+    pinned = 0
+    if task is not None and budget.policy.pinning.enabled:
+        pinned = min(counter.count_message(task), budget.pinned)
+    return counter.count_message(frame) + pinned
 
 
 def _in_view(

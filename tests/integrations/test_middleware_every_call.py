@@ -64,10 +64,14 @@ def script() -> list[Any]:
 def policy() -> ContextPolicy:
     summaries = ScriptedChatModel(script_id="sum", responses=[f"Summary {i}." for i in range(20)])
     return ContextPolicy(
-        max_input_tokens=3_500,
+        max_input_tokens=3_800,
         tool_results={"threshold": {"tokens": 400}},
         tool_inputs={"min_chars": 300, "keep_messages": 4},
-        summarization={"trigger": {"fraction": 0.8}, "keep": {"fraction": 0.3}, "model": summaries},
+        summarization={
+            "trigger": {"fraction": 0.8},
+            "keep": {"fraction": 0.25},
+            "model": summaries,
+        },
     )
 
 
