@@ -108,12 +108,18 @@ def _not_utf8(path: str, exc: UnicodeDecodeError) -> NotTextError:
 
 
 def _lines(
-    chunks: Iterator[bytes], path: str, keep: int, column_line: int, column: int
+    chunks: Iterator[bytes],
+    path: str,
+    keep: int,
+    column_line: int,
+    column: int,
+    column_keep: int | None = None,
 ) -> Iterator[tuple[str, int, bool]]:
     """Yield ``(kept text, full length, whether a trailing \r was dropped)`` per line.
 
     Of each line only the characters ``[start, start + keep)`` are kept, where ``start`` is
-    ``column`` for line number ``column_line`` (0-based) and 0 for every other line.
+    ``column`` for line number ``column_line`` (0-based) and 0 for every other line; of that
+    line ``column_keep`` characters when given.
     """
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     parts: list[str] = []
@@ -123,9 +129,9 @@ def _lines(
 
     def take(piece: str) -> None:
         nonlocal length, last
-        low = column if index == column_line else 0
+        low, most = (column, column_keep or keep) if index == column_line else (0, keep)
         start = max(low, length) - length
-        stop = min(low + keep, length + len(piece)) - length
+        stop = min(low + most, length + len(piece)) - length
         if start < stop:
             parts.append(piece[start:stop])
         length += len(piece)
@@ -199,7 +205,9 @@ def read_page(
         max_chars: The page stops before its characters would exceed this; the first line
             of a page is always returned (clipped to ``max_line_chars``).
         column: Start the first line at this character (0-based), so a line longer than
-            ``max_line_chars`` can be read piece by piece.
+            ``max_line_chars`` can be read piece by piece. Read from a column, the first line
+            is clipped at ``max_chars`` instead (the page holds nothing else anyway when the
+            line is that long): a long line is read through in pieces as large as a page.
 
     Raises:
         NotTextError: The file holds NUL bytes (binary) or invalid UTF-8.
@@ -211,11 +219,12 @@ def read_page(
     carriage: list[int] = []
     page_chars = 0
     stopped_by_chars = False
-    numbered = enumerate(_lines(chunks, path, max_line_chars + 1, offset, column))
+    first = max(max_line_chars, max_chars) if column else max_line_chars
+    numbered = enumerate(_lines(chunks, path, max_line_chars + 1, offset, column, first + 1))
     for index, (text, full, dropped) in numbered:
         if index < offset:
             continue
-        text = text[:max_line_chars]
+        text = text[: first if index == offset else max_line_chars]
         if lines and page_chars + len(text) > max_chars:
             stopped_by_chars = True
             break

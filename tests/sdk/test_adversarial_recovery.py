@@ -425,18 +425,53 @@ def test_read_file_pages_and_their_notes_give_the_file_back_byte_for_byte(
 
 
 def test_a_line_shown_in_part_leaves_its_ending_to_the_page_that_shows_its_end() -> None:
+    """Read on from a column, a long line comes in pieces as large as a page: only the piece
+    that shows its end says how it ended."""
     ws = Workspace("memory://ending-of-a-long-line", limits=Limits(max_line_chars=100))
-    ws.write_text("/f.txt", "short\r\n" + "x" * 250 + "\r")
+    ws.write_text("/f.txt", "short\r\n" + "x" * 60_000 + "\r")
     read_file = _tools(ws, 4_000)["read_file"]
     first = read_file(file_path="/f.txt")
     assert "[line 1 ended with \\r, which is not shown]" in first
     assert "no newline" not in first and "line 2 ended" not in first
-    middle = read_file(file_path="/f.txt", offset=1, limit=1, column=100)
-    assert "ended with" not in middle and "no newline" not in middle
-    end = read_file(file_path="/f.txt", offset=1, limit=1, column=200)
-    assert end.endswith(
+    pages, column = [], 100
+    while column is not None:
+        page = read_file(file_path="/f.txt", offset=1, limit=1, column=column)
+        pages.append(page)
+        found = re.search(r"column=(\d+) to read on in this line", page)
+        column = int(found.group(1)) if found else None
+    assert len(pages) > 1  # the line is longer than a page
+    assert all(x.count("x") > 100 for x in pages)  # each piece is larger than a clipped line
+    for middle in pages[:-1]:
+        assert "ended with" not in middle and "no newline" not in middle
+    assert pages[-1].endswith(
         "[every line shown ended with \\r, which is not shown]\n[no newline at the end of the file]"
     )
+
+
+def test_a_long_line_is_read_through_in_pieces_as_large_as_a_page() -> None:
+    """A 500,000-character line (minified JSON, a base64 blob) comes back byte-exact in a
+    handful of calls, not in 2,000-character pieces (250 calls)."""
+    ws = Workspace("memory://one-long-line")
+    line = "".join(chr(97 + i % 26) + ("," if i % 7 == 0 else "") for i in range(500_000))
+    ws.write_text("/blob.json", line + "\n")
+    read_file = _tools(ws, 25_000)["read_file"]
+    got, calls, column = "", 0, 0
+    while True:
+        page = read_file(file_path="/blob.json", offset=0, limit=1, column=column)
+        calls += 1
+        body = page.split("\t", 1)[1].removeprefix(f"[from character {column}] ")
+        found = re.search(
+            r" … \[line clipped: \d+ chars; call read_file with offset=0, limit=1, "
+            r"column=(\d+) to read on in this line\]",
+            body,
+        )
+        if found is None:
+            got += body.split("\n", 1)[0]
+            break
+        got += body[: found.start()]
+        column = int(found.group(1))
+    assert got == line
+    assert calls <= 12, calls
 
 
 # -- the Markdown twin and history_read ---------------------------------------------------------
