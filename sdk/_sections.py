@@ -209,7 +209,8 @@ def neutralize(text: str) -> str:
     >>> neutralize("List<String> and <div>")
     'List<String> and <div>'
     """
-    return _opener().sub(_tag_name, text)
+    written: str = _opener().sub(_tag_name, text)
+    return written
 
 
 def quote_lines(text: str) -> str:
