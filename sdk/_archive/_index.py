@@ -271,6 +271,7 @@ class PagedIndex:
                 segment = self._from_files(number)
             if segment is not None:
                 found[segment.number] = segment
+        self._add_parents(found)
         segments = with_parents([found[n] for n in sorted(found)])
         listed = {segment.markdown_path for segment in segments}
         lost = [path for path in expected if path not in listed]
@@ -284,6 +285,24 @@ class PagedIndex:
             # the next read rebuilds it again (a write whose reply was lost, a storage hiccup)
             self.store_error = str(exc)
             return segments, lost, False
+
+    def _add_parents(self, found: dict[int, ArchiveSegment]) -> None:
+        """Adds to ``found`` every segment a found one continues: a committed record names
+        its parent, so that parent was committed too, even when its own record is missing
+        or torn (its verified files then describe it); else its branch would lose its start."""
+        pending = sorted({s.parent for s in found.values() if s.parent} - set(found))
+        tried: set[int] = set()
+        while pending:
+            number = pending.pop()
+            tried.add(number)
+            segment = self._folder.read_record(self._folder.record_path(number))
+            if segment is None:
+                segment = self._from_files(number)
+            if segment is None:
+                continue  # its files are gone too: the branch starts at its first readable one
+            found[number] = segment
+            if segment.parent and segment.parent not in found and segment.parent not in tried:
+                pending.append(segment.parent)
 
     def migrate(self, entries: Sequence[ArchiveSegment], version: str | None) -> None:
         """Gives every segment of an index written before records existed its record."""
