@@ -318,6 +318,31 @@ class PagedIndex:
         looks): a damaged index is then read around, from the records, never rewritten."""
         return self._workspace.is_read_only(self._folder.directory)
 
+    def unlisted(self, entries: Sequence[ArchiveSegment]) -> list[int]:
+        """Numbers of the records in the folder that ``entries`` lack: segments committed
+        after the index was last written (its write failed, or its reply was lost). One
+        listing of the folder; no record is read.
+
+        Raises:
+            ArchiveError: The folder could not be listed.
+        """
+        directory = self._folder.directory
+        try:
+            listing = self._workspace.ls(directory)
+        except PathNotFoundError:
+            return []
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not list {directory}: {exc}") from exc
+        known = {segment.number for segment in entries}
+        numbers = {
+            number
+            for entry in listing
+            if entry.type == "file"
+            and entry.name.endswith(".json")
+            and (number := segment_number(entry.name)) is not None
+        }
+        return sorted(numbers - known)
+
     def _listed_numbers(self) -> tuple[set[int], set[int]]:
         """Segment numbers with a record in the folder, and those whose record is torn."""
         directory = self._folder.directory

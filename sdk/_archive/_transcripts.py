@@ -158,6 +158,8 @@ class TranscriptArchive:
         is missing, torn or malformed, or lacks a segment that ``expected`` names, it is
         rebuilt from the records (what was done is added to :attr:`repairs`), so a lost or
         half-written index never makes committed segments disappear or their numbers reused.
+        So is an index that lacks a segment whose record is in the folder (the index write
+        after its commit failed): one listing of the folder finds it.
 
         Args:
             expected: Markdown paths of segments known to be committed (a summary in the
@@ -186,6 +188,10 @@ class TranscriptArchive:
             if not self._index.read_only:
                 self._index.migrate(entries, head.version)
             return entries
+        unlisted = self._index.unlisted(entries)
+        if unlisted:  # committed, but the index write after the commit failed
+            reason = f"the index lacked segment(s) {', '.join(map(str, unlisted))}"
+            return self._rebuild(reason, expected, head.version, entries)
         self._loaded = (head, entries)
         return entries
 

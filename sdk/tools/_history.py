@@ -495,15 +495,15 @@ def _branch_paths(
     mine = None if leaf is None else chain(segments, leaf)
     if leaf == 0:
         return frozenset(), frozenset()
-    if not mine:  # not known, or a segment the index does not know: nothing is left out
-        mine = segments
-        keep = None
-    else:
-        keep = frozenset(segment.jsonl_path for segment in mine)
-    expected = {segment.jsonl_path for segment in mine}
+    known = mine or segments  # not known, or a segment the index does not know: every one
     numbers = {segment.number for segment in segments}
-    expected |= {archive.segment_paths(p)[0] for s in mine if (p := s.parent) and p not in numbers}
-    return keep, frozenset(expected)
+    # a parent no record describes is on the branch all the same: its file is searched if
+    # it is there, and named if not
+    expected = frozenset(
+        {segment.jsonl_path for segment in known}
+        | {archive.segment_paths(p)[0] for s in known if (p := s.parent) and p not in numbers}
+    )
+    return (expected if mine else None), expected
 
 
 def _unvouched(workspace: Workspace, path: str, data: bytes) -> str | None:
