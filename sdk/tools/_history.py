@@ -210,7 +210,7 @@ def _missing_segments(
     there = {m.group(1) + ".jsonl" for p in paths if (m := _SEGMENT_FILE.fullmatch(p))}
     wanted = (there if keep is None else there & keep) | expected
     return [
-        f"{path} is missing, so the archived messages it held were not searched"
+        f"{path} is missing (or not a file), so the archived messages it held were not searched"
         for path in sorted(wanted - set(paths))
     ]
 

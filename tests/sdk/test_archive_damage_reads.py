@@ -120,8 +120,8 @@ def test_the_missing_segment_is_named_by_the_tool_and_the_cli(
     notes: list[str] = []
     assert search_history(ws, _NEEDLE, thread_id="t", notes=notes) == []
     said = (
-        f"{folder}/segment-0001.jsonl is missing, so the archived messages it held were not "
-        "searched"
+        f"{folder}/segment-0001.jsonl is missing (or not a file), so the archived messages it held "
+        "were not searched"
     )
     assert notes == [said]
     root = tmp_path / "ws"
