@@ -318,30 +318,44 @@ class PagedIndex:
         looks): a damaged index is then read around, from the records, never rewritten."""
         return self._workspace.is_read_only(self._folder.directory)
 
-    def unlisted(self, entries: Sequence[ArchiveSegment]) -> list[int]:
-        """Numbers of the records in the folder that ``entries`` lack: segments committed
-        after the index was last written (its write failed, or its reply was lost). One
-        listing of the folder; no record is read.
+    def against_listing(self, entries: Sequence[ArchiveSegment]) -> tuple[list[int], list[int]]:
+        """Compares ``entries`` with one listing of the folder.
+
+        Returns:
+            The numbers of the records the entries lack (segments committed after the index
+            was last written: its write failed, or its reply was lost), and of the entries
+            whose record and lossless file are both gone (read directly, so a stale listing
+            never drops one): there is nothing left to list of them.
 
         Raises:
-            ArchiveError: The folder could not be listed.
+            ArchiveError: The folder could not be listed or a file could not be asked for.
         """
         directory = self._folder.directory
         try:
             listing = self._workspace.ls(directory)
         except PathNotFoundError:
-            return []
+            listing = []
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not list {directory}: {exc}") from exc
+        names = {entry.name for entry in listing if entry.type == "file"}
+        records = {n for name in names if name.endswith(".json") and (n := segment_number(name))}
         known = {segment.number for segment in entries}
-        numbers = {
-            number
-            for entry in listing
-            if entry.type == "file"
-            and entry.name.endswith(".json")
-            and (number := segment_number(entry.name)) is not None
-        }
-        return sorted(numbers - known)
+        gone = [
+            segment.number
+            for segment in entries
+            if segment.number not in records
+            and segment.jsonl_path.rsplit("/", 1)[-1] not in names
+            and self._gone(segment)
+        ]
+        return sorted(records - known), gone
+
+    def _gone(self, segment: ArchiveSegment) -> bool:
+        if self._folder.read_record(self._folder.record_path(segment.number)) is not None:
+            return False
+        try:
+            return not self._workspace.exists(segment.jsonl_path)
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not ask for {segment.jsonl_path}: {exc}") from exc
 
     def _listed_numbers(self) -> tuple[set[int], set[int]]:
         """Segment numbers with a record in the folder, and those whose record is torn."""

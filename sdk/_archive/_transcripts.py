@@ -159,7 +159,8 @@ class TranscriptArchive:
         rebuilt from the records (what was done is added to :attr:`repairs`), so a lost or
         half-written index never makes committed segments disappear or their numbers reused.
         So is an index that lacks a segment whose record is in the folder (the index write
-        after its commit failed): one listing of the folder finds it.
+        after its commit failed): one listing of the folder finds it; an entry whose record
+        and files are all gone is dropped (nothing is left of it to list).
 
         Args:
             expected: Markdown paths of segments known to be committed (a summary in the
@@ -188,10 +189,16 @@ class TranscriptArchive:
             if not self._index.read_only:
                 self._index.migrate(entries, head.version)
             return entries
-        unlisted = self._index.unlisted(entries)
-        if unlisted:  # committed, but the index write after the commit failed
-            reason = f"the index lacked segment(s) {', '.join(map(str, unlisted))}"
-            return self._rebuild(reason, expected, head.version, entries)
+        unlisted, gone = self._index.against_listing(entries)
+        if unlisted or gone:  # committed after the index's last write; or deleted
+            reasons = []
+            if unlisted:
+                reasons.append(f"the index lacked segment(s) {', '.join(map(str, unlisted))}")
+            if gone:
+                listed = ", ".join(map(str, gone))
+                reasons.append(f"the index listed segment(s) {listed}, whose files are gone")
+            known = [segment for segment in entries if segment.number not in gone]
+            return self._rebuild("; ".join(reasons), expected, head.version, known)
         self._loaded = (head, entries)
         return entries
 

@@ -161,3 +161,28 @@ def test_a_segment_committed_after_the_index_was_written_is_read(
     assert [b.numbers for b in TranscriptArchive(ws, "t").branches()] == [(1, 2)]
     assert main(["transcripts", str(root), "--show", "2"]) == 0
     assert "messages 14-29" in capsys.readouterr().out
+
+
+def test_an_index_entry_whose_files_are_gone_is_not_listed_as_a_branch() -> None:
+    """The index names segment 7 (a fork after segment 1), whose record and files are not
+    there: the readers list segments 1 and 2 and one branch, and say what they dropped."""
+    folder, files = _line()
+    ws = Workspace(f"memory://damage-reads{next(_fresh)}")
+    for name, data in files.items():
+        ws.write_bytes(f"{folder}/{name}", data)
+    index = json.loads(files["index.json"])
+    phantom = {
+        **index["segments"][-1],
+        "number": 7,
+        "parent": 1,
+        "jsonl_path": f"{folder}/segment-0007.jsonl",
+        "markdown_path": f"{folder}/segment-0007.md",
+    }
+    index["segments"].append(phantom)
+    ws.write_bytes(f"{folder}/index.json", json.dumps(index).encode())
+    archive = TranscriptArchive(ws, "t")
+    assert [b.numbers for b in archive.branches()] == [(1, 2)]
+    assert archive.repairs == (
+        "the index listed segment(s) 7, whose files are gone; rebuilt from 2 segment record(s)",
+    )
+    assert [s.number for s in TranscriptArchive(ws, "t").segments()] == [1, 2]
