@@ -85,6 +85,8 @@ class PagedIndex:
         self._workspace = folder.workspace
         self.store_error: str | None = None
         """Why the last :meth:`rebuild` could not write the index it rebuilt (or ``None``)."""
+        self.gone: list[str] = []
+        """The expected segments of the last :meth:`rebuild` of which nothing is left."""
 
     # -- reading --------------------------------------------------------------------------
 
@@ -275,6 +277,10 @@ class PagedIndex:
         segments = with_parents([found[n] for n in sorted(found)])
         listed = {segment.markdown_path for segment in segments}
         lost = [path for path in expected if path not in listed]
+        # a segment nothing is left of (record and files deleted) can never be read again:
+        # waiting for it would stop the thread for good, and what it held is not lost now
+        self.gone = [path for path in lost if self._nothing_of(path)]
+        lost = [path for path in lost if path not in self.gone]
         self.store_error = None
         if lost or not segments or self.read_only:
             return segments, lost, False
@@ -285,6 +291,17 @@ class PagedIndex:
             # the next read rebuilds it again (a write whose reply was lost, a storage hiccup)
             self.store_error = str(exc)
             return segments, lost, False
+
+    def _nothing_of(self, markdown_path: str) -> bool:
+        """Whether the segment ``markdown_path`` names has no record and no file left."""
+        number = segment_number(markdown_path)
+        if number is None:
+            return False
+        paths = [self._folder.record_path(number), *self._folder.segment_paths(number)]
+        try:
+            return not any(self._workspace.exists(path) for path in paths)
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not ask for segment {number}: {exc}") from exc
 
     def _add_parents(self, found: dict[int, ArchiveSegment]) -> None:
         """Adds to ``found`` every segment a found one continues: a committed record names
@@ -324,8 +341,8 @@ class PagedIndex:
         Returns:
             The numbers of the records the entries lack (segments committed after the index
             was last written: its write failed, or its reply was lost), and of the entries
-            whose record and lossless file are both gone (read directly, so a stale listing
-            never drops one): there is nothing left to list of them.
+            nothing continues whose record and lossless file are both gone (read directly,
+            so a stale listing never drops one): there is nothing left to list of them.
 
         Raises:
             ArchiveError: The folder could not be listed or a file could not be asked for.
@@ -340,10 +357,12 @@ class PagedIndex:
         names = {entry.name for entry in listing if entry.type == "file"}
         records = {n for name in names if name.endswith(".json") and (n := segment_number(name))}
         known = {segment.number for segment in entries}
+        continued = {segment.parent for segment in entries}
         gone = [
             segment.number
             for segment in entries
             if segment.number not in records
+            and segment.number not in continued  # kept: its branch's walk goes through it
             and segment.jsonl_path.rsplit("/", 1)[-1] not in names
             and self._gone(segment)
         ]

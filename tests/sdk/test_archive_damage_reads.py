@@ -186,3 +186,43 @@ def test_an_index_entry_whose_files_are_gone_is_not_listed_as_a_branch() -> None
         "the index listed segment(s) 7, whose files are gone; rebuilt from 2 segment record(s)",
     )
     assert [s.number for s in TranscriptArchive(ws, "t").segments()] == [1, 2]
+
+
+@pytest.mark.parametrize("index", ["torn", "intact"])
+def test_a_summarized_segment_deleted_whole_does_not_stop_the_thread(index: str) -> None:
+    """Segment 2, which the summary in context names, has no record and no file left (and
+    the index is torn, or not): each next turn summarizes, says so, and loses nothing more;
+    a segment of which something is left still stops the compaction (see the fault tests)."""
+    ws = Workspace(f"memory://damage-reads{next(_fresh)}")
+    engine = ContextEngine(ws, POLICY)
+    first = engine.compact(
+        _turns("alpha", 8), thread_id="t", model=ScriptedChatModel(responses=["S1."])
+    )
+    context = list(
+        engine.compact(
+            [*first.messages, *_turns("beta", 8)],
+            thread_id="t",
+            model=ScriptedChatModel(responses=["S2."]),
+        ).messages
+    )
+    archive = TranscriptArchive(ws, "t")
+    for path in (*archive.segment_paths(2), archive.record_path(2)):
+        ws.rm(path)
+    if index == "torn":
+        ws.write_bytes(archive.index_path, b"{")
+    added: list[BaseMessage] = []
+    for k in range(3):
+        more = _turns(f"gamma{k}", 8)
+        added += more
+        result = ContextEngine(ws, POLICY).compact(
+            [*context, *more], thread_id="t", model=ScriptedChatModel(responses=[f"S{k}."])
+        )
+        assert result.summarized, [str(e) for e in result.events]
+        context = list(result.messages)
+    archive = TranscriptArchive(ws, "t")
+    assert not ws.exists(archive.segment_paths(2)[1])  # its name is never given again
+    later = [s for s in archive.segments() if s.number > 2]
+    held = {m.content for s in later for m in archive.read_segment(s)}
+    held |= {m.content for m in context}
+    assert all(m.content in held for m in added)
+    assert archive.read_segment(archive.segments()[0])[0].content == (_turns("alpha", 1)[0].content)
