@@ -76,7 +76,12 @@ if _typing.TYPE_CHECKING:
         ToolResultOffload,
         ToolResultOffloadDict,
     )
-    from ctxfs._replay._recovery import Recovery, check_recovery, restore_messages
+    from ctxfs._replay._recovery import (
+        Recovery,
+        check_recovery,
+        restore_history,
+        restore_messages,
+    )
     from ctxfs._replay._run import ModelCall, ReplayResult, replay
     from ctxfs._replay._trace import parse_trace, read_trace
     from ctxfs._summary._message import is_summary
@@ -153,6 +158,7 @@ _LAZY: dict[str, str] = {
     "ToolResultOffloadDict": "ctxfs._policy._settings",
     "Recovery": "ctxfs._replay._recovery",
     "check_recovery": "ctxfs._replay._recovery",
+    "restore_history": "ctxfs._replay._recovery",
     "restore_messages": "ctxfs._replay._recovery",
     "ModelCall": "ctxfs._replay._run",
     "ReplayResult": "ctxfs._replay._run",
@@ -284,6 +290,7 @@ __all__ = [
     "read_trace",
     "replay",
     "resolve_pointers",
+    "restore_history",
     "restore_messages",
     "tool_functions",
     "workspace_tools",

@@ -88,6 +88,7 @@ PUBLIC = [
     "read_trace",
     "replay",
     "resolve_pointers",
+    "restore_history",
     "restore_messages",
     "tool_functions",
     "workspace_tools",

@@ -85,6 +85,8 @@ class PagedIndex:
         self._workspace = folder.workspace
         self.store_error: str | None = None
         """Why the last :meth:`rebuild` could not write the index it rebuilt (or ``None``)."""
+        self.gone: list[str] = []
+        """The expected segments of the last :meth:`rebuild` of which nothing is left."""
 
     # -- reading --------------------------------------------------------------------------
 
@@ -271,9 +273,14 @@ class PagedIndex:
                 segment = self._from_files(number)
             if segment is not None:
                 found[segment.number] = segment
+        self._add_parents(found)
         segments = with_parents([found[n] for n in sorted(found)])
         listed = {segment.markdown_path for segment in segments}
         lost = [path for path in expected if path not in listed]
+        # a segment nothing is left of (record and files deleted) can never be read again:
+        # waiting for it would stop the thread for good, and what it held is not lost now
+        self.gone = [path for path in lost if self._nothing_of(path)]
+        lost = [path for path in lost if path not in self.gone]
         self.store_error = None
         if lost or not segments or self.read_only:
             return segments, lost, False
@@ -284,6 +291,35 @@ class PagedIndex:
             # the next read rebuilds it again (a write whose reply was lost, a storage hiccup)
             self.store_error = str(exc)
             return segments, lost, False
+
+    def _nothing_of(self, markdown_path: str) -> bool:
+        """Whether the segment ``markdown_path`` names has no record and no file left."""
+        number = segment_number(markdown_path)
+        if number is None:
+            return False
+        paths = [self._folder.record_path(number), *self._folder.segment_paths(number)]
+        try:
+            return not any(self._workspace.exists(path) for path in paths)
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not ask for segment {number}: {exc}") from exc
+
+    def _add_parents(self, found: dict[int, ArchiveSegment]) -> None:
+        """Adds to ``found`` every segment a found one continues: a committed record names
+        its parent, so that parent was committed too, even when its own record is missing
+        or torn (its verified files then describe it); else its branch would lose its start."""
+        pending = sorted({s.parent for s in found.values() if s.parent} - set(found))
+        tried: set[int] = set()
+        while pending:
+            number = pending.pop()
+            tried.add(number)
+            segment = self._folder.read_record(self._folder.record_path(number))
+            if segment is None:
+                segment = self._from_files(number)
+            if segment is None:
+                continue  # its files are gone too: the branch starts at its first readable one
+            found[number] = segment
+            if segment.parent and segment.parent not in found and segment.parent not in tried:
+                pending.append(segment.parent)
 
     def migrate(self, entries: Sequence[ArchiveSegment], version: str | None) -> None:
         """Gives every segment of an index written before records existed its record."""
@@ -298,6 +334,47 @@ class PagedIndex:
         """Whether the thread's folder is read-only in this workspace (a command that only
         looks): a damaged index is then read around, from the records, never rewritten."""
         return self._workspace.is_read_only(self._folder.directory)
+
+    def against_listing(self, entries: Sequence[ArchiveSegment]) -> tuple[list[int], list[int]]:
+        """Compares ``entries`` with one listing of the folder.
+
+        Returns:
+            The numbers of the records the entries lack (segments committed after the index
+            was last written: its write failed, or its reply was lost), and of the entries
+            nothing continues whose record and lossless file are both gone (read directly,
+            so a stale listing never drops one): there is nothing left to list of them.
+
+        Raises:
+            ArchiveError: The folder could not be listed or a file could not be asked for.
+        """
+        directory = self._folder.directory
+        try:
+            listing = self._workspace.ls(directory)
+        except PathNotFoundError:
+            listing = []
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not list {directory}: {exc}") from exc
+        names = {entry.name for entry in listing if entry.type == "file"}
+        records = {n for name in names if name.endswith(".json") and (n := segment_number(name))}
+        known = {segment.number for segment in entries}
+        continued = {segment.parent for segment in entries}
+        gone = [
+            segment.number
+            for segment in entries
+            if segment.number not in records
+            and segment.number not in continued  # kept: its branch's walk goes through it
+            and segment.jsonl_path.rsplit("/", 1)[-1] not in names
+            and self._gone(segment)
+        ]
+        return sorted(records - known), gone
+
+    def _gone(self, segment: ArchiveSegment) -> bool:
+        if self._folder.read_record(self._folder.record_path(segment.number)) is not None:
+            return False
+        try:
+            return not self._workspace.exists(segment.jsonl_path)
+        except (WorkspaceError, OSError) as exc:
+            raise ArchiveError(f"could not ask for {segment.jsonl_path}: {exc}") from exc
 
     def _listed_numbers(self) -> tuple[set[int], set[int]]:
         """Segment numbers with a record in the folder, and those whose record is torn."""

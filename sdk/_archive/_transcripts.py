@@ -119,6 +119,9 @@ class TranscriptArchive:
         # The latest of this thread's segments the summary in context names (given to
         # segments() or recent() as expected): the parent of the next segment.
         self._continued: int | None = None
+        # The highest number of a segment the summary names of which nothing is left: never
+        # given again, so that the summary's name never means other messages.
+        self._gone_above = 0
 
     @property
     def directory(self) -> str:
@@ -158,6 +161,9 @@ class TranscriptArchive:
         is missing, torn or malformed, or lacks a segment that ``expected`` names, it is
         rebuilt from the records (what was done is added to :attr:`repairs`), so a lost or
         half-written index never makes committed segments disappear or their numbers reused.
+        So is an index that lacks a segment whose record is in the folder (the index write
+        after its commit failed): one listing of the folder finds it; an entry whose record
+        and files are all gone is dropped (nothing is left of it to list).
 
         Args:
             expected: Markdown paths of segments known to be committed (a summary in the
@@ -186,6 +192,16 @@ class TranscriptArchive:
             if not self._index.read_only:
                 self._index.migrate(entries, head.version)
             return entries
+        unlisted, gone = self._index.against_listing(entries)
+        if unlisted or gone:  # committed after the index's last write; or deleted
+            reasons = []
+            if unlisted:
+                reasons.append(f"the index lacked segment(s) {', '.join(map(str, unlisted))}")
+            if gone:
+                listed = ", ".join(map(str, gone))
+                reasons.append(f"the index listed segment(s) {listed}, whose files are gone")
+            known = [segment for segment in entries if segment.number not in gone]
+            return self._rebuild("; ".join(reasons), expected, head.version, known)
         self._loaded = (head, entries)
         return entries
 
@@ -237,6 +253,17 @@ class TranscriptArchive:
         known: Sequence[ArchiveSegment] = (),
     ) -> tuple[ArchiveSegment, ...]:
         segments, lost, stored = self._index.rebuild(expected, version, known)
+        if self._index.gone:
+            self._repairs.append(
+                f"{', '.join(self._index.gone)}, named by the summary in context, "
+                "has no record and no file left (deleted): what it held cannot be read back; "
+                "the thread goes on from the segments still there"
+            )
+            gone = [segment_number(path) or 0 for path in self._index.gone]
+            self._gone_above = max(self._gone_above, *gone)
+            there = {s.number for s in segments}
+            own = [segment_number(path) for path in expected if path not in self._index.gone]
+            self._continued = max((n for n in own if n in there), default=None)
         if lost:
             raise ArchiveError(
                 f"{reason}, and the records of {', '.join(lost)} could not be read either; "
@@ -378,6 +405,7 @@ class TranscriptArchive:
         except (TypeError, ValueError) as exc:
             raise ArchiveError(f"the messages cannot be serialized: {exc}") from exc
         first = max((s.number for s in committed), default=0) + 1
+        first = max(first, self._gone_above + 1)  # a deleted segment's number stays its own
         for number in range(max(first, parent + 1), first + _MAX_PROBES):
             jsonl_path, markdown_path = self.segment_paths(number)
             if not self._folder.put(jsonl_path, jsonl):

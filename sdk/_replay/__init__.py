@@ -5,7 +5,7 @@
 - :mod:`~ctxfs._replay._recovery`: checking that everything that left the context reads back.
 """
 
-from ctxfs._replay._recovery import Recovery, check_recovery, restore_messages
+from ctxfs._replay._recovery import Recovery, check_recovery, restore_history, restore_messages
 from ctxfs._replay._run import ModelCall, ReplayResult, replay
 from ctxfs._replay._trace import parse_trace, read_trace
 
@@ -17,5 +17,6 @@ __all__ = [
     "parse_trace",
     "read_trace",
     "replay",
+    "restore_history",
     "restore_messages",
 ]

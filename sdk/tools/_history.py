@@ -61,6 +61,7 @@ MAX_SCANNED_BYTES: Final = 64 * 1024 * 1024
 """The most bytes one search reads; beyond it the answer says what was left out."""
 
 _WORD = re.compile(r"\w+")
+_SEGMENT_FILE = re.compile(r"(.*/segment-\d{4,})\.(?:json|md)")
 _K1, _B = 1.2, 0.75
 
 
@@ -137,9 +138,12 @@ def _documents(
     notes: list[str],
     keep: frozenset[str] | None = None,
     left_out: list[str] | None = None,
+    expected: frozenset[str] = frozenset(),
 ) -> Iterator[_Document]:
     """Every archived message and offloaded file of the thread (of all threads if ``None``);
-    of the segments, only those in ``keep`` when it is given (the others go to ``left_out``)."""
+    of the segments, only those in ``keep`` when it is given (the others go to ``left_out``).
+    A committed segment (one that a record or Markdown twin stands for, or in ``expected``)
+    whose lossless file is missing is named in ``notes``."""
     scanned = 0
     roots = [TRANSCRIPTS_DIR, RESULTS_DIR, INPUTS_DIR]
     if thread_id is not None:
@@ -159,6 +163,8 @@ def _documents(
         except WorkspaceError as exc:
             notes.append(f"{root} could not be listed ({exc})")
             continue
+        if root.startswith(TRANSCRIPTS_DIR):
+            notes += _missing_segments(paths, keep, expected)
         for path in paths:
             transcript = root.startswith(TRANSCRIPTS_DIR)
             if transcript and not path.endswith(".jsonl"):
@@ -196,6 +202,19 @@ def _documents(
                 yield _Document(path, None, "", tuple(text_lines(text)))
 
 
+def _missing_segments(
+    paths: list[str], keep: frozenset[str] | None, expected: frozenset[str]
+) -> list[str]:
+    """What to say of the committed segments whose lossless file is not among ``paths``;
+    otherwise a search would answer "no match" for messages it never read."""
+    there = {m.group(1) + ".jsonl" for p in paths if (m := _SEGMENT_FILE.fullmatch(p))}
+    wanted = (there if keep is None else there & keep) | expected
+    return [
+        f"{path} is missing (or not a file), so the archived messages it held were not searched"
+        for path in sorted(wanted - set(paths))
+    ]
+
+
 def search_history(
     workspace: Workspace,
     query: str,
@@ -226,9 +245,9 @@ def search_history(
         raise ValueError("the query holds no word to search for; give some words")
     phrase = " ".join(query.split()).casefold()
     notes = notes if notes is not None else []
-    keep = _branch_paths(workspace, thread_id, leaf, notes)
+    keep, expected = _branch_paths(workspace, thread_id, leaf, notes)
     left_out: list[str] = []
-    documents = list(_documents(workspace, thread_id, notes, keep, left_out))
+    documents = list(_documents(workspace, thread_id, notes, keep, left_out, expected))
     if left_out:
         notes.append(
             f"left out: {plural(len(left_out), 'archived segment')} of other branches of this "
@@ -383,7 +402,7 @@ def history_functions(
                 f"{column} is past its end"
             )
         header = f"[{path} message {message} ({chosen.type}), {plural(len(lines), 'line')}]"
-        on_branch = _branch_paths(workspace, current(), leaf(), [])
+        on_branch = _branch_paths(workspace, current(), leaf(), [])[0]
         if on_branch is not None and path not in on_branch:
             header += f"\n[{_OTHER_BRANCH}]"
 
@@ -457,25 +476,34 @@ _OTHER_BRANCH: Final = (
 
 def _branch_paths(
     workspace: Workspace, thread_id: str | None, leaf: int | None, notes: list[str]
-) -> frozenset[str] | None:
+) -> tuple[frozenset[str] | None, frozenset[str]]:
     """The lossless files of the segments of the history that ends at segment ``leaf``, or
-    ``None`` (every segment) when that is not known or the thread never forked."""
-    if leaf is None or thread_id is None:
-        return None
+    ``None`` (every segment) when that is not known or the thread never forked; and those
+    of the committed segments searched (the branch's, or every one), which must be there,
+    with the segments their records name as parents."""
+    if thread_id is None:
+        return None, frozenset()
     from ctxfs._archive._branches import chain
     from ctxfs._archive._transcripts import TranscriptArchive
 
+    archive = TranscriptArchive(workspace, thread_id)
     try:
-        segments = TranscriptArchive(workspace, thread_id).segments()
+        segments = archive.segments()
     except WorkspaceError as exc:
         notes.append(f"the thread's branches could not be read ({exc}); every one was searched")
-        return None
+        return None, frozenset()
+    mine = None if leaf is None else chain(segments, leaf)
     if leaf == 0:
-        return frozenset()
-    mine = chain(segments, leaf)
-    if not mine:
-        return None  # a segment the index does not know: nothing is left out
-    return frozenset(segment.jsonl_path for segment in mine)
+        return frozenset(), frozenset()
+    known = mine or segments  # not known, or a segment the index does not know: every one
+    numbers = {segment.number for segment in segments}
+    # a parent no record describes is on the branch all the same: its file is searched if
+    # it is there, and named if not
+    expected = frozenset(
+        {segment.jsonl_path for segment in known}
+        | {archive.segment_paths(p)[0] for s in known if (p := s.parent) and p not in numbers}
+    )
+    return (expected if mine else None), expected
 
 
 def _unvouched(workspace: Workspace, path: str, data: bytes) -> str | None:

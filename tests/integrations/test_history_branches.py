@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxfs import ContextEngine, ContextPolicy, TiktokenCounter, TranscriptArchive, Workspace
@@ -135,3 +136,58 @@ def test_an_agent_that_time_travelled_searches_its_own_branch() -> None:
     text = str(found.content)
     assert not {str(n).zfill(4) for n in later} & _segments(text), text
     assert "left out:" in text
+
+
+@pytest.mark.slow
+def test_twenty_forks_from_one_checkpoint_each_search_only_their_own_branch() -> None:
+    """create_agent with ContextMiddleware on InMemorySaver: 20 runs resumed from the same
+    checkpoint, each summarizing on its own; the model's history_search on each finds only
+    that branch's words and segments (and the shared ones), and going back to the
+    checkpoint once more after all of them answers."""
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ctxfs.integrations.langchain import ContextMiddleware
+    from ctxfs.testing import tool_call
+
+    workspace = Workspace("memory://history-twenty-forks")
+    summaries = ScriptedChatModel(script_id="s", responses=[f"S{n}." for n in range(300)])
+    policy = ContextPolicy(
+        max_input_tokens=4_000,
+        clearing={"enabled": False},
+        summarization={"trigger": {"tokens": 2_000}, "keep": {"messages": 2}, "model": summaries},
+    )
+    saver = InMemorySaver()
+    config: dict[str, object] = {"configurable": {"thread_id": "t"}}
+
+    def run(text: str, replies: list[object], at: object = None) -> dict[str, object]:
+        model = ScriptedChatModel(script_id=text, responses=replies)
+        agent = create_agent(
+            model, [], middleware=[ContextMiddleware(workspace, policy)], checkpointer=saver
+        )
+        return agent.invoke({"messages": [("user", text)]}, at or config)  # type: ignore[arg-type]
+
+    def words(tag: str) -> str:
+        return " ".join(f"{tag}x{i}" for i in range(150))
+
+    for n in range(4):
+        run(f"alphaword {n} {words(f'a{n}')}", [f"ok a{n}"])
+    back_to = saver.get_tuple(config)  # type: ignore[arg-type]
+    assert back_to is not None
+    archive = TranscriptArchive(workspace, "t")
+    shared = {s.number for s in archive.segments()}
+    query = " ".join(f"br{k}word" for k in range(20))
+    for branch in range(20):
+        before = {s.number for s in archive.segments()}
+        for n in range(4):
+            at = back_to.config if n == 0 else None
+            run(f"br{branch}word {n} {words(f'b{branch}n{n}')}", [f"ok {branch} {n}"], at)
+        mine = {s.number for s in archive.segments()} - before
+        assert mine, "the branch summarized"
+        out = run("what?", [tool_call("history_search", {"query": query}), "done"])
+        found = [m for m in out["messages"] if getattr(m, "name", None) == "history_search"]  # type: ignore[union-attr]
+        text = str(found[-1].content)
+        assert {int(n) for n in _segments(text)} <= mine | shared, (branch, text)
+        assert set(re.findall(r"br(\d+)word", text)) == {str(branch)}, (branch, text)
+    out = run(f"back again {words('z')}", ["ok z"], back_to.config)
+    assert out["messages"][-1].content == "ok z"  # type: ignore[index]
