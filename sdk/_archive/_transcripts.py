@@ -198,8 +198,8 @@ class TranscriptArchive:
             if unlisted:
                 reasons.append(f"the index lacked segment(s) {', '.join(map(str, unlisted))}")
             if gone:
-                listed = ", ".join(map(str, gone))
-                reasons.append(f"the index listed segment(s) {listed}, whose files are gone")
+                numbers = ", ".join(map(str, gone))
+                reasons.append(f"the index listed segment(s) {numbers}, whose files are gone")
             known = [segment for segment in entries if segment.number not in gone]
             return self._rebuild("; ".join(reasons), expected, head.version, known)
         self._loaded = (head, entries)
