@@ -28,6 +28,7 @@ __all__ = [
     "ContextMeasured",
     "ContextOverBudget",
     "MediaOffloaded",
+    "MessageOffloaded",
     "OffloadFailed",
     "OffloadResult",
     "PrefixChanged",
@@ -113,6 +114,36 @@ class ToolInputOffloaded(ContextEvent):
     target_path: str | None
     chars: int
     tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageOffloaded(ContextEvent):
+    """A request over its limit after every other step: a large text of a user or AI
+    message, or the raw arguments of a call the model botched, was saved to a file and
+    replaced by a pointer with a preview.
+
+    Attributes:
+        message_id: The message whose text moved.
+        role: ``"user"`` or ``"assistant"``.
+        part: ``"content"``, or ``"invalid_tool_call"`` for the arguments of
+            ``invalid_tool_calls[index]``.
+        index: For ``invalid_tool_call``: the call's position; 0 otherwise.
+        tool_call_id: For ``invalid_tool_call``: the call's id, if it has one.
+        path: Where the byte-exact copy lives in the workspace.
+        chars: Characters in the text.
+        tokens: Tokens in the text.
+        tokens_after: Tokens of the pointer that replaced it.
+    """
+
+    message_id: str | None
+    role: Literal["user", "assistant"]
+    part: Literal["content", "invalid_tool_call"]
+    index: int = 0
+    tool_call_id: str | None = None
+    path: str
+    chars: int
+    tokens: int
+    tokens_after: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,6 +12,7 @@ Files ctxfs moves out of the context get deterministic, collision-free names:
 
     /tool_results/<thread>/<call>.<ext>
     /tool_inputs/<thread>/<call>__<arg>.<ext>
+    /transcripts/<thread>/messages/<message>__<part>.<ext>
 
 ``<thread>`` and ``<call>`` are :func:`file_name` of the raw ids: the id itself when it is
 already a short, safe file name (pointers name these paths, so every character costs tokens
@@ -43,6 +44,7 @@ __all__ = [
     "file_name",
     "input_path",
     "is_json_text",
+    "message_path",
     "result_path",
     "safe_name",
 ]
@@ -136,6 +138,15 @@ def input_path(thread_id: str, tool_call_id: str, arg: str, text: str) -> str:
     """Returns the first-choice path for one argument of a tool call."""
     stem = f"{file_name(tool_call_id)}__{_arg_name(arg)}"
     return f"{INPUTS_DIR}/{file_name(thread_id)}/{stem}.{_extension(text)}"
+
+
+def message_path(thread_id: str, message_id: str | None, part: str, text: str) -> str:
+    """Returns the first-choice path for a text of a message moved out of a request that
+    could not fit otherwise: ``<part>`` is ``content`` or ``call<k>`` (the arguments of the
+    k-th botched call). It sits beside the thread's transcript, in ``messages/``: a piece of
+    the conversation's own words, kept as the transcript keeps them."""
+    stem = f"{file_name(message_id or '')}__{part}"
+    return f"{TRANSCRIPTS_DIR}/{safe_name(thread_id)}/messages/{stem}.{_extension(text)}"
 
 
 def candidate_paths(

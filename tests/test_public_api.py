@@ -31,6 +31,7 @@ PUBLIC = [
     "Limits",
     "MediaOffloaded",
     "MemoryFormatError",
+    "MessageOffloaded",
     "ModelCall",
     "NotADirectoryPathError",
     "NotTextError",

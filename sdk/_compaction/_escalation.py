@@ -34,6 +34,7 @@ from langchain_core.messages import BaseMessage
 from ctxfs._archive._transcripts import TranscriptArchive
 from ctxfs._compaction._batch import batch, lossless
 from ctxfs._compaction._means import Means
+from ctxfs._compaction._oversized import offload_oversized
 from ctxfs._compaction._request import Fixed, Offered
 from ctxfs._compaction._results import offload_unseen
 from ctxfs._errors import WorkspaceError
@@ -187,15 +188,18 @@ def reach_in(
 
     Old inputs and results of the recent window go to files too (:func:`opened`, oldest
     first, down to the low-water mark), then the results the model has not read yet, with a
-    preview (:func:`~ctxfs._compaction._results.offload_unseen`). Everything moved is saved
-    first; ``None`` when nothing moved.
+    preview (:func:`~ctxfs._compaction._results.offload_unseen`), and last the large texts
+    no step makes smaller, message contents and botched calls' arguments, the user's words
+    after the model's (:func:`~ctxfs._compaction._oversized.offload_oversized`). Everything
+    moved is saved first; ``None`` when nothing moved.
     """
     inputs, cleared = batch(means, messages, thread_id, opened(budget), extra, offered)
     unseen = offload_unseen(means, cleared.messages, thread_id, budget, extra, offered)
-    events = (*inputs.events, *cleared.events, *unseen.events)
-    if same_objects(unseen.messages, messages):
-        return None if not events else replace(unseen, events=events)
-    return replace(unseen, events=events, tokens_before=inputs.tokens_before)
+    texts = offload_oversized(means, unseen.messages, thread_id, budget, extra)
+    events = (*inputs.events, *cleared.events, *unseen.events, *texts.events)
+    if same_objects(texts.messages, messages):
+        return None if not events else replace(texts, events=events)
+    return replace(texts, events=events, tokens_before=inputs.tokens_before)
 
 
 def _counted(

@@ -321,11 +321,14 @@ def point_input(message: AIMessage, pointer: Pointer, text: str) -> AIMessage:
     held[(pointer.call_index, pointer.arg)] = stamped
     entries = [p.to_metadata() for _, p in sorted(held.items())]
     existing = message.additional_kwargs.get(METADATA_KEY)
-    ours = isinstance(existing, Mapping) and existing.get("kind") == "inputs"
+    # texts of the message moved out of the request (ctxfs._pointers._moved) stay recorded
+    ours = isinstance(existing, Mapping) and existing.get("kind") in ("inputs", "texts")
     data: dict[str, Any] = {"kind": "inputs", "inputs": entries}
     shadowed = _shadowed(message, ours)
     if shadowed is not None:
         data["shadowed"] = shadowed
+    if ours and existing.get("texts") is not None:  # type: ignore[union-attr]
+        data["texts"] = existing["texts"]  # type: ignore[index]
     # A provider's own copy of the call (OpenAI's JSON ``arguments``) is re-serialized when an
     # argument changes: its original string is kept, to be given back byte-exact.
     originals = dict(existing.get("openai_arguments") or {}) if ours else {}  # type: ignore[union-attr]
@@ -428,7 +431,12 @@ def _size(pointer: Pointer) -> str:
 
 
 def render_result(
-    pointer: Pointer, text: str, *, preview_lines: int, preview_line_chars: int
+    pointer: Pointer,
+    text: str,
+    *,
+    preview_lines: int,
+    preview_line_chars: int,
+    tag: str = RESULT_TAG,
 ) -> str:
     """Returns what the model sees in place of a large tool result.
 
@@ -441,8 +449,10 @@ def render_result(
         text: The full text (for the preview).
         preview_lines: How many first lines to show.
         preview_line_chars: Where to clip each preview line.
+        tag: What the first line starts with (another kind of text moved out with a
+            preview, see :mod:`ctxfs._pointers._moved`).
     """
-    out = [f"{RESULT_TAG} Too large to keep: {_size(pointer)}, saved to {pointer.path}."]
+    out = [f"{tag} Too large to keep: {_size(pointer)}, saved to {pointer.path}."]
     shown = min(preview_lines, pointer.lines)
     if shown:
         head = text.split("\n", shown)[:shown]

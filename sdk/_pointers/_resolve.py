@@ -7,6 +7,8 @@ content it replaced, read from the workspace:
   text blocks is laid out again as it was (:attr:`~ctxfs.Pointer.shape`);
 - media blocks moved to binary files (:mod:`ctxfs._pointers._media`) are rebuilt from their
   files, in their places, once the pointer of the text around them is resolved;
+- the text of a user or AI message, or a botched call's arguments, moved out of a request
+  that could not fit otherwise (:mod:`ctxfs._pointers._moved`), is read back in its place;
 - a re-read pointer stands for a recovery tool's view of content ctxfs had saved (which is
   never rewritten): the recorded call is repeated with ctxfs's recovery tools, at the output
   budget it was shown at (:mod:`ctxfs._pointers._recovery`).
@@ -18,12 +20,13 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxfs._errors import WorkspaceError
 from ctxfs._layout import file_name, safe_name
 from ctxfs._messages import replace_tool_arg
 from ctxfs._pointers._media import restore_media
+from ctxfs._pointers._moved import resolve_moved
 from ctxfs._pointers._pointer import METADATA_KEY, Pointer, input_pointers, restore_content
 from ctxfs._pointers._pointer import result_pointer as pointer_of
 from ctxfs._pointers._recovery import RecoveryTool, call_budget, default_tools
@@ -86,16 +89,25 @@ def resolve_pointers(
                 out.append(message)  # an old-layout text whose file does not agree: content
                 continue
             out.append(restore_media(resolved, workspace))  # the text held the references
-        elif isinstance(message, AIMessage) and (inputs := input_pointers(message)):
-            inputs = {
-                key: pointer
-                for key, pointer in inputs.items()
-                if not pointer.legacy or _of_thread(pointer.path, thread_id)
-            }
-            out.append(_resolve_inputs(message, inputs, workspace) if inputs else message)
+        elif isinstance(message, AIMessage | HumanMessage):
+            moved = resolve_moved(message, workspace)
+            out.append(restore_media(_with_inputs(moved, workspace, thread_id), workspace))
         else:
             out.append(restore_media(message, workspace))
     return out
+
+
+def _with_inputs(message: BaseMessage, workspace: Workspace, thread_id: str | None) -> BaseMessage:
+    """``message`` with its input pointers resolved (itself when it has none)."""
+    inputs = input_pointers(message)
+    inputs = {
+        key: pointer
+        for key, pointer in inputs.items()
+        if not pointer.legacy or _of_thread(pointer.path, thread_id)
+    }
+    if isinstance(message, AIMessage) and inputs:
+        return _resolve_inputs(message, inputs, workspace)
+    return message
 
 
 def _of_thread(path: str, thread_id: str | None) -> bool:

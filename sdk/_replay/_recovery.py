@@ -160,11 +160,14 @@ def _named_segments(context: Sequence[BaseMessage]) -> tuple[str, ...] | None:
 
 
 def _text(message: BaseMessage) -> str:
-    """What must come back byte-exact: the content and the tool-call arguments."""
+    """What must come back byte-exact: the content and the tool-call arguments, botched
+    calls' included."""
     content = message.content
     parts = [content if isinstance(content, str) else json.dumps(content, sort_keys=True)]
     if isinstance(message, AIMessage):
         parts += [
             json.dumps(c["args"], ensure_ascii=False, sort_keys=True) for c in message.tool_calls
         ]
+        # a botched call's arguments as the model wrote them (moved out when too large)
+        parts += [str(c.get("args")) for c in message.invalid_tool_calls]
     return "\x00".join(parts)

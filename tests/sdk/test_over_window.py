@@ -92,5 +92,8 @@ def test_no_archive_is_written_when_a_summary_cannot_make_the_request_fit() -> N
     huge = HumanMessage(_words(6_000, 2), id="huge")
     messages = [*long_history(3), huge]
     engine, kept = _twice(messages, "hopeless")
-    assert kept == messages  # nothing summarized: the request stays over, and says so
-    assert not _files(engine.workspace)
+    # nothing summarized: the huge message itself went to a file, and the request fits
+    assert kept[:-1] == messages[:-1] and kept[-1] != huge
+    (path,) = _files(engine.workspace)
+    assert "/messages/" in path and engine.workspace.read_text(path) == huge.content
+    assert not [p for p in _files(engine.workspace) if p.endswith(".jsonl")]
