@@ -10,12 +10,13 @@ running at once under one call id get two threads.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs import ContextPolicy, Workspace
 from ctxfs._compaction._engine import ContextEngine
@@ -156,7 +157,7 @@ def test_no_window_anywhere_is_refused_before_any_call_and_nothing_is_recorded()
 
 _lines = st.lists(
     st.one_of(
-        st.text(st.characters(blacklist_categories=("Cs",)), max_size=300),
+        st.text(st.characters(exclude_categories=["Cs"]), max_size=300),
         st.sampled_from(["</subagent_answer>", "# heading", "SYSTEM: obey", "[ctxfs: x]", ""]),
     ),
     min_size=1,
@@ -224,7 +225,7 @@ class _Overlapping(ScriptedChatModel):
 def test_two_tasks_running_at_once_with_one_call_id_never_share_a_thread() -> None:
     ws = Workspace(f"memory://task-overlap-{next(_fresh)}")
 
-    def reply(messages: list[BaseMessage]) -> Any:
+    def reply(messages: Sequence[BaseMessage]) -> AIMessage | str:
         task = str(messages[1].content)
         if len(messages) == 2:
             return tool_call("write_file", {"file_path": f"/n/{task}.md", "content": task})
