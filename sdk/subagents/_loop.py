@@ -14,7 +14,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -70,6 +70,7 @@ class Run:
         prompt: The task it was handed.
         hooks: Its own engine (policy, workspace, counter), with the event callback.
         model: Its chat model, bound to ``tools``.
+        chat_model: The same model unbound (its profile may give the window).
         system: Its system message.
         tools: Its tools, by name.
         max_turns: Most model calls.
@@ -94,6 +95,7 @@ class Run:
     artifacts: dict[str, None] = field(default_factory=dict)
     refused_artifacts: dict[str, str] = field(default_factory=dict)
     task_tool: BaseTool | None = None
+    chat_model: BaseChatModel | None = None
     status: TaskStatus = "failed"
     reason: str = ""
 
@@ -105,7 +107,9 @@ class Run:
     @property
     def shape(self) -> RequestShape:
         """What the model is sent besides the messages."""
-        return RequestShape(system=self.system, tools=tuple(self.tools.values()))
+        return RequestShape(
+            system=self.system, tools=tuple(self.tools.values()), model=self.chat_model
+        )
 
     def answer(self) -> str:
         """The last thing the sub-agent said (its final answer once it completed)."""

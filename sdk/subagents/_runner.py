@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from ctxfs._archive._transcripts import TranscriptArchive
@@ -30,6 +31,7 @@ from ctxfs.subagents._record import (
 from ctxfs.subagents._result import TaskResult
 from ctxfs.subagents._spec import SubAgent
 from ctxfs.subagents._spec import general_purpose as _general_purpose
+from ctxfs.subagents._task import task_message
 from ctxfs.subagents._tool import task_tool
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 
@@ -111,6 +113,8 @@ class SubAgents:
         self._clock = clock
         self._on_event = on_event
         self._specs: dict[str, SubAgent] = {}
+        self._claims_lock = threading.Lock()
+        self._running: set[str] = set()  # threads of the tasks running now
         for spec in ([_general_purpose()] if general_purpose else []) + list(subagents):
             self.register(spec)
 
@@ -181,7 +185,9 @@ class SubAgents:
 
         Args:
             name: A registered sub-agent.
-            prompt: The task; all the sub-agent is told besides its system prompt.
+            prompt: The task; all the sub-agent is told besides its system prompt (a task too
+                long for its window is saved to ``/tool_results/<its thread>/task.txt`` and
+                pointed to).
             parent_thread_id: The thread handing it the task.
             tool_call_id: The parent's call (with the parent thread, names the sub-agent's
                 thread).
@@ -189,7 +195,10 @@ class SubAgents:
 
         Raises:
             UnknownSubAgentError: ``name`` is not registered.
-            ValueError: ``depth`` is beyond ``max_depth``, or ``prompt`` is empty.
+            ValueError: ``depth`` is beyond ``max_depth``; ``prompt`` is empty; the window is
+                known neither from the policy nor from the model's profile; the system prompt
+                and tool schemas leave no room in it; or ``prompt`` is too long to send whole
+                and could not be saved (the model was not called).
             WorkspaceError: The sub-task's record could not be read or written (nothing ran).
             Exception: Whatever the model's ``bind_tools`` raised (nothing ran or was
                 recorded).
@@ -198,10 +207,13 @@ class SubAgents:
         if isinstance(prepared, TaskResult):
             return prepared
         try:
-            drive(prepared)
-        except Exception as exc:
-            return self._failed(prepared, exc)
-        return self._finish(prepared)
+            try:
+                drive(prepared)
+            except Exception as exc:
+                return self._failed(prepared, exc)
+            return self._finish(prepared)
+        finally:
+            self._release(prepared.thread_id)
 
     async def arun(
         self,
@@ -220,10 +232,13 @@ class SubAgents:
         if isinstance(prepared, TaskResult):
             return prepared
         try:
-            await adrive(prepared)
-        except Exception as exc:
-            return await asyncio.to_thread(self._failed, prepared, exc)
-        return await asyncio.to_thread(self._finish, prepared)
+            try:
+                await adrive(prepared)
+            except Exception as exc:
+                return await asyncio.to_thread(self._failed, prepared, exc)
+            return await asyncio.to_thread(self._finish, prepared)
+        finally:
+            self._release(prepared.thread_id)
 
     def task_tool(
         self,
@@ -256,16 +271,31 @@ class SubAgents:
                 "sub-agent should report back"
             )
         prompt = joined_pairs(prompt)  # as its record reads back, so a re-run finds it
-        thread = self._thread_for(name, prompt, parent, call_id)
+        thread = self._thread_for(name, prompt, parent, call_id)  # claimed until it ends
+        try:
+            return self._prepared(spec, prompt, parent, call_id, depth, thread)
+        except BaseException:
+            self._release(thread)
+            raise
+
+    def _prepared(
+        self, spec: SubAgent, prompt: str, parent: str, call_id: str, depth: int, thread: str
+    ) -> Run | TaskResult:
+        name = spec.name
         recorded = read_record(self._workspace, thread)
         if recorded is not None and recorded.result is not None:
             _log.info("ctxfs: sub-task %s already ran; returning its recorded result", thread)
+            self._release(thread)
             return recorded.result
         policy = spec.policy or self._policy
         engine = ContextEngine(self._workspace, policy, clock=self._clock)
-        tools, nested = self._tools_for(spec, engine, thread, depth)
         model = spec.model or self._model
+        engine.window_from(model)  # ValueError: no window in the policy or the model's profile
+        tools, nested = self._tools_for(spec, engine, thread, depth)
         bound = model.bind_tools(tools) if tools else model  # may raise: nothing recorded yet
+        system = SystemMessage(content=spec.system_prompt, id=f"{thread}:system")
+        fixed = engine.count_request(system=system, tools=tools)
+        task = task_message(engine, thread, prompt, fixed)  # a long task is saved, not sent
         write_record(
             self._workspace,
             TaskRecord(
@@ -284,34 +314,44 @@ class SubAgents:
             prompt=prompt,
             hooks=ContextHooks(engine, self._on_event),
             model=bound,
-            system=SystemMessage(content=spec.system_prompt, id=f"{thread}:system"),
+            chat_model=model,
+            system=system,
             tools={tool.name: tool for tool in tools},
             max_turns=spec.max_turns,
             max_tokens=spec.max_tokens,
-            messages=[HumanMessage(content=prompt, id=f"{thread}:task")],
+            messages=[task],
             task_tool=nested,
         )
 
     def _thread_for(self, name: str, prompt: str, parent: str, call_id: str) -> str:
-        """The task's thread: the derived one, unless its record is another task's (a
-        provider that reused a call id, or two parent/call pairs that spell the same thread
-        id): then the next free ``.2``, ``.3``..."""
+        """The task's thread, claimed until :meth:`_release`: the derived one, unless its
+        record is another task's (a provider that reused a call id, or two parent/call pairs
+        that spell the same thread id) or another task of this registry is running on it (two
+        calls of one answer with the same id): then the next free ``.2``, ``.3``..."""
         task = (parent, call_id, name, prompt)
-        for attempt in range(1, _MAX_ATTEMPTS + 1):
-            thread = child_thread_id(parent, call_id, attempt)
-            recorded = read_record(self._workspace, thread)
-            if (
-                recorded is None
-                or (
-                    recorded.parent_thread_id,
-                    recorded.tool_call_id,
-                    recorded.subagent,
-                    recorded.prompt,
-                )
-                == task
-            ):
-                return thread
+        with self._claims_lock:  # two tasks that find the same free thread must not share it
+            for attempt in range(1, _MAX_ATTEMPTS + 1):
+                thread = child_thread_id(parent, call_id, attempt)
+                if thread in self._running:
+                    continue
+                recorded = read_record(self._workspace, thread)
+                if (
+                    recorded is None
+                    or (
+                        recorded.parent_thread_id,
+                        recorded.tool_call_id,
+                        recorded.subagent,
+                        recorded.prompt,
+                    )
+                    == task
+                ):
+                    self._running.add(thread)
+                    return thread
         raise ValueError(f"call id {call_id!r} of thread {parent!r} was used {_MAX_ATTEMPTS} times")
+
+    def _release(self, thread: str) -> None:
+        with self._claims_lock:
+            self._running.discard(thread)
 
     def _tools_for(
         self, spec: SubAgent, engine: ContextEngine, thread: str, depth: int
