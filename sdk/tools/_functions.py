@@ -260,8 +260,8 @@ _READ_FILE = """\
 Read a text file. Lines are numbered like `cat -n` (number, tab, line; the prefix is not part
 of the file). Reads {lines} lines from offset (0-based) unless limit says otherwise; a page
 stops before {tokens}, and lines over {line_chars} characters are clipped with the column to
-go on from (read on from a column, a line comes in pieces as large as a page). When more
-remains, the last line gives the offset to read from next.
+go on from, a page at a time. When more remains, the last line gives the offset to read from
+next.
 
 When the conversation says a tool result, a tool argument or earlier messages were saved to
 a file, read it (or grep it) to get the full text back."""
