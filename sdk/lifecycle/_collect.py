@@ -10,14 +10,17 @@ threads):
 2. **Still idle?** The family's folders are listed again: a file added, rewritten or
    removed since the plan means an agent is working on it (a compaction, a sub-agent), and
    the family is left alone (the journal is removed).
-3. **Delete** the planned files, pointing files first (:func:`deletion_order`): the
+3. **Delete** the planned files, pointing files first (:mod:`ctxfs.lifecycle._order`): the
    transcripts' records and index before the segments, the transcripts before the results
-   and inputs they point to. A file added meanwhile is never deleted: only planned paths
+   and inputs they point to. Families pointing to each other are removed together (each
+   with its journal), their files interleaved: a file holding a pointer before its target.
+   A file added meanwhile is never deleted: only planned paths
    are, one by one, never a folder with what it holds.
 4. **Done.** The journal goes last, then the folders left empty (local disk).
 
 Cut short anywhere (a crash, a storage error), the workspace stays consistent: whatever is
-left is either still pointed to by nothing removed yet, or unreferenced; and the journal
+left is either still pointed to by nothing removed yet, or unreferenced (but across a cycle of
+files pointing to each other, which the plan's reasons name); and the journal
 says the family's collection was started. The next run finishes it, whatever its settings,
 unless something that stays points to what is left (then the journal is dropped and what is
 left stays). Nothing a retained thread points to is deleted, by construction of the plan.
@@ -26,7 +29,7 @@ left stays). Nothing a retained thread points to is deleted, by construction of 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -97,7 +100,25 @@ def _now() -> datetime:
 class _Outcome:
     deleted: int
     freed: int
-    skipped: str | None = None
+    skipped: str | None = None  # the whole unit was left alone, and why
+    left: Mapping[str, str] = field(default_factory=dict)  # families not removed whole
+
+
+def _units(collect: tuple[Collection, ...]) -> list[list[Collection]]:
+    """The plan's collections by unit: one family, or the families removed together."""
+    out: list[list[Collection]] = []
+    at = 0
+    while at < len(collect):
+        size = len(collect[at].together) or 1
+        out.append(list(collect[at : at + size]))
+        at += size
+    return out
+
+
+def _drop(workspace: Workspace, journals: list[str]) -> None:
+    """Removes the journals this run wrote for a unit it leaves alone."""
+    for path in journals:
+        _remove(workspace, path)
 
 
 class GarbageCollector:
@@ -181,7 +202,8 @@ class GarbageCollector:
         return self.apply(plan) if apply else GcReport(plan=plan, applied=False)
 
     def apply(self, plan: GcPlan) -> GcReport:
-        """Carries out ``plan`` (from :meth:`plan`, shown to someone, say), family by family.
+        """Carries out ``plan`` (from :meth:`plan`, shown to someone, say), family by family
+        (families pointing to each other together).
 
         The workspace is planned again first, and a family is removed only if that plan
         removes it too, with the same files: what changed since (a thread written to, a new
@@ -212,29 +234,39 @@ class GarbageCollector:
         for c in fresh.collect:
             pointers.setdefault(c.thread.key, set()).update(c.points_to)
         unfinished: set[str] = set()  # families of the plan not removed whole (so far)
-        for planned in plan.collect:
-            key, name = planned.thread.key, planned.thread.name
-            unfinished.add(key)
-            collection = agreed.get(key)
-            if collection is None or set(collection.files) != set(planned.files):
-                skipped.append((name, "changed since it was planned (it stays for now)"))
+        for unit in _units(plan.collect):
+            keys = {c.thread.key for c in unit}
+            names = [c.thread.name for c in unit]
+            unfinished |= keys
+            fresh_unit = [agreed.get(c.thread.key) for c in unit]
+            if any(
+                f is None or set(f.files) != set(c.files) or set(f.together) != set(c.together)
+                for f, c in zip(fresh_unit, unit, strict=True)
+            ):
+                reason = "changed since it was planned (it stays for now)"
+                skipped.extend((name, reason) for name in names)
                 continue
-            holders = sorted(k for k in unfinished - {key} if key in pointers.get(k, ()))
-            if holders:  # what still points to it stays: so does it, until the next run
-                skipped.append((name, "a thread pointing to it was not removed (it stays for now)"))
+            if any(pointers.get(k, set()) & keys for k in unfinished - keys):
+                # what still points to it stays: so does it, until the next run
+                reason = "a thread pointing to it was not removed (it stays for now)"
+                skipped.extend((name, reason) for name in names)
                 continue
             try:
-                outcome = self._collect(collection, now, found.journals.get(key))
+                outcome = self._collect(
+                    [f for f in fresh_unit if f is not None], now, found.journals
+                )
             except WorkspaceError as exc:
-                failed.append((name, str(exc)))
+                failed.extend((name, str(exc)) for name in names)
                 continue
             deleted += outcome.deleted
             freed += outcome.freed
-            if outcome.skipped is not None:
-                skipped.append((name, outcome.skipped))
-            else:
-                removed.append(name)
-                unfinished.discard(key)
+            for c in unit:
+                why = outcome.skipped or outcome.left.get(c.thread.key)
+                if why is not None:
+                    skipped.append((c.thread.name, why))
+                else:
+                    removed.append(c.thread.name)
+                    unfinished.discard(c.thread.key)
         return GcReport(
             plan=plan,
             applied=True,
@@ -246,31 +278,44 @@ class GarbageCollector:
         )
 
     def _collect(
-        self, collection: Collection, now: datetime, journal: StampedFile | None
+        self, unit: list[Collection], now: datetime, journals: Mapping[str, StampedFile]
     ) -> _Outcome:
-        family = collection.thread
+        """Removes a unit: one family, or families pointing to each other, whose files
+        are deleted interleaved in the plan's order."""
         workspace = self._workspace
-        path = journal_path(family.key)
-        if collection.resumed:
-            journal_read = read_journal(workspace, path)
-            if journal_read is None:
-                return _Outcome(0, 0, "its journal could not be read again")
-            # what was rewritten since the collection started is left (an agent came back)
-            stamps = {f.path: f.modified for t in family.walk() for f in t.files}
-            files = tuple(
-                target
-                for target in journal_read.files
-                if (when := stamps.get(target)) is not None and when <= journal_read.started
-            )
-        else:
-            if not _take(workspace, path, journal_bytes(collection, now), journal is not None):
+        taken: list[str] = []
+        chosen: set[str] = set()
+        for collection in unit:
+            family = collection.thread
+            path = journal_path(family.key)
+            if collection.resumed:
+                journal_read = read_journal(workspace, path)
+                if journal_read is None:
+                    _drop(workspace, taken)
+                    return _Outcome(0, 0, "its journal could not be read again")
+                # what was rewritten since the collection started is left (an agent came back)
+                stamps = {f.path: f.modified for t in family.walk() for f in t.files}
+                chosen.update(
+                    target
+                    for target in journal_read.files
+                    if (when := stamps.get(target)) is not None and when <= journal_read.started
+                )
+                continue
+            existed = family.key in journals
+            if not _take(workspace, path, journal_bytes(collection, now), existed):
+                _drop(workspace, taken)
                 return _Outcome(0, 0, "another collection of it is under way")
+            taken.append(path)
             planned = {f.path: (f.size, f.modified) for t in family.walk() for f in t.files}
             if self._listing(family) != planned:
-                _remove(workspace, path)
+                _drop(workspace, taken)
                 return _Outcome(0, 0, "written to since it was planned (an agent is at work)")
-            files = collection.files
-        sizes = {f.path: f.size for t in family.walk() for f in t.files}
+            chosen.update(collection.files)
+        # the plan's order, a topological one of the files there now: cut short earlier,
+        # nothing left pointed to what was gone, and so it stays
+        order = unit[0].interleaved or unit[0].files
+        files = tuple(path for path in order if path in chosen)
+        sizes = {f.path: f.size for c in unit for t in c.thread.walk() for f in t.files}
         deleted = freed = 0
         for target in files:
             if not _remove(workspace, target):
@@ -283,16 +328,17 @@ class GarbageCollector:
                 )
             deleted += 1
             freed += sizes.get(target, 0)
-        left = set(self._listing(family)) - set(files)
-        _remove(workspace, path)
-        for thread in family.walk():
-            for folder in thread.folders():
-                prune_empty_folders(workspace, folder)
-        if left:
-            return _Outcome(
-                deleted, freed, f"{len(left)} file(s) written during the collection were kept"
-            )
-        return _Outcome(deleted, freed)
+        left: dict[str, str] = {}
+        for collection in unit:
+            family = collection.thread
+            kept = set(self._listing(family)) - set(files)
+            if kept:
+                left[family.key] = f"{len(kept)} file(s) written during the collection were kept"
+            _remove(workspace, journal_path(family.key))
+            for thread in family.walk():
+                for folder in thread.folders():
+                    prune_empty_folders(workspace, folder)
+        return _Outcome(deleted, freed, left=left)
 
     def _listing(self, family: ThreadInfo) -> dict[str, tuple[int, datetime | None]]:
         found: dict[str, tuple[int, datetime | None]] = {}

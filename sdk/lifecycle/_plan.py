@@ -9,8 +9,11 @@ Planning only reads. It works on whole threads, each with its sub-agent threads 
    reaches stays, and is asked in turn, until nothing new is reached.
 3. ``max_bytes``: while the families that stay hold more, the oldest one idle at least
    ``min_idle`` that nothing staying points to goes too, and so on.
-4. Order: the families to remove, oldest first, except that a family pointing to another
-   one that goes is removed before it (so what is left never points to what is gone).
+4. Order (:mod:`ctxfs.lifecycle._order`): the families to remove, oldest first, except
+   that a family pointing to another one that goes is removed before it (so what is left
+   never points to what is gone); families pointing to each other are removed together,
+   their files ordered file by file (a cycle of files that cannot be ordered is said in
+   their reasons).
 
 A family whose activity is unknown (a store without modification times) always stays.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +30,7 @@ from ctxfs._errors import PathNotFoundError
 from ctxfs._json import loads_bounded
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace._workspace import Workspace
+from ctxfs.lifecycle._order import unit_order, units
 from ctxfs.lifecycle._retention import Retention, format_duration
 from ctxfs.lifecycle._rules import Reference, RetentionRule, RuleContext
 from ctxfs.lifecycle._threads import JOURNAL_NAME, Scan, ThreadInfo, key_of_folder
@@ -48,6 +52,11 @@ class Collection:
         resumed: An earlier collection of it was interrupted; this one finishes it.
         points_to: The keys of the other threads of the plan it points to: it is removed
             before them, and while it is not removed whole, they are not removed.
+        together: When threads of the plan point to each other (a cycle): the keys of all
+            of them, itself included, in plan order. They are removed in one go, their
+            files interleaved (``interleaved``); empty for a thread removed on its own.
+        interleaved: With ``together``: the files of all of them, in the order they are
+            deleted (its own ``files`` are in the same order).
     """
 
     thread: ThreadInfo
@@ -56,6 +65,8 @@ class Collection:
     bytes: int
     resumed: bool = False
     points_to: frozenset[str] = frozenset()
+    together: tuple[str, ...] = ()
+    interleaved: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,7 +93,7 @@ class GcPlan:
         now: The time the plan was made at (the collector's clock).
         retention: The settings it applied.
         collect: The threads to remove, in order: oldest first, but one pointing to another
-            before it.
+            before it (threads pointing to each other side by side, see ``together``).
         kept: The threads that stay, with their reasons.
         bytes_before: Bytes of every thread's files.
     """
@@ -103,6 +114,11 @@ class GcPlan:
         """Bytes left once the collections are done."""
         return self.bytes_before - self.bytes_freed
 
+    def names(self, keys: Iterable[str]) -> list[str]:
+        """The names of the threads of the plan with these keys."""
+        by_key = {c.thread.key: c.thread.name for c in self.collect}
+        return [by_key.get(key, key) for key in keys]
+
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON-ready data (``ctxfs gc --json``)."""
         return {
@@ -120,6 +136,7 @@ class GcPlan:
                     "files": len(c.files),
                     "bytes": c.bytes,
                     "resumed": c.resumed,
+                    "together": [n for n in self.names(c.together) if n != c.thread.name],
                 }
                 for c in self.collect
             ],
@@ -179,46 +196,6 @@ class Journal:
 
     started: datetime
     files: tuple[str, ...]
-
-
-def deletion_order(family: ThreadInfo) -> tuple[str, ...]:
-    """The family's files in the order a collection deletes them.
-
-    What points comes before what it points to, so that a collection cut short leaves no
-    reader a pointer to a missing file: first the transcripts, thread by thread, the thread
-    before its sub-agent threads (a task's result names their transcripts); in each folder
-    the segment records, then the index head, then its pages (the head gone, a reader finds
-    no segment; a record left alone would make it rebuild the index), then other control
-    files, then the sub-task record (its result names the segments; until it goes, it still
-    says whose sub-agent thread this is), then the segment files; then the offloaded results
-    and inputs the transcripts point to.
-    """
-    transcripts: list[str] = []
-    rest: list[str] = []
-    for thread in family.walk():
-        folder = f"{TRANSCRIPTS_DIR}/{thread.key}/"
-        mine: list[tuple[int, str]] = []
-        for stamped in thread.files:
-            if stamped.path.startswith(folder):
-                mine.append((_rank(stamped.path[len(folder) :]), stamped.path))
-            else:
-                rest.append(stamped.path)
-        transcripts.extend(path for _, path in sorted(mine))
-    return (*transcripts, *sorted(rest))
-
-
-def _rank(name: str) -> int:
-    if name.startswith("segment-") and name.endswith(".json"):
-        return 0
-    if name == "index.json":
-        return 1
-    if name.startswith("index-") and name.endswith(".json"):
-        return 2
-    if name == "task.json":
-        return 4  # its result names the thread's segments: it goes before them
-    if name.endswith(".json"):
-        return 3
-    return 5
 
 
 class _Targets:
@@ -301,12 +278,11 @@ def make_plan(
         if key not in held:
             threads = (None,) if key is None else tuple(families[key].walk())
             held[key] = [
-                (target, reference)
+                (target, _sourced(reference, thread))
                 for thread in threads
                 for rule in rules
                 for reference in rule(RuleContext(workspace, thread, every))
                 for target in reach(reference)
-                if target != key
             ]
         return held[key]
 
@@ -324,6 +300,13 @@ def make_plan(
         del own[victim]
         reasons[victim] = f"among the oldest while over {retention.max_bytes:,} bytes"
     return _plan(found, retention, now, families, reasons, own, kept, references)
+
+
+def _sourced(reference: Reference, thread: ThreadInfo | None) -> Reference:
+    """The reference with its source: unknown, the holding thread's transcript folder."""
+    if reference.source is not None or thread is None:
+        return reference
+    return replace(reference, source=f"{TRANSCRIPTS_DIR}/{thread.key}/")
 
 
 def _closure(
@@ -388,26 +371,16 @@ def _plan(
         if key in own:
             reason = f"{own[key]}; {reason}"
         stays.append(Kept(thread=families[key], reason=reason, referenced=True))
-    gone = _referrers_first(
-        sorted(
-            (k for k in reasons if k not in kept),
-            key=lambda k: (_when(families[k]), families[k].name),
-        ),
-        references,
+    oldest_first = sorted(
+        (k for k in reasons if k not in kept), key=lambda k: (_when(families[k]), families[k].name)
     )
-    going = set(gone)
+    held = references or (lambda _: [])
+    going = set(oldest_first)
+    points_to = {k: {t for t, _ in held(k) if t in going and t != k} for k in oldest_first}
     collect = tuple(
-        Collection(
-            thread=families[key],
-            reason=reasons[key],
-            files=deletion_order(families[key]),
-            bytes=families[key].total_bytes,
-            resumed=reasons[key].startswith("an earlier collection"),
-            points_to=frozenset(
-                t for t, _ in (references(key) if references else ()) if t in going
-            ),
-        )
-        for key in gone
+        collection
+        for unit in units(oldest_first, points_to)
+        for collection in _collections(unit, families, reasons, points_to, held)
     )
     return GcPlan(
         now=now,
@@ -416,6 +389,51 @@ def _plan(
         kept=tuple(sorted(stays, key=lambda k: k.thread.name)),
         bytes_before=found.bytes,
     )
+
+
+def _collections(
+    unit: list[str],
+    families: dict[str, ThreadInfo],
+    reasons: dict[str, str],
+    points_to: dict[str, set[str]],
+    held: Callable[[str | None], list[tuple[str, Reference]]],
+) -> list[Collection]:
+    """The collections of a unit: one family, or families pointing to each other."""
+    members = set(unit)
+    order = unit_order(
+        [families[key] for key in unit],
+        [
+            (reference.source, reference)
+            for key in unit
+            for target, reference in held(key)
+            if target in members and reference.source is not None
+        ],
+    )
+    note = ""
+    if order.cycle:
+        first, holder = order.cycle
+        note = (
+            f"; its files point to each other ({holder} points to {first}, which points "
+            f"back to it): cut short between the two, {holder} is left pointing to {first}, "
+            "gone, until the next run finishes the collection"
+        )
+    together = tuple(unit) if len(unit) > 1 else ()
+    collections: list[Collection] = []
+    for key in unit:
+        own = {f.path for t in families[key].walk() for f in t.files}
+        collections.append(
+            Collection(
+                thread=families[key],
+                reason=reasons[key] + note,
+                files=tuple(path for path in order.files if path in own),
+                bytes=families[key].total_bytes,
+                resumed=reasons[key].startswith("an earlier collection"),
+                points_to=frozenset(points_to[key]),
+                together=together,
+                interleaved=order.files if together else (),
+            )
+        )
+    return collections
 
 
 def _pointed_by(
@@ -433,37 +451,6 @@ def _pointed_by(
             if target == key:
                 return holder or "", reference
     return None
-
-
-def _referrers_first(
-    oldest_first: list[str],
-    references: Callable[[str | None], list[tuple[str, Reference]]] | None,
-) -> list[str]:
-    """The families to remove, oldest first, except that one pointing to another comes
-    before it: cut short anywhere, what is left never points to what is gone (a cycle of
-    families pointing to each other is taken oldest first)."""
-    if references is None or len(oldest_first) < 2:
-        return oldest_first
-    going = set(oldest_first)
-    points_to = {key: {t for t, _ in references(key) if t in going} for key in oldest_first}
-    order: list[str] = []
-    placed: set[str] = set()
-    visiting: set[str] = set()
-
-    def place(key: str) -> None:
-        # everything pointing to ``key`` goes before it
-        visiting.add(key)
-        for other in oldest_first:
-            if key in points_to[other] and other not in placed and other not in visiting:
-                place(other)
-        visiting.discard(key)
-        if key not in placed:
-            placed.add(key)
-            order.append(key)
-
-    for key in oldest_first:
-        place(key)
-    return order
 
 
 def _when(family: ThreadInfo) -> datetime:

@@ -66,11 +66,15 @@ class Reference:
         path: A file or folder of the workspace (a folder keeps every thread below it).
         thread_id: A thread id (or a thread's folder name).
         why: Where the reference was found, for the plan's reasons.
+        source: The workspace file that holds it, when it is one: a collection deletes that
+            file before what it points to. ``None`` (a rule that does not say) stands for
+            every file of the holding thread's transcript folder.
     """
 
     path: str | None = None
     thread_id: str | None = None
     why: str = ""
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,20 +124,23 @@ def _strings(value: object) -> Iterator[str]:
             stack.extend(item)
 
 
-def message_references(messages: Sequence[BaseMessage], why: str) -> Iterator[Reference]:
-    """The workspace paths ctxfs's pointers and summaries in ``messages`` stand for."""
+def message_references(
+    messages: Sequence[BaseMessage], why: str, *, source: str | None = None
+) -> Iterator[Reference]:
+    """The workspace paths ctxfs's pointers and summaries in ``messages`` stand for
+    (``source``: the file the messages were read from, if any)."""
     for message in messages:
         held = result_pointer(message)
         if held is not None:
-            yield Reference(path=held.path, why=why)
+            yield Reference(path=held.path, why=why, source=source)
         for pointer in input_pointers(message).values():
-            yield Reference(path=pointer.path, why=why)
+            yield Reference(path=pointer.path, why=why, source=source)
         state = summary_state(message)
         if state is not None:
             for path in (*state.transcripts, *state.offloaded):
-                yield Reference(path=path, why=why)
+                yield Reference(path=path, why=why, source=source)
         for path in _sdk_paths(message.additional_kwargs.get(METADATA_KEY)):
-            yield Reference(path=path, why=why)
+            yield Reference(path=path, why=why, source=source)
 
 
 def _read(workspace: Workspace, path: str) -> bytes:
@@ -166,7 +173,7 @@ def pointer_rule(context: RuleContext) -> Iterator[Reference]:
             except (ValueError, UnicodeDecodeError):
                 value = data.decode("utf-8", "replace")  # torn: every path in its text
             for path in _sdk_paths(value):
-                yield Reference(path=path, why=f"named in {stamped.path}")
+                yield Reference(path=path, why=f"named in {stamped.path}", source=stamped.path)
 
 
 def _jsonl_references(data: bytes, source: str) -> Iterator[Reference]:
@@ -176,12 +183,13 @@ def _jsonl_references(data: bytes, source: str) -> Iterator[Reference]:
     except (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError):
         messages = None
     if messages is not None:
-        yield from message_references(messages, why)
+        yield from message_references(messages, why, source=source)
     # and every thread folder's path anywhere in the text: what the messages say (a
     # re-read's call, a summary's prose), what a message that no longer parses or a later
     # format carries
     text = data.decode("utf-8", "replace")
-    yield from (Reference(path=p, why=why) for p in dict.fromkeys(_AREA_PATH.findall(text)))
+    for path in dict.fromkeys(_AREA_PATH.findall(text)):
+        yield Reference(path=path, why=why, source=source)
 
 
 def memory_rule(context: RuleContext) -> Iterator[Reference]:

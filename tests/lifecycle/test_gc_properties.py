@@ -268,3 +268,54 @@ def test_a_referrer_not_removed_keeps_what_it_points_to(make_workspace: object, 
         if "b" not in report.removed:
             assert "a" not in report.removed, (point, report)
         assert gc.run(apply=True).ok and not list_threads(healthy), point
+
+
+def _families_in_a_cycle(make_workspace: object) -> tuple[Model, Workspace]:
+    """'main' points to an input of a sub-agent thread of 'job.7', and a sub-agent thread
+    below that points to main's transcript: the two families point to each other (files
+    do not: main's transcript goes after the sub-agent's, before the input)."""
+    worker, grandchild = "job.7/task-call_0", "job.7/task-call_0/task-call_9"
+    model = Model(
+        threads=[
+            Thread("main", None, 8.0, 0, 0, True),
+            Thread("job.7", None, 8.0, 0, 0, True),
+            Thread(worker, "job.7", 8.0, 1, 1, True),
+            Thread(grandchild, worker, 8.0, 0, 1, True),
+            Thread("t2", None, 0.01, 1, 0, False),
+        ],
+        refs=[],
+    )
+    plan_files(model)
+
+    def file_of(owner: str, prefix: str) -> str:
+        return next(
+            p for p, o in sorted(model.files.items()) if o == owner and p.startswith(prefix)
+        )
+
+    model.refs = [
+        *[Ref("main", "pointer", file_of(worker, "/tool_inputs/"))] * 3,
+        Ref(grandchild, "pointer", file_of("main", "/transcripts/").replace(".md", ".jsonl")),
+        Ref(grandchild, "pointer", file_of(grandchild, "/tool_inputs/")),
+    ]
+    healthy = make_workspace()  # type: ignore[operator]
+    build(healthy, model)
+    return model, healthy
+
+
+@pytest.mark.parametrize("make_workspace", ["memory", "local"], indirect=True)
+def test_families_pointing_to_each_other_cut_short_anywhere(make_workspace: object) -> None:
+    # every cut, from the first deletion to past the last: what is left never points to
+    # what is gone, and the next run finishes the job
+    retention = {"older_than": timedelta(days=7)}
+    for cut in range(1, 40):
+        model, healthy = _families_in_a_cycle(make_workspace)
+        plan = _collector(healthy, model, **retention).plan()
+        assert _collected(plan) == _keys(["main", "job.7"])
+        store = FaultyStore(healthy.store)
+        store.add(Fault(method="remove", nth=cut, times=None))
+        _collector(Workspace(store), model, **retention).apply(plan)
+        check_nothing_dangles(model, snapshot(healthy))
+        final = _collector(healthy, model, **retention).run(apply=True)
+        assert final.ok, (cut, final)
+        left = {p for p in snapshot(healthy) if not p.startswith("/memories/") and p != OUTSIDE}
+        assert left == model.family_files("t2"), cut
