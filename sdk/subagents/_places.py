@@ -74,7 +74,11 @@ class Places:
         """Holds a place while the block runs, awaiting one first (no thread held)."""
         loop = asyncio.get_running_loop()
         given: asyncio.Future[None] = loop.create_future()
-        waiter = self._take(lambda: loop.call_soon_threadsafe(_settle, given))
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(_settle, given)
+
+        waiter = self._take(wake)
         if waiter is not None:
             try:
                 on_wait()
