@@ -29,6 +29,8 @@
     │                                          (+ ConflictError)
     ├── UnknownSubAgentError (+ LookupError)   no sub-agent of that name is registered
     │                                          (names the registered ones)
+    ├── TaskLimitError (+ RuntimeError)        a thread started as many sub-tasks as the
+    │                                          registry's max_tasks allows
     └── BackendError (+ OSError)               the storage could not be asked
                                                (network, permission, server error)
 
@@ -54,6 +56,7 @@ __all__ = [
     "PatternError",
     "ReadOnlyPathError",
     "SearchTimeoutError",
+    "TaskLimitError",
     "TraceError",
     "UnknownSubAgentError",
     "UnsafePathError",
@@ -217,3 +220,23 @@ class UnknownSubAgentError(WorkspaceError, LookupError):
         super().__init__(f"no sub-agent named {name!r}; registered: {known}")
         self.name = name
         self.registered = registered
+
+
+class TaskLimitError(WorkspaceError, RuntimeError):
+    """A thread started as many sub-tasks as the registry allows (:mod:`ctxfs.subagents`).
+
+    Raised before anything runs or is recorded. A task that already ran (its recorded result
+    is returned) is never refused.
+
+    Attributes:
+        parent_thread_id: The thread whose tasks reached the limit.
+        max_tasks: The limit (``SubAgents(max_tasks=...)``).
+    """
+
+    def __init__(self, parent_thread_id: str, max_tasks: int) -> None:
+        super().__init__(
+            f"thread {parent_thread_id!r} has started {max_tasks} sub-task(s), the most this "
+            f"registry allows (max_tasks={max_tasks})"
+        )
+        self.parent_thread_id = parent_thread_id
+        self.max_tasks = max_tasks

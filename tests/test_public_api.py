@@ -55,6 +55,7 @@ PUBLIC = [
     "Summarized",
     "SummaryTrigger",
     "SummaryTriggerDict",
+    "TaskLimitError",
     "Threshold",
     "ThresholdDict",
     "TiktokenCounter",

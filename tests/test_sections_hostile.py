@@ -282,7 +282,7 @@ def test_a_sub_agent_answer_holds_its_section_and_footer(payload: str) -> None:
         text = result.to_text()
         assert _tags(text) == ["<subagent_answer", "</subagent_answer"]
         marked = _marked(text)
-        assert marked[-1].startswith("[sub-agent 'r': 0 turn(s)")
+        assert marked[-1].startswith("[sub-agent 'r': 0 turn(s)")  # the header, before the answer
         assert len(marked) == (1 if status == "completed" else 2), marked
 
 

@@ -60,6 +60,7 @@ __all__ = [
     "current_thread_id",
     "is_context_overflow",
     "plan_of",
+    "report_event",
     "state_update",
     "thread_id_from_config",
 ]
@@ -478,19 +479,25 @@ class ContextHooks:
 
     def report(self, event: ContextEvent, thread_id: str) -> None:
         """Logs ``event`` and passes it to the callback (whose failures are logged only)."""
-        text = describe_event(event)
-        if _is_failure(event):
-            _log.warning("ctxfs [%s]: %s", thread_id, text)
-        elif isinstance(event, ContextMeasured):
-            _log.debug("ctxfs [%s]: %s", thread_id, text)
-        else:
-            _log.info("ctxfs [%s]: %s", thread_id, text)
-        _stream(event, thread_id, text)
-        if self._on_event is not None:
-            try:
-                self._on_event(event, thread_id)
-            except Exception:
-                _log.exception("ctxfs: the on_event callback raised")
+        report_event(event, thread_id, self._on_event)
+
+
+def report_event(event: ContextEvent, thread_id: str, on_event: EventHandler | None) -> None:
+    """Logs ``event``, writes it to the graph's custom stream (inside a graph run) and passes
+    it to ``on_event`` (whose failures are logged only)."""
+    text = describe_event(event)
+    if _is_failure(event):
+        _log.warning("ctxfs [%s]: %s", thread_id, text)
+    elif isinstance(event, ContextMeasured):
+        _log.debug("ctxfs [%s]: %s", thread_id, text)
+    else:
+        _log.info("ctxfs [%s]: %s", thread_id, text)
+    _stream(event, thread_id, text)
+    if on_event is not None:
+        try:
+            on_event(event, thread_id)
+        except Exception:
+            _log.exception("ctxfs: the on_event callback raised")
 
 
 def _stream(event: ContextEvent, thread_id: str, text: str) -> None:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxfs._errors import UnknownSubAgentError
+from ctxfs._errors import TaskLimitError, UnknownSubAgentError
 from ctxfs.subagents._record import TaskRecord, child_thread_id, task_records
 from ctxfs.subagents._result import TaskProgress, TaskResult, TaskStatus, merge_artifacts
-from ctxfs.subagents._runner import SubAgents
+from ctxfs.subagents._runner import DEFAULT_MAX_PARALLEL, DEFAULT_MAX_TASKS, SubAgents
 from ctxfs.subagents._spec import DEFAULT_MAX_TURNS, GENERAL_PURPOSE, SubAgent
 from ctxfs.subagents._tool import TaskArgs, task_tool
 
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from ctxfs.subagents._middleware import SubAgentMiddleware, SubAgentState
 
 __all__ = [
+    "DEFAULT_MAX_PARALLEL",
+    "DEFAULT_MAX_TASKS",
     "DEFAULT_MAX_TURNS",
     "GENERAL_PURPOSE",
     "SubAgent",
@@ -36,6 +38,7 @@ __all__ = [
     "SubAgentState",
     "SubAgents",
     "TaskArgs",
+    "TaskLimitError",
     "TaskProgress",
     "TaskRecord",
     "TaskResult",

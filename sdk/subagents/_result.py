@@ -76,10 +76,12 @@ class TaskResult:
     def to_text(self) -> str:
         """What the parent's model reads as the ``task`` tool's result.
 
-        The answer is quoted in a ``<subagent_answer>`` section (:mod:`ctxfs._sections`): it
-        cannot close the section, forge a heading or pass for the footer, which ctxfs writes
-        on one line after it (the sub-agent, its turns, the files it wrote, its transcript).
-        A failed sub-task is one ``Error:`` line.
+        A header line ctxfs writes comes first (the sub-agent, its turns, its transcript, the
+        files it wrote), so a parent whose copy of a long answer is offloaded still sees, in
+        the preview, where everything is. The answer follows, quoted in a
+        ``<subagent_answer>`` section (:mod:`ctxfs._sections`): it cannot close the section,
+        forge a heading or pass for the header. A partial result has one more line first,
+        saying why it stopped; a failed sub-task is one ``Error:`` line.
         """
         where = (
             f"transcript: {self.transcript} (thread {self.thread_id!r})"
@@ -90,21 +92,21 @@ class TaskResult:
         if self.refused_artifacts:
             wrote += f" (refused as not workspace paths: {'; '.join(self.refused_artifacts)})"
         name = repr(self.subagent)
-        footer = one_line(
-            f"[sub-agent {name}: {self.turns} turn(s); files written: {wrote}; {where}]"
+        header = one_line(
+            f"[sub-agent {name}: {self.turns} turn(s); {where}; files written: {wrote}]"
         )
         if self.status == "completed":
-            return f"{self._quoted(self.answer)}\n{footer}"
+            return f"{header}\n{self._quoted(self.answer)}"
         if self.status == "partial":
             said = self.answer or "(it had not written an answer yet)"
             head = one_line(
                 f"[sub-agent {name} stopped before finishing: {self.reason}. "
-                "Partial result follows; its files and transcript hold the rest.]"
+                "Partial result below; its files and transcript hold the rest.]"
             )
-            return f"{head}\n\n{self._quoted(said)}\n{footer}"
+            return f"{head}\n{header}\n\n{self._quoted(said)}"
         return one_line(
-            f"Error: sub-agent {name} failed: {self.reason}. What it did is in its "
-            f"{where}; files written: {wrote}. Try the task again, split it, or do it yourself."
+            f"Error: sub-agent {name} failed. What it did is in its {where}; files written: "
+            f"{wrote}. Why: {self.reason}. Try the task again, split it, or do it yourself."
         )
 
     def _quoted(self, answer: str) -> str:
@@ -171,7 +173,9 @@ class TaskProgress(ContextEvent):
         thread_id: Its thread.
         parent_thread_id: The thread that handed it the task.
         tool_call_id: The parent's ``task`` call.
-        kind: ``started``; ``model`` (it answered; ``tools`` names the tools it asked for);
+        kind: ``waiting`` (``max_parallel`` sub-agents of its level are running: it waits
+            its turn; ``detail`` says so); ``started``; ``model`` (it answered; ``tools``
+            names the tools it asked for);
             ``tool`` (a tool returned; ``detail`` is the tool's name); ``finished``
             (``detail`` is the status).
         turn: Model calls so far.
@@ -184,7 +188,7 @@ class TaskProgress(ContextEvent):
     thread_id: str
     parent_thread_id: str
     tool_call_id: str
-    kind: Literal["started", "model", "tool", "finished"]
+    kind: Literal["waiting", "started", "model", "tool", "finished"]
     turn: int = 0
     tokens: int = 0
     tools: tuple[str, ...] = ()
@@ -195,6 +199,8 @@ class TaskProgress(ContextEvent):
         who = (
             f"sub-agent {self.subagent!r} (task {self.tool_call_id!r} of {self.parent_thread_id!r})"
         )
+        if self.kind == "waiting":
+            return f"{who} waits its turn: {self.detail}"
         if self.kind == "started":
             return f"{who} started"
         if self.kind == "model":

@@ -14,13 +14,14 @@ from langchain_core.tools import BaseTool
 
 from ctxfs._archive._transcripts import TranscriptArchive
 from ctxfs._compaction._engine import ContextEngine
-from ctxfs._errors import UnknownSubAgentError, WorkspaceError
+from ctxfs._errors import TaskLimitError, UnknownSubAgentError, WorkspaceError
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._message import is_summary, summary_state
 from ctxfs._summary._pins import is_pinned
 from ctxfs._workspace._workspace import Workspace
-from ctxfs.integrations._hooks import ContextHooks, EventHandler
+from ctxfs.integrations._hooks import ContextHooks, EventHandler, report_event
 from ctxfs.subagents._loop import Run, adrive, drive
+from ctxfs.subagents._places import Places
 from ctxfs.subagents._record import (
     TaskRecord,
     child_thread_id,
@@ -28,17 +29,21 @@ from ctxfs.subagents._record import (
     read_record,
     write_record,
 )
-from ctxfs.subagents._result import TaskResult
+from ctxfs.subagents._result import TaskProgress, TaskResult
 from ctxfs.subagents._spec import SubAgent
 from ctxfs.subagents._spec import general_purpose as _general_purpose
 from ctxfs.subagents._task import task_message
 from ctxfs.subagents._tool import task_tool
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 
-__all__ = ["SubAgents"]
+__all__ = ["DEFAULT_MAX_PARALLEL", "DEFAULT_MAX_TASKS", "SubAgents"]
 
 _log = logging.getLogger("ctxfs.subagents")
 _MAX_ATTEMPTS = 100
+DEFAULT_MAX_PARALLEL = 4
+"""How many sub-agents of one nesting level run at once, unless ``SubAgents`` says otherwise."""
+DEFAULT_MAX_TASKS = 100
+"""How many sub-tasks one thread may start, unless ``SubAgents`` says otherwise."""
 
 
 class SubAgents:
@@ -58,7 +63,10 @@ class SubAgents:
     A sub-agent stops with a ``partial`` result at its ``max_turns`` or ``max_tokens``; one
     that raises gives a ``failed`` result naming it and its transcript, never an exception.
     Sub-agents get no ``task`` tool of their own unless their spec says ``subagents=True``
-    and the nesting stays within ``max_depth``.
+    and the nesting stays within ``max_depth``. At most ``max_parallel`` sub-agents of one
+    nesting level run at once (the others wait their turn), and one thread starts at most
+    ``max_tasks`` sub-tasks (past that, :meth:`run` raises :class:`~ctxfs.TaskLimitError`
+    and the ``task`` tool answers with an error).
 
     Example:
         >>> from ctxfs import ContextPolicy, Workspace
@@ -83,6 +91,14 @@ class SubAgents:
         max_depth: How deep sub-agents may nest: 1 lets the parent start sub-agents and no
             sub-agent start any; 2 lets sub-agents whose spec has ``subagents=True`` start
             their own; and so on.
+        max_parallel: How many sub-agents of one nesting level run at once (default
+            :data:`DEFAULT_MAX_PARALLEL`); the other tasks wait, first come first served.
+            Each level has places of its own: a sub-agent that waits for its own sub-agents
+            keeps its place, and they never wait for it.
+        max_tasks: How many sub-tasks one thread (the parent's, or a sub-agent's for its
+            nested ones) may start through this registry (default :data:`DEFAULT_MAX_TASKS`),
+            counted while the registry lives: a task started again with the same call id
+            counts once, and one whose recorded result is returned not at all.
         clock: The time written in transcript indexes (default: now, UTC).
         on_event: Called with every event of every sub-agent, and its thread id: its
             context events (offloads, summaries, a ``ContextMeasured`` before each model
@@ -100,21 +116,35 @@ class SubAgents:
         tools: Sequence[BaseTool] = (),
         general_purpose: bool = True,
         max_depth: int = 1,
+        max_parallel: int = DEFAULT_MAX_PARALLEL,
+        max_tasks: int = DEFAULT_MAX_TASKS,
         clock: Callable[[], datetime] | None = None,
         on_event: EventHandler | None = None,
     ) -> None:
-        if max_depth < 1:
-            raise ValueError(f"max_depth must be at least 1 (got {max_depth})")
+        for setting, value in (
+            ("max_depth", max_depth),
+            ("max_parallel", max_parallel),
+            ("max_tasks", max_tasks),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(
+                    f"{setting} must be at least 1 (got {value!r}); write a whole number, "
+                    f"e.g. {setting}=4"
+                )
         self._workspace = workspace
         self._model = model
         self._policy = policy
         self._tools = tuple(tools)
         self._max_depth = max_depth
+        self._max_parallel = max_parallel
+        self._max_tasks = max_tasks
+        self._places = tuple(Places(max_parallel) for _ in range(max_depth))  # one per level
         self._clock = clock
         self._on_event = on_event
         self._specs: dict[str, SubAgent] = {}
         self._claims_lock = threading.Lock()
         self._running: set[str] = set()  # threads of the tasks running now
+        self._started: dict[str, set[str]] = {}  # parent thread -> threads of its tasks
         for spec in ([_general_purpose()] if general_purpose else []) + list(subagents):
             self.register(spec)
 
@@ -165,6 +195,16 @@ class SubAgents:
         """How deep sub-agents may nest."""
         return self._max_depth
 
+    @property
+    def max_parallel(self) -> int:
+        """How many sub-agents of one nesting level run at once."""
+        return self._max_parallel
+
+    @property
+    def max_tasks(self) -> int:
+        """How many sub-tasks one thread may start through this registry."""
+        return self._max_tasks
+
     # -- running --------------------------------------------------------------------------
 
     def run(
@@ -195,6 +235,8 @@ class SubAgents:
 
         Raises:
             UnknownSubAgentError: ``name`` is not registered.
+            TaskLimitError: ``parent_thread_id`` started ``max_tasks`` sub-tasks already
+                (nothing ran or was recorded).
             ValueError: ``depth`` is beyond ``max_depth``; ``prompt`` is empty; the window is
                 known neither from the policy nor from the model's profile; the system prompt
                 and tool schemas leave no room in it; or ``prompt`` is too long to send whole
@@ -203,17 +245,20 @@ class SubAgents:
             Exception: Whatever the model's ``bind_tools`` raised (nothing ran or was
                 recorded).
         """
-        prepared = self._prepare(name, prompt, parent_thread_id, tool_call_id, depth)
-        if isinstance(prepared, TaskResult):
-            return prepared
+        spec, prompt, thread = self._claim(name, prompt, parent_thread_id, tool_call_id, depth)
         try:
-            try:
-                drive(prepared)
-            except Exception as exc:
-                return self._failed(prepared, exc)
-            return self._finish(prepared)
+            waiting = self._waiting(spec, parent_thread_id, tool_call_id, thread)
+            with self._places[depth - 1].held(waiting):  # waits its turn
+                prepared = self._start(spec, prompt, parent_thread_id, tool_call_id, depth, thread)
+                if isinstance(prepared, TaskResult):
+                    return prepared
+                try:
+                    drive(prepared)
+                except Exception as exc:
+                    return self._failed(prepared, exc)
+                return self._finish(prepared)
         finally:
-            self._release(prepared.thread_id)
+            self._release(thread)
 
     async def arun(
         self,
@@ -226,19 +271,24 @@ class SubAgents:
     ) -> TaskResult:
         """The async twin of :meth:`run`: workspace work in worker threads, the model and
         tools awaited, so parallel tasks run concurrently on one event loop."""
-        prepared = await asyncio.to_thread(
-            self._prepare, name, prompt, parent_thread_id, tool_call_id, depth
+        spec, prompt, thread = await asyncio.to_thread(
+            self._claim, name, prompt, parent_thread_id, tool_call_id, depth
         )
-        if isinstance(prepared, TaskResult):
-            return prepared
         try:
-            try:
-                await adrive(prepared)
-            except Exception as exc:
-                return await asyncio.to_thread(self._failed, prepared, exc)
-            return await asyncio.to_thread(self._finish, prepared)
+            waiting = self._waiting(spec, parent_thread_id, tool_call_id, thread)
+            async with self._places[depth - 1].aheld(waiting):  # awaits its turn
+                prepared = await asyncio.to_thread(
+                    self._start, spec, prompt, parent_thread_id, tool_call_id, depth, thread
+                )
+                if isinstance(prepared, TaskResult):
+                    return prepared
+                try:
+                    await adrive(prepared)
+                except Exception as exc:
+                    return await asyncio.to_thread(self._failed, prepared, exc)
+                return await asyncio.to_thread(self._finish, prepared)
         finally:
-            self._release(prepared.thread_id)
+            self._release(thread)
 
     def task_tool(
         self,
@@ -254,14 +304,10 @@ class SubAgents:
 
     # -- the parts both twins share -------------------------------------------------------
 
-    def _prepare(
-        self,
-        name: str,
-        prompt: str,
-        parent: str,
-        call_id: str,
-        depth: int,
-    ) -> Run | TaskResult:
+    def _claim(
+        self, name: str, prompt: str, parent: str, call_id: str, depth: int
+    ) -> tuple[SubAgent, str, str]:
+        """The sub-agent, the task as recorded, and its thread (claimed until released)."""
         spec = self.get(name)
         if not 1 <= depth <= self._max_depth:
             raise ValueError(f"depth {depth} is outside 1..max_depth ({self._max_depth})")
@@ -271,11 +317,31 @@ class SubAgents:
                 "sub-agent should report back"
             )
         prompt = joined_pairs(prompt)  # as its record reads back, so a re-run finds it
-        thread = self._thread_for(name, prompt, parent, call_id)  # claimed until it ends
+        return spec, prompt, self._thread_for(name, prompt, parent, call_id)
+
+    def _waiting(
+        self, spec: SubAgent, parent: str, call_id: str, thread: str
+    ) -> Callable[[], None]:
+        """What reports that a task waits for a place (a ``waiting`` progress event)."""
+        event = TaskProgress(
+            subagent=spec.name,
+            thread_id=thread,
+            parent_thread_id=parent,
+            tool_call_id=call_id,
+            kind="waiting",
+            detail=f"{self._max_parallel} sub-agent(s) of its level are running "
+            f"(max_parallel={self._max_parallel})",
+        )
+        return lambda: report_event(event, thread, self._on_event)
+
+    def _start(
+        self, spec: SubAgent, prompt: str, parent: str, call_id: str, depth: int, thread: str
+    ) -> Run | TaskResult:
         try:
             return self._prepared(spec, prompt, parent, call_id, depth, thread)
-        except BaseException:
-            self._release(thread)
+        except BaseException:  # it never started: it does not count towards max_tasks
+            with self._claims_lock:
+                self._started.get(parent, set()).discard(thread)
             raise
 
     def _prepared(
@@ -285,7 +351,6 @@ class SubAgents:
         recorded = read_record(self._workspace, thread)
         if recorded is not None and recorded.result is not None:
             _log.info("ctxfs: sub-task %s already ran; returning its recorded result", thread)
-            self._release(thread)
             return recorded.result
         policy = spec.policy or self._policy
         engine = ContextEngine(self._workspace, policy, clock=self._clock)
@@ -327,7 +392,10 @@ class SubAgents:
         """The task's thread, claimed until :meth:`_release`: the derived one, unless its
         record is another task's (a provider that reused a call id, or two parent/call pairs
         that spell the same thread id) or another task of this registry is running on it (two
-        calls of one answer with the same id): then the next free ``.2``, ``.3``..."""
+        calls of one answer with the same id): then the next free ``.2``, ``.3``...
+
+        A task that will run counts towards the parent's ``max_tasks`` (once, however often
+        it is started); one whose recorded result will be returned does not."""
         task = (parent, call_id, name, prompt)
         with self._claims_lock:  # two tasks that find the same free thread must not share it
             for attempt in range(1, _MAX_ATTEMPTS + 1):
@@ -345,9 +413,19 @@ class SubAgents:
                     )
                     == task
                 ):
+                    if recorded is None or recorded.result is None:
+                        self._count(parent, thread)
                     self._running.add(thread)
                     return thread
         raise ValueError(f"call id {call_id!r} of thread {parent!r} was used {_MAX_ATTEMPTS} times")
+
+    def _count(self, parent: str, thread: str) -> None:
+        """Counts a task towards its parent's ``max_tasks`` (under the claims lock)."""
+        started = self._started.setdefault(parent, set())
+        if thread not in started:
+            if len(started) >= self._max_tasks:
+                raise TaskLimitError(parent, self._max_tasks)
+            started.add(thread)
 
     def _release(self, thread: str) -> None:
         with self._claims_lock:

@@ -10,7 +10,7 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from ctxfs._errors import UnknownSubAgentError, WorkspaceError
+from ctxfs._errors import TaskLimitError, UnknownSubAgentError, WorkspaceError
 from ctxfs._sections import one_line
 from ctxfs.integrations._hooks import current_thread_id
 from ctxfs.subagents._result import TaskResult
@@ -89,7 +89,9 @@ def task_tool(
     :meth:`TaskResult.to_json <ctxfs.subagents.TaskResult.to_json>`; a failed sub-agent or an
     unknown type gives an error result (``status="error"``) the model can act on, never an
     exception (nor an empty description, a workspace that cannot take the sub-task's record,
-    or a model that cannot take its tools: nothing runs then). When the sub-agent
+    a model that cannot take its tools, or a thread that started the registry's
+    ``max_tasks`` sub-tasks already: nothing runs then). Calls beyond the registry's
+    ``max_parallel`` wait their turn. When the sub-agent
     wrote files and ``artifacts_key`` is set, the answer is a
     ``Command`` that also adds their paths to that state key (reduce it with
     :func:`~ctxfs.subagents.merge_artifacts`). The tool's description lists the sub-agents
@@ -158,7 +160,12 @@ def _refusal(exc: UnknownSubAgentError, tool_call_id: str) -> ToolMessage:
 
 
 def _not_started(exc: Exception, name: str, tool_call_id: str) -> ToolMessage:
-    if isinstance(exc, WorkspaceError):
+    if isinstance(exc, TaskLimitError):
+        why = (
+            f"{exc}. No more sub-agents for this thread: do the rest yourself, with the "
+            "reports and files you have."
+        )
+    elif isinstance(exc, WorkspaceError):
         why = f"the workspace refused its record ({exc}). Do the task yourself, or try again later."
     elif isinstance(exc, ValueError):  # an empty task, a nesting too deep, a reused call id
         why = f"{exc}."

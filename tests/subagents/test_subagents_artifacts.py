@@ -148,8 +148,8 @@ def test_a_nested_result_claiming_paths_outside_reaches_the_parent_refused() -> 
     assert len(result.refused_artifacts) == 2
     assert result.refused_artifacts[0].startswith("'../../etc/passwd': ")
     assert result.refused_artifacts[1].startswith("'s3://other/x': ")
-    footer = result.to_text().split("\n")[-1]
-    assert "files written: /notes/ok.md (refused as not workspace paths: '../../etc/pa" in footer
+    header = result.to_text().split("\n")[0]
+    assert "files written: /notes/ok.md (refused as not workspace paths: '../../etc/pa" in header
     assert TaskResult.from_json(result.to_json()) == result
 
 

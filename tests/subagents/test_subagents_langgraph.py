@@ -87,7 +87,9 @@ def test_task_tool_in_a_hand_written_graph(run_async: bool) -> None:
     answers = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in answers] == ["a", "b", "c"]
     opening = '<subagent_answer subagent="general-purpose" status="completed">\nWritten.\n'
-    assert all(m.text.startswith(opening) for m in answers)
+    assert all(m.text.split("\n", 1)[1].startswith(opening) for m in answers)
+    header = "[sub-agent 'general-purpose': 2 turn(s); transcript: "
+    assert all(m.text.startswith(header) for m in answers)
     assert answers[0].artifact["thread_id"] == "g1/task-a"
     assert {e["thread_id"] for e in progress} == {"g1/task-a", "g1/task-b", "g1/task-c"}
     assert progress[0]["text"].startswith("sub-agent 'general-purpose' (task '")

@@ -186,9 +186,9 @@ def test_text_the_parent_reads() -> None:
         tokens=90,
     )
     assert result.to_text() == (
-        '<subagent_answer subagent="gp" status="completed">\nIt is 7.\n</subagent_answer>\n'
-        "[sub-agent 'gp': 2 turn(s); files written: /a.md; transcript: "
-        "/transcripts/t/segment-0001.md (thread 'p/task-c')]"
+        "[sub-agent 'gp': 2 turn(s); transcript: /transcripts/t/segment-0001.md "
+        "(thread 'p/task-c'); files written: /a.md]\n"
+        '<subagent_answer subagent="gp" status="completed">\nIt is 7.\n</subagent_answer>'
     )
     assert TaskResult.from_json(json.loads(json.dumps(result.to_json()))) == result
     with pytest.raises(ValueError, match="not a task result"):
@@ -243,8 +243,10 @@ def test_a_sub_agent_that_raises_gives_an_error_result_naming_it_and_its_transcr
     assert result.reason == "ConnectionError: provider unreachable"
     assert result.transcript is not None and ws.exists(result.transcript)
     text = result.to_text()
-    assert text.startswith("Error: sub-agent 'general-purpose' failed: ConnectionError")
-    assert result.transcript in text
+    assert text.startswith(
+        f"Error: sub-agent 'general-purpose' failed. What it did is in its transcript: "
+        f"{result.transcript} (thread 'p/task-c'); files written: none. Why: ConnectionError"
+    )
     assert [m.type for m in TranscriptArchive(ws, result.thread_id).read_all()] == [
         "human",
         "ai",

@@ -192,12 +192,12 @@ def test_three_delegated_explorations_then_a_detail_recovered(run_async: bool) -
     assert [m.tool_call_id for m in answers] == ["t1", "t2", "t3"]
     assert (
         answers[0]
-        .text.split("\n", 1)[1]
+        .text.split("\n", 2)[2]
         .startswith("retry_limit is 7, set in /repo/config/payments.toml")
     )
     assert (
         answers[1]
-        .text.split("\n", 1)[1]
+        .text.split("\n", 2)[2]
         .startswith("The refunds query returned 300 rows; one order was ")
     )
     assert all(m.status == "success" for m in answers)
@@ -275,8 +275,8 @@ def test_an_unknown_type_and_a_failing_sub_agent_leave_the_parent_running() -> N
     )
     assert failed.status == "error"
     assert failed.text.startswith(
-        "Error: sub-agent 'general-purpose' failed: ValueError: model returned garbage. What it "
-        "did is in its transcript: /transcripts/"
+        "Error: sub-agent 'general-purpose' failed. What it did is in its transcript: /transcripts/"
     )
+    assert "Why: ValueError: model returned garbage." in failed.text
     assert "(thread 'default/task-b')" in failed.text
     assert messages[-1].content == "Carried on."
