@@ -170,8 +170,7 @@ class HostTree:
                     if last:
                         return folder, parts, name, False
                     if lenient:  # nothing below a missing name can be a link
-                        parts.extend(_lexical(name, pending))
-                        return folder, parts, None, False
+                        return folder, _lexically(parts, name, pending, virtual), None, False
                     if not create or isinstance(exc, NotADirectoryError):
                         raise
                     with suppress(FileExistsError):  # made meanwhile: look at it again
@@ -198,8 +197,7 @@ class HostTree:
                     return folder, parts, name, True
                 if not stat.S_ISDIR(found.st_mode):
                     if lenient:
-                        parts.extend(_lexical(name, pending))
-                        return folder, parts, None, False
+                        return folder, _lexically(parts, name, pending, virtual), None, False
                     if not create:
                         # Nothing is below a file: "not found", as on object stores, where
                         # a key below an object's name is just another missing key.
@@ -248,13 +246,23 @@ def _outside(virtual: str) -> UnsafePathError:
     )
 
 
-def _lexical(name: str, pending: deque[str]) -> list[str]:
-    """Names past the last one on disk, ``.`` and ``..`` applied as text (as ``realpath``)."""
-    names: list[str] = []
+def _lexically(parts: list[str], name: str, pending: deque[str], virtual: str) -> list[str]:
+    """:func:`_lexical`, or the error of a link that leads outside the root."""
+    names = _lexical(parts, name, pending)
+    if names is None:
+        raise _outside(virtual)
+    return names
+
+
+def _lexical(parts: list[str], name: str, pending: deque[str]) -> list[str] | None:
+    """``parts`` with the names past the last one on disk, ``.`` and ``..`` applied as text
+    (as ``realpath``); ``None`` when a ``..`` climbs above the root."""
+    names = list(parts)
     for part in (name, *pending):
         if part == "..":
-            if names:
-                names.pop()
+            if not names:
+                return None
+            names.pop()
         elif part not in ("", "."):
             names.append(part)
     return names

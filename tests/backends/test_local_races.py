@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from ctxfs import UnsafePathError, Workspace, WorkspaceError
@@ -192,6 +192,7 @@ def build(b: Box, shape: list[tuple[str, str]]) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shape=entries, path=virtual_paths)
+@example(shape=[("a", "b/../..")], path="/a")  # a link climbing out past a missing name
 def test_where_a_path_leads_is_what_realpath_says_when_nothing_moves(
     shape: list[tuple[str, str]], path: str
 ) -> None:
