@@ -101,6 +101,10 @@ _MARKS = r"\p{M}"
 # stand between it and a name, then the word that may be a name (checked by _tag_name: what
 # does not show dropped, NFKC, lookalike letters folded, any case), with the forms of "_"
 # and "-" that NFKC folds.
+_OPENERS = re.compile("[<\uff1c\ufe64\u02c2\u1438\u2039\u2329\u276e\u27e8\u3008]")
+"""The characters :func:`_opener` starts at."""
+
+
 @functools.cache
 def _opener() -> regex.Pattern[str]:
     import regex
@@ -166,6 +170,8 @@ def reading_form(text: str) -> str:
     """``text`` as a reader takes it in: invisible characters and combining marks dropped,
     compatibility forms (full-width, mathematical letters) folded (NFKC), case folded, and
     letters that look like Latin ones read as those."""
+    if text.isascii():  # no marks, no lookalikes, NFKC changes nothing: the common case
+        return _SKIPPED.sub("", text).lower()
     # Marks as typed go first (case folding turns some, the Greek ypogegrammeni, into
     # letters), then those inside precomposed letters (é). Lookalikes are folded before the
     # compatibility forms too, which turn some (lunate sigma "ϲ") into others.
@@ -209,6 +215,8 @@ def neutralize(text: str) -> str:
     >>> neutralize("List<String> and <div>")
     'List<String> and <div>'
     """
+    if _OPENERS.search(text) is None:  # no bracket at all: the regex engine is slower
+        return text
     written: str = _opener().sub(_tag_name, text)
     return written
 
