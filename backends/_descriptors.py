@@ -170,7 +170,10 @@ class HostTree:
                     if last:
                         return folder, parts, name, False
                     if lenient:  # nothing below a missing name can be a link
-                        return folder, _lexically(parts, name, pending, virtual), None, False
+                        rest = _past(name, pending)
+                        if rest is not None:  # names not on disk to the end
+                            return folder, [*parts, *rest], None, False
+                        continue  # a '..' climbed back onto the disk: walk on from here
                     if not create or isinstance(exc, NotADirectoryError):
                         raise
                     with suppress(FileExistsError):  # made meanwhile: look at it again
@@ -197,7 +200,10 @@ class HostTree:
                     return folder, parts, name, True
                 if not stat.S_ISDIR(found.st_mode):
                     if lenient:
-                        return folder, _lexically(parts, name, pending, virtual), None, False
+                        rest = _past(name, pending)
+                        if rest is not None:  # names not on disk to the end
+                            return folder, [*parts, *rest], None, False
+                        continue  # a '..' climbed back onto the disk: walk on from here
                     if not create:
                         # Nothing is below a file: "not found", as on object stores, where
                         # a key below an object's name is just another missing key.
@@ -246,23 +252,18 @@ def _outside(virtual: str) -> UnsafePathError:
     )
 
 
-def _lexically(parts: list[str], name: str, pending: deque[str], virtual: str) -> list[str]:
-    """:func:`_lexical`, or the error of a link that leads outside the root."""
-    names = _lexical(parts, name, pending)
-    if names is None:
-        raise _outside(virtual)
-    return names
-
-
-def _lexical(parts: list[str], name: str, pending: deque[str]) -> list[str] | None:
-    """``parts`` with the names past the last one on disk, ``.`` and ``..`` applied as text
-    (as ``realpath``); ``None`` when a ``..`` climbs above the root."""
-    names = list(parts)
-    for part in (name, *pending):
+def _past(name: str, pending: deque[str]) -> list[str] | None:
+    """The names from ``name`` (not a folder on disk) on, ``.`` and ``..`` among them applied
+    as text, as ``realpath`` does; ``None`` (with ``pending`` left at what follows) when a
+    ``..`` climbs back to the folder ``name`` is in: what follows is walked on disk again,
+    links and all."""
+    names = [name]
+    while pending:
+        part = pending.popleft()
         if part == "..":
+            names.pop()
             if not names:
                 return None
-            names.pop()
         elif part not in ("", "."):
             names.append(part)
     return names

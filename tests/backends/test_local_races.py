@@ -193,6 +193,7 @@ def build(b: Box, shape: list[tuple[str, str]]) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shape=entries, path=virtual_paths)
 @example(shape=[("a", "b/../..")], path="/a")  # a link climbing out past a missing name
+@example(shape=[("a/a", "c/../b"), ("a/b", "..")], path="/a/a")  # and back onto a link
 def test_where_a_path_leads_is_what_realpath_says_when_nothing_moves(
     shape: list[tuple[str, str]], path: str
 ) -> None:
