@@ -13,8 +13,8 @@ async drivers answer the prompts; nothing else differs between them.
 2. The summary (:mod:`ctxfs._summary._step`), only when the lossless steps left the request
    above the summary water mark or a summarization trigger still fires; the transcript is
    archived first, and if it cannot be, the input comes back unchanged.
-3. The lossless steps once more on the summarized history, so that compacting the result
-   again changes nothing.
+3. The lossless steps once more on the summarized history, chosen by its own count as the
+   next compaction would choose them, so that compacting the result again changes nothing.
 4. The result (:func:`compaction_result`), with a :class:`~ctxfs._events.ContextOverBudget`
    when the request is still over its limit, and a :class:`~ctxfs._events.PrefixChanged`
    pricing what the provider's cache gave up.
@@ -117,7 +117,6 @@ def escalate(
         inputs, cleared = lossless(
             means, original, thread_id, budget, extra, fixed.offered, counted, counts, calls
         )
-    steps = batch if compacting else lossless
     current, events = cleared.messages, [*inputs.events, *cleared.events]
     before, tokens = inputs.tokens_before, cleared.tokens_after
 
@@ -142,8 +141,8 @@ def escalate(
                 break
             current, tokens = reached.messages, reached.tokens_after
             events += reached.events
-            if tokens + extra <= budget.request_limit:
-                break  # it fits: a summary now could only cost more than it frees
+            # Weighed again as the next compaction would weigh it, from what is left now.
+            compacting = tokens + extra >= budget.high_water
         short = compacting and tokens + extra > budget.summary_water
         if not (short and enabled) and not budget.summary_fires(tokens + extra, len(current)):
             continue
@@ -170,7 +169,14 @@ def escalate(
         events += repaired
         if outcome.event is None:
             continue
-        again, final = steps(means, outcome.messages, thread_id, budget, extra, fixed.offered)
+        # As the next compaction would run them: a summary made on a messages trigger can
+        # leave the request above the high-water mark (its summary and pins added), and
+        # there the next compaction plans a batch, not only the explicit triggers.
+        settled = means.counter.count_messages(outcome.messages)
+        steps = batch if settled + extra >= budget.high_water else lossless
+        again, final = steps(
+            means, outcome.messages, thread_id, budget, extra, fixed.offered, settled
+        )
         events += [outcome.event, *again.events, *final.events]
         current, tokens = final.messages, final.tokens_after
     return result(current, events, tokens, why)

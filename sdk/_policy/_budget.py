@@ -116,8 +116,10 @@ class Budget(Generic[P]):
         summary = policy.summarization
         token_limit = summary.trigger.token_limit(window)
         capped = token_limit if summary.enabled else None
-        # the water marks: never above the summarization token trigger, the gap kept
-        own_high, own_low = policy.high_water.resolve(limit), policy.low_water.resolve(limit)
+        # the water marks: never above the request limit (a compaction fires before the
+        # provider would refuse the request) nor the summarization token trigger, gap kept
+        own_high = min(policy.high_water.resolve(limit), limit)
+        own_low = min(policy.low_water.resolve(limit), own_high)
         high = min(own_high, capped) if capped is not None else own_high
         low = own_low if high >= own_high else max(0, own_low * high // own_high)
         clearing = policy.clearing

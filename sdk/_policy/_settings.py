@@ -118,11 +118,11 @@ class ContextPolicy(_Settings):
             ``ls``) returns, as a share of the window or in tokens (default 20 % of the
             window); the tools page beyond it.
         high_water: When a compaction fires: the request reaching this many tokens, or this
-            share of :attr:`request_limit_tokens` (default 80 %; never above the
-            summarization token trigger). A compaction plans old tool inputs and old tool
-            results together, oldest first, down to ``low_water``, and applies them at once:
-            the prompt prefix a provider caches changes once, and between compactions the
-            history only grows at its end.
+            share of :attr:`request_limit_tokens` (default 80 %; never above the request
+            limit nor the summarization token trigger). A compaction plans old tool inputs
+            and old tool results together, oldest first, down to ``low_water``, and applies
+            them at once: the prompt prefix a provider caches changes once, and between
+            compactions the history only grows at its end.
         low_water: Where a compaction stops: this many tokens, or this share of
             :attr:`request_limit_tokens` (default 35 %). Only when the lossless steps cannot
             get the request down to it, and leave it above the halfway point between the
@@ -298,9 +298,9 @@ class ContextPolicy(_Settings):
     def high_water_tokens(self) -> int:
         """A compaction fires when the request reaches this many tokens.
 
-        :attr:`high_water` resolved against :attr:`request_limit_tokens`, and never above the
-        summarization token trigger (when summarization is on): the lossless steps are
-        always tried before a summary.
+        :attr:`high_water` resolved against :attr:`request_limit_tokens`, and never above
+        that limit nor the summarization token trigger (when summarization is on): the
+        lossless steps are always tried before a summary, and before a refusal.
         """
         return self.budget.high_water
 

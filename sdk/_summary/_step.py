@@ -27,6 +27,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from ctxfs._archive._segment import ArchiveSegment
 from ctxfs._archive._transcripts import ArchiveError, TranscriptArchive
 from ctxfs._errors import WorkspaceError
 from ctxfs._events import Summarized
@@ -35,7 +36,12 @@ from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._body import ModelAnswer, extractive_body, format_prompt, render_for_model
 from ctxfs._summary._cut import choose_cut, prefix_end, split_blocks
-from ctxfs._summary._message import build_summary_message, next_state, summary_state
+from ctxfs._summary._message import (
+    SummaryState,
+    build_summary_message,
+    next_state,
+    summary_state,
+)
 from ctxfs._summary._pins import (
     Candidate,
     Earlier,
@@ -172,6 +178,53 @@ def summarize_steps(
     try:
         # read once; write_segment and commit share it
         index = archive.recent(expected=previous.transcripts if previous else ())
+    except ArchiveError as exc:
+        return SummaryOutcome(messages=current, failed=str(exc), repairs=archive.repairs)
+
+    def assemble(summary: BaseMessage, segment: str, segment_start: int) -> list[BaseMessage]:
+        """The summarized history: ``summary``, what it puts back, the recent window."""
+        in_view = _in_view(
+            budget,
+            counter,
+            thread_id=thread_id,
+            dropped=dropped,
+            earlier=earlier,
+            first_index=first_index,
+            segment=segment,
+            segment_start=segment_start,
+            always=fixed + sum(counts[:system_end]) + counter.count_message(summary),
+            kept=sum(counts[cut:]),
+            free_messages=_free_messages(message_room, len(current) - cut, cut - system_end - 1),
+            room_messages=_room_left(message_room, len(current) - cut),
+            plan=plan,
+            notes=notes,
+            read_segment=lambda path: _archived(archive, path),
+        )
+        return [*current[:system_end], summary, *in_view, *current[cut:]]
+
+    if not asked and settings.model is None:
+        # Without a model the summary is known before anything is archived: one that cannot
+        # help is not made. Folded into a previous summary and fired by tokens, it must make
+        # the request smaller (or each compaction would fold in a little more only to hold
+        # the request higher; a first one is weighed above, its pins being what it is for);
+        # fired by any trigger, it must not leave the request over its limit and no smaller.
+        would_be = counter.count_messages(
+            _prospect(archive, index, thread_id, previous, dropped, first_index, assemble)
+        )
+        now = sum(counts)
+        by_tokens = previous is not None and not budget.summary_fires(0, len(current))
+        beyond = would_be + fixed > budget.request_limit and would_be >= now
+        if (by_tokens and would_be >= now) or beyond:
+            return SummaryOutcome(
+                messages=current,
+                why_not=(
+                    f"{sum(counts[start:cut]):,} tokens lie outside the protected recent window "
+                    f"(keep {settings.keep.describe()}); summarized, the request would hold "
+                    f"{would_be + fixed:,} tokens, against {now + fixed:,} now"
+                    + (f" and a limit of {budget.request_limit:,}" if beyond else "")
+                ),
+            )
+    try:
         segment, committed = archive.write_segment(
             dropped, start=first_index, tokens=sum(counts[start:cut]), committed=index
         )
@@ -243,24 +296,7 @@ def summarize_steps(
         if isinstance(recorded, HumanMessage) and recorded.id == message_id:
             summary = recorded  # committed first by an earlier run or a twin writer
 
-    in_view = _in_view(
-        budget,
-        counter,
-        thread_id=thread_id,
-        dropped=dropped,
-        earlier=earlier,
-        first_index=first_index,
-        segment=segment.jsonl_path,
-        segment_start=segment.start,
-        always=fixed + sum(counts[:system_end]) + counter.count_message(summary),
-        kept=sum(counts[cut:]),
-        free_messages=_free_messages(message_room, len(current) - cut, cut - system_end - 1),
-        room_messages=_room_left(message_room, len(current) - cut),
-        plan=plan,
-        notes=notes,
-        read_segment=lambda path: _archived(archive, path),
-    )
-    summarized = [*current[:system_end], summary, *in_view, *current[cut:]]
+    summarized = assemble(summary, segment.jsonl_path, segment.start)
     after = counter.count_messages(summarized)
     event = Summarized(
         segment_paths=(segment.jsonl_path, segment.markdown_path),
@@ -277,6 +313,37 @@ def summarize_steps(
         system = [*counts[:system_end], fixed]
         over = _why_over(budget, system, counter.count_message(summary), counts[cut:])
     return SummaryOutcome(messages=summarized, event=event, why_not=over, repairs=archive.repairs)
+
+
+def _prospect(
+    archive: TranscriptArchive,
+    index: Sequence[ArchiveSegment],
+    thread_id: str,
+    previous: SummaryState | None,
+    dropped: Sequence[BaseMessage],
+    first_index: int,
+    assemble: Callable[[BaseMessage, str, int], list[BaseMessage]],
+) -> list[BaseMessage]:
+    """The history an extractive summary of ``dropped`` would leave, built before anything
+    is archived: its segment takes the next free number (as it does unless a writer races)."""
+    number = max((s.number for s in index), default=0) + 1
+    jsonl_path, markdown_path = archive.segment_paths(number)
+    extract = extractive_body(dropped, first_index=first_index, previous=previous)
+    summary = build_summary_message(
+        body=extract,
+        message_id=summary_message_id(thread_id, number),
+        state=next_state(
+            previous,
+            dropped,
+            next_index=first_index + len(dropped),
+            transcript=markdown_path,
+            intent=extract[0],
+        ),
+        first_index=first_index,
+        transcript_dir=archive.directory,
+        source="extractive",
+    )
+    return assemble(summary, jsonl_path, first_index)
 
 
 def _least_cost(
