@@ -4,7 +4,8 @@ A summary paraphrases; the archive keeps every message byte-exact. These two too
 model find its way back into it without knowing file names:
 
 - ``history_search`` ranks the archived messages of the thread (the transcript segments'
-  JSONL files) and its offloaded files (``/tool_results/``, ``/tool_inputs/``) by keyword
+  JSONL files) and its offloaded files (``/tool_results/``, ``/tool_inputs/``, and the
+  message texts moved out of a request that could not fit) by keyword
   relevance (BM25 over words) and returns the matching lines, each with where it is: the
   segment, the message in it, the line in that message (or the file and line).
 - ``history_read`` returns a page of one archived message, its lines numbered as the search
@@ -166,7 +167,8 @@ def _documents(
         if root.startswith(TRANSCRIPTS_DIR):
             notes += _missing_segments(paths, keep, expected)
         for path in paths:
-            transcript = root.startswith(TRANSCRIPTS_DIR)
+            # a message's text moved out of a request that could not fit is a plain file
+            transcript = root.startswith(TRANSCRIPTS_DIR) and not _MOVED_TEXT.fullmatch(path)
             if transcript and not path.endswith(".jsonl"):
                 continue  # the Markdown twins and the index say the same again
             if transcript and keep is not None and path not in keep:
@@ -200,6 +202,10 @@ def _documents(
             else:
                 text = data.decode("utf-8", errors="replace")
                 yield _Document(path, None, "", tuple(text_lines(text)))
+
+
+_MOVED_TEXT: Final = re.compile(rf"{re.escape(TRANSCRIPTS_DIR)}/[^/]+/messages/[^/]+")
+"""Where :mod:`ctxfs._pointers._moved` saves a message's text (see :mod:`ctxfs._layout`)."""
 
 
 def _missing_segments(
@@ -308,7 +314,8 @@ class HistoryReadArgs(ToolArgs):
 
 _SEARCH: Final = (
     "Search what earlier parts of this conversation said, byte-exact: the archived messages "
-    "that a summary replaced, and long tool results and inputs that were saved to files. "
+    "that a summary replaced, and long tool results, tool inputs and messages that were "
+    "saved to files. "
     "Ranked by keyword relevance. Each hit names the segment and message (open it with "
     "history_read) or the file and line (open it with {read_file} from offset=line-1)."
 )

@@ -35,6 +35,7 @@ from ctxfs._pointers._moved import MovedText, moved_texts, point_moved
 from ctxfs._pointers._pointer import Pointer, input_pointers, point_input
 from ctxfs._replay._recovery import check_recovery, restore_messages
 from ctxfs._replay._run import ReplayResult
+from ctxfs.tools._history import search_history
 
 LIMIT_WINDOW = 4_000
 
@@ -116,6 +117,10 @@ def test_a_pasted_log_in_the_latest_user_message_goes_to_a_file() -> None:
     assert log.splitlines()[0] in pointer  # its first lines quoted, never a paraphrase
     segments = [p for p in _files(engine.workspace) if p.endswith(".jsonl")]
     assert not segments  # no transcript archived for a summary that could not help
+    # history_search finds it in the moved text, by file and line, as in any offloaded file
+    wanted = log.splitlines()[1234]
+    hits = search_history(engine.workspace, wanted, thread_id="t")
+    assert (hits[0].path, hits[0].line, hits[0].text) == (path, 1235, wanted)
 
 
 def test_a_long_answer_of_the_model_goes_to_a_file_with_summarization_off() -> None:
