@@ -12,7 +12,10 @@ its report. A missing or broken installation fails the tests that need it: they 
 
 from __future__ import annotations
 
+import fcntl
+import grp
 import os
+import pwd
 import shutil
 import subprocess
 import tempfile
@@ -61,18 +64,37 @@ def _run_as() -> list[str]:
     must be able to read the binaries where the virtual environment put them."""
     if os.geteuid() != 0:
         return []
-    from pgserver.utils import (
-        ensure_folder_permissions,
-        ensure_prefix_permissions,
-        ensure_user_exists,
-    )
+    from pgserver.utils import ensure_folder_permissions, ensure_prefix_permissions
 
-    ensure_user_exists("pgserver")
+    _ensure_user("pgserver")
     bindir = _bin_dir()
     ensure_prefix_permissions(bindir)
     ensure_folder_permissions(bindir, 0o055)
     ensure_folder_permissions(bindir.parent / "lib", 0o044)
     return ["runuser", "-u", "pgserver", "--"]
+
+
+def _ensure_user(name: str) -> None:
+    """Makes the system user ``name`` once, whichever xdist worker (or other test run on the
+    machine) asks first: two ``useradd`` at once leave a half-made user behind (its group and
+    shadow entry but no ``passwd`` line), which the next ``useradd`` refuses."""
+    lock_path = Path(tempfile.gettempdir()) / f"ctxfs-useradd-{name}.lock"
+    with lock_path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        try:
+            pwd.getpwnam(name)
+            return
+        except KeyError:
+            pass
+        command = ["useradd", "-s", "/bin/bash"]
+        try:
+            grp.getgrnam(name)
+            command += ["-g", name]  # a group left by a half-made user: join it
+        except KeyError:
+            pass
+        done = subprocess.run([*command, name], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            pytest.fail(f"could not make the user {name} to run PostgreSQL as: {done.stderr}")
 
 
 @pytest.fixture(scope="session")
