@@ -5,6 +5,12 @@ the messages of one request without touching the graph state (LangChain's
 ``ContextEditingMiddleware`` clears old tool results that way, on a deep copy). ctxfs compacts
 the state's own messages, so what it archives and writes back is what the thread holds, and
 the model is sent that compacted state with the edit laid over it: see :func:`with_edits`.
+
+One edit is LangChain's own and is written to the state: ``create_agent`` answers a tool call
+whose arguments were malformed (an ``invalid_tool_calls`` entry without a result) with an
+error result, and its model node then writes the whole state again, the repaired list before
+the answer after a ``RemoveMessage(REMOVE_ALL_MESSAGES)``. See :func:`repaired_state` and
+:func:`with_repairs`.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from langchain_core.messages import BaseMessage
 
 from ctxfs._messages import same_objects
 
-__all__ = ["added_tokens", "state_messages", "with_edits"]
+__all__ = ["added_tokens", "repaired_state", "state_messages", "with_edits", "with_repairs"]
 
 
 def state_messages(request: Sequence[BaseMessage], state: object) -> Sequence[BaseMessage] | None:
@@ -102,3 +108,45 @@ def added_tokens(
         elif message is not original:
             added += max(0, count(message) - count(original))
     return added
+
+
+def repaired_state(state: Sequence[BaseMessage]) -> list[BaseMessage] | None:
+    """The state as ``create_agent``'s model node writes it back before its answer, when it
+    answers botched tool calls with error results; ``None`` when it writes only the answer.
+
+    What the node writes then replaces the whole state (a remove-all first), so a change
+    written by id in the same update (a replacement, a ``RemoveMessage``) is no longer
+    applied by the reducer but kept as a message: a compaction must be written as a rebuild
+    of its own (:func:`with_repairs`), which comes after it and so wins.
+    """
+    try:
+        from langchain.agents.factory import _patch_invalid_tool_calls
+    except ImportError:  # pragma: no cover - a LangChain that does not repair
+        return None
+    repaired: list[BaseMessage] = _patch_invalid_tool_calls(state)
+    return None if repaired == list(state) else repaired
+
+
+def with_repairs(
+    compacted: Sequence[BaseMessage],
+    repaired: Sequence[BaseMessage],
+    state: Sequence[BaseMessage],
+) -> list[BaseMessage]:
+    """``compacted`` (what ctxfs made of ``state``) with the messages ``repaired`` adds to
+    ``state`` (LangChain's error results), each right after the message it follows there
+    (its call), as LangChain puts it; one whose call was archived is left out, as LangChain
+    leaves out a result for a call that is not there."""
+    held = {id(message) for message in state}
+    following: dict[str | None, list[BaseMessage]] = {}
+    anchor: str | None = None
+    for message in repaired:
+        if id(message) in held:
+            anchor = message.id
+        elif anchor is not None:
+            following.setdefault(anchor, []).append(message)
+    out: list[BaseMessage] = []
+    for message in compacted:
+        out.append(message)
+        if message.id is not None:
+            out += following.pop(message.id, [])
+    return out

@@ -52,7 +52,13 @@ from ctxfs.integrations._on_request import (
     history_tools,
     is_compact_tool,
 )
-from ctxfs.integrations._request_edits import added_tokens, state_messages, with_edits
+from ctxfs.integrations._request_edits import (
+    added_tokens,
+    repaired_state,
+    state_messages,
+    with_edits,
+    with_repairs,
+)
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS
 
 try:
@@ -69,7 +75,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "ctxfs.integrations.langchain needs LangChain 1.x: pip install 'ctxfs[langchain]'"
     ) from exc
 
-from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    RemoveMessage,
+    ToolMessage,
+)
 from langchain_core.tools import BaseTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
@@ -124,7 +136,9 @@ def _persisted(
     ``before`` is what was compacted: the state's messages, also when a middleware outside
     this one edited them for this request only (its edit must not become the state). Nothing
     is written when they are not the state's (a state message without an id or sharing one,
-    so that the edit could not be told apart).
+    so that the edit could not be told apart). On a turn where ``create_agent`` answers
+    botched tool calls with error results (and so writes the whole state again), the change
+    is a rebuild too, with those results after their calls.
     """
     state = request.state.get("messages") if isinstance(request.state, dict) else None
     if state is None or not same_objects(before, state):
@@ -139,6 +153,13 @@ def _persisted(
     else:
         answer = response if isinstance(response, ModelResponse) else ModelResponse([response])
     changes = update["messages"]
+    botched = any(isinstance(m, AIMessage) and m.invalid_tool_calls for m in state)
+    repaired = repaired_state(state) if botched else None
+    if repaired is not None:
+        # the node writes the repaired state after a remove-all: rebuild after it, with its
+        # error results in place
+        kept = with_repairs(result.messages, repaired, state)
+        changes = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]
     rebuilt = isinstance(changes[0], RemoveMessage) and changes[0].id == REMOVE_ALL_MESSAGES
     messages = [*changes, *answer.result] if rebuilt else [*answer.result, *changes]
     written = dataclasses.replace(answer, result=messages)
