@@ -101,7 +101,8 @@ def message_text_parts(message: BaseMessage) -> list[str]:
         ``reasoning``, a block of a type ctxfs does not know...; a ``tool_use`` block of a
         call the message also lists as a tool call is that call, counted once), then
         ``name`` and compact JSON arguments of every tool call (and name and raw arguments
-        of every invalid tool call).
+        of every invalid tool call, and of OpenAI's legacy ``function_call`` in
+        ``additional_kwargs``).
     """
     from ctxfs._messages import text_blocks
 
@@ -127,6 +128,14 @@ def message_text_parts(message: BaseMessage) -> list[str]:
         for bad in message.invalid_tool_calls:
             parts.append(bad.get("name") or "")
             parts.append(bad.get("args") or "")
+        legacy = message.additional_kwargs.get("function_call")
+        if isinstance(legacy, dict):  # OpenAI's legacy function call, sent as it is
+            name, arguments = legacy.get("name"), legacy.get("arguments")
+            parts.append(name if isinstance(name, str) else "")
+            if arguments is None or isinstance(arguments, str):
+                parts.append(arguments or "")
+            else:
+                parts.append(_compact_json(arguments))
     return parts
 
 
@@ -149,15 +158,17 @@ def _fingerprint(message: BaseMessage) -> object:
     content = message.content
     snapshot: object = content if type(content) is str else tuple(content)
     # isinstance, not getattr: a missing attribute on a pydantic model is slow to report.
-    if not isinstance(message, _AI or _ai_message()) or not (
-        message.tool_calls or message.invalid_tool_calls
-    ):
-        return snapshot  # the common case: no tuple to build
+    if not isinstance(message, _AI or _ai_message()):
+        return snapshot
     calls, invalid = message.tool_calls, message.invalid_tool_calls
+    legacy = message.additional_kwargs.get("function_call")
+    if not (calls or invalid or legacy):
+        return snapshot  # the common case: no tuple to build
     return (
         snapshot,
         tuple((c, c["name"], tuple(c["args"].values())) for c in calls),
         tuple(invalid) if invalid else None,
+        tuple(legacy.values()) if isinstance(legacy, dict) else legacy,
     )
 
 
@@ -177,7 +188,7 @@ def _snapshot(message: BaseMessage, tokens: int) -> _Snapshot:
     if isinstance(message, _AI or _ai_message()):
         try:
             calls = copy.deepcopy(message.tool_calls)
-            invalid = copy.deepcopy(message.invalid_tool_calls)
+            invalid = copy.deepcopy(_invalid_calls(message))
         except RecursionError:
             # Arguments nested too deep to copy: a snapshot no message equals, so this
             # message is counted again at each call rather than trusted unchanged.
@@ -191,8 +202,15 @@ def _snapshot_matches(message: BaseMessage, snapshot: _Snapshot) -> bool:
         return False
     if calls is not None:
         assert isinstance(message, _AI or _ai_message())  # the snapshot's type is the message's
-        return message.tool_calls == calls and message.invalid_tool_calls == invalid
+        return message.tool_calls == calls and _invalid_calls(message) == invalid
     return True
+
+
+def _invalid_calls(message: AIMessage) -> object:
+    """The calls of ``message`` outside its tool calls that it is counted on: its invalid
+    ones, and OpenAI's legacy ``function_call`` with them when it has one."""
+    legacy = message.additional_kwargs.get("function_call")
+    return message.invalid_tool_calls if legacy is None else (message.invalid_tool_calls, legacy)
 
 
 class _MessageCache:

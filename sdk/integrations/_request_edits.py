@@ -16,6 +16,7 @@ the answer after a ``RemoveMessage(REMOVE_ALL_MESSAGES)``. See :func:`repaired_s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
 
@@ -123,7 +124,7 @@ def repaired_state(state: Sequence[BaseMessage]) -> list[BaseMessage] | None:
         from langchain.agents.factory import _patch_invalid_tool_calls
     except ImportError:  # pragma: no cover - a LangChain that does not repair
         return None
-    repaired: list[BaseMessage] = _patch_invalid_tool_calls(state)
+    repaired: list[BaseMessage] = list(_patch_invalid_tool_calls(cast(Any, state)))
     return None if repaired == list(state) else repaired
 
 

@@ -152,7 +152,7 @@ def _persisted(
         answer: ModelResponse[Any] = response.model_response
     else:
         answer = response if isinstance(response, ModelResponse) else ModelResponse([response])
-    changes = update["messages"]
+    changes: list[BaseMessage] = list(update["messages"])
     botched = any(isinstance(m, AIMessage) and m.invalid_tool_calls for m in state)
     repaired = repaired_state(state) if botched else None
     if repaired is not None:

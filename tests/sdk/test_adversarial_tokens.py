@@ -132,3 +132,20 @@ def test_an_edit_inside_a_tool_argument_is_counted() -> None:
     counter.count_messages(history)
     history[0].tool_calls[0]["args"]["a"]["b"] = "y " * 100  # type: ignore[attr-defined]
     assert counter.count_messages(history) == TiktokenCounter().count_messages(history)
+
+
+def test_openai_s_legacy_function_call_is_counted_and_an_edit_to_it_seen() -> None:
+    # LangChain's OpenAI integration keeps a legacy function call in additional_kwargs and
+    # sends it as it is: 5,000 words of arguments are in the request, not 4 tokens.
+    arguments = '{"text": "' + "word " * 5_000 + '"}'
+    call = {"name": "run", "arguments": arguments}
+    message = AIMessage("", additional_kwargs={"function_call": call}, id="a")
+    counter = TiktokenCounter()
+    bare = counter.count_message(AIMessage("", id="b"))
+    assert counter.count_message(message) >= bare + 5_000
+    history: list[BaseMessage] = [HumanMessage("go", id="h"), message]
+    total = counter.count_messages(history)
+    # a message of the same id and content but other arguments is counted anew
+    shorter = AIMessage("", additional_kwargs={"function_call": {"name": "run"}}, id="a")
+    assert counter.count_messages([history[0], shorter]) < total - 5_000
+    assert counter.count_message(shorter) == TiktokenCounter().count_message(shorter)
