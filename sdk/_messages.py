@@ -37,6 +37,7 @@ __all__ = [
     "NUL_STAND_INS",
     "LayoutEntry",
     "Pairing",
+    "malformed_content",
     "message_text",
     "offloadable_text",
     "pair_results",
@@ -290,6 +291,35 @@ class Pairing:
     calls: Mapping[int, tuple[int, Mapping[str, Any]]]
     unanswered: tuple[tuple[int, str], ...]
     orphans: tuple[int, ...]
+
+
+def malformed_content(messages: Sequence[object]) -> str | None:
+    """What is wrong with the first message whose content LangChain's own constructors would
+    have refused (``model_construct`` skips them): neither a string nor a list of strings and
+    block dicts. ``None`` when every message is well formed."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, BaseMessage):
+            return f"messages[{index}] is a {type(message).__name__}, not a LangChain message"
+        content = message.content
+        if isinstance(content, str):
+            continue
+        if not isinstance(content, list):
+            odd: str | None = f"of type {type(content).__name__}"
+        else:
+            odd = next(
+                (
+                    f"that is a list holding a {type(block).__name__}"
+                    for block in content
+                    if not isinstance(block, str | dict)
+                ),
+                None,
+            )
+        if odd is not None:
+            return (
+                f"messages[{index}] ({message.type}, id {message.id!r}) has content {odd}; "
+                "a message's content is a string or a list of strings and block dicts"
+            )
+    return None
 
 
 def same_objects(a: Sequence[object], b: Sequence[object]) -> bool:

@@ -42,6 +42,7 @@ from ctxfs._compaction._openai import OpenAIMessages, OpenAIMethods
 from ctxfs._compaction._request import Fixed, RequestParts, Tool, budget_for_window
 from ctxfs._compaction._results import ResultMethods
 from ctxfs._events import CompactionResult
+from ctxfs._messages import malformed_content
 from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._body import ModelAnswer, acall_model, call_model
@@ -184,7 +185,9 @@ class ContextEngine(ResultMethods, InputMethods, ClearingMethods, OpenAIMethods)
             reached (and if not, why).
 
         Raises:
-            ValueError: The policy has no window and the model gives none.
+            ValueError: The policy has no window and the model gives none; or a message's
+                content is neither a string nor a list of strings and block dicts (one made
+                with ``model_construct``, which skips LangChain's checks).
         """
         return self._drive(
             self._steps(
@@ -354,4 +357,10 @@ class ContextEngine(ResultMethods, InputMethods, ClearingMethods, OpenAIMethods)
             at_least=least,
             asked=force or now,
         )
-        return (yield from steps)
+        try:
+            return (yield from steps)
+        except (TypeError, AttributeError) as exc:
+            malformed = malformed_content(messages)
+            if malformed is None:
+                raise
+            raise ValueError(malformed) from exc

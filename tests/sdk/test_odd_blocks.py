@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxfs import (
     ContextEngine,
@@ -112,3 +112,19 @@ def test_every_json_content_is_saved_and_laid_out_again_exactly(
     text = saved_text(content)
     assert text is not None
     assert restore_text(text, text_layout(content)) == content
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(None, "of type NoneType"), ([["x"]], "a list holding a list"), (7, "of type int")],
+)
+def test_content_langchain_would_refuse_is_a_clear_error_naming_the_message(
+    content: object, said: str
+) -> None:
+    # model_construct skips LangChain's checks; compaction used to fail deep inside the
+    # token counter with "'NoneType' object is not iterable"
+    engine = ContextEngine(Workspace("memory://odd-content"), ContextPolicy(max_input_tokens=4_000))
+    odd = HumanMessage.model_construct(content=content, id="u1", type="human")
+    history = [SystemMessage("s", id="s"), odd, AIMessage("x", id="a")]
+    with pytest.raises(ValueError, match=rf"messages\[1\] \(human, id 'u1'\) has content .*{said}"):
+        engine.compact(history, thread_id="t")
