@@ -480,3 +480,29 @@ def test_a_stdout_closed_before_the_start_is_one_line_and_nothing_done(
     assert status == 2
     assert err == f"ctxfs {argv[0]}: standard output is closed; nothing was done\n"
     assert sorted(p.name for p in root.rglob("*")) == before
+
+
+@pytest.mark.parametrize("window", ["1000", "1"])
+def test_a_demo_window_too_small_for_its_settings_is_refused_before_anything_is_written(
+    window: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the demo's policy was built after the workspace was filled, and its validation error
+    # came out as a defect of ctxfs (exit status 70)
+    folder = tmp_path / "ws"
+    argv = ["demo", "--workspace", str(folder), "--create", "--no-live"]
+    assert main([*argv, "--max-input-tokens", window]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ctxfs demo: --max-input-tokens {window} does not fit the demo's ")
+    assert "tool_results.threshold (tokens=1500) is larger than max_input_tokens" in err
+    assert err.count("\n") == 1
+    assert not folder.exists()
+
+
+@pytest.mark.parametrize("window", ["0", "-5", "many"])
+def test_a_demo_window_that_is_no_positive_number_is_a_usage_error(
+    window: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--workspace", str(tmp_path), "--no-live", "--max-input-tokens", window])
+    assert exited.value.code == 2
+    assert "argument --max-input-tokens: " in capsys.readouterr().err

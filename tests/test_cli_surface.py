@@ -183,6 +183,41 @@ def test_a_file_given_as_the_workspace_is_no_such_folder(
     assert file.read_text() == "not a folder"
 
 
+@pytest.mark.parametrize("words", WITH_WORKSPACE, ids=" ".join)
+@pytest.mark.parametrize("bad", ["a\x00b", "a\ud800b"], ids=["nul", "lone-surrogate"])
+def test_a_word_no_command_can_take_is_refused_by_its_position(
+    words: tuple[str, ...], bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # main(argv) from Python can pass what a shell cannot: a NUL reached open() in replay
+    # ('embedded null byte') and was reported as a defect of ctxfs, exit status 70
+    argv = _argv(words, str(tmp_path / "ws"), tmp_path)
+    assert argv is not None
+    for position in range(len(words), len(argv)):
+        hostile = [*argv[:position], bad, *argv[position + 1 :]]
+        assert main(hostile) == 2, hostile
+        err = capsys.readouterr().err
+        what = "holds a NUL character" if "\x00" in bad else "is not valid text"
+        assert err.startswith(f"ctxfs {words[0]}: argument {position + 1} {what}"), err
+        assert err.count("\n") == 1
+    assert not (tmp_path / "ws").exists()
+
+
+def test_a_file_name_that_is_not_utf8_prints_on_a_strict_stdout(tmp_path: Path) -> None:
+    # In most UTF-8 locales stdout encodes strictly; a name's non-UTF-8 byte reaches Python
+    # as a lone surrogate, which replay printed in its header: exit status 70, no report
+    trace = os.fsencode(tmp_path) + b"/run\xff.jsonl"
+    with open(trace, "w") as f:
+        f.write("\n".join(json.dumps(r) for r in TRACE) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxfs", "replay", trace, "--max-input-tokens", "4000",
+         "--workspace", str(tmp_path), "--plain"],
+        capture_output=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"},
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert b"/run\\udcff.jsonl: 2 messages" in done.stdout
+
+
 def test_mcp_serve_makes_the_folder_only_with_create(tmp_path: Path) -> None:
     folder = tmp_path / "new" / "ws"
     argv = ["mcp", "serve", str(folder), "--create", "--max-output-tokens", "5"]

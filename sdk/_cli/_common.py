@@ -16,6 +16,8 @@ import select
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from ctxfs._workspace._workspace import Workspace
 
 __all__ = [
@@ -28,9 +30,11 @@ __all__ = [
     "add_storage_arguments",
     "check_folder",
     "open_workspace",
+    "positive_int",
     "raw_stream",
     "storage_options",
     "terminal_safe",
+    "validation_text",
     "write_all",
     "write_file_bytes",
 ]
@@ -130,6 +134,31 @@ def _nested(options: dict[str, Any], parents: list[str], flag: str) -> dict[str,
     return target
 
 
+def positive_int(text: str) -> int:
+    """An option's whole number above zero (``_`` separators allowed), for ``type=``.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not a whole number, or not above zero.
+    """
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def validation_text(exc: ValidationError) -> str:
+    """The problems of settings that did not validate, on one line: ``where: what; ...``."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
+
+
 def open_workspace(
     url: str,
     storage: argparse.Namespace | str | None,
@@ -204,7 +233,8 @@ def check_folder(url: str, storage: argparse.Namespace, *, must_exist: bool = Tr
 # What a terminal would act on rather than show: C0 controls (ESC starts colour, cursor and
 # title sequences; CR overwrites a line; BS erases), DEL, C1 controls (CSI, OSC as single
 # bytes) and the bidirectional overrides that reorder what a line seems to say. Tab and
-# newline are kept.
+# newline are kept. Lone surrogates too (an argument's bytes that are not UTF-8 decode to
+# them): a stdout that encodes strictly, as in most UTF-8 locales, cannot write one.
 _UNSAFE = [
     *(c for c in range(0x20) if c not in (0x09, 0x0A)),
     *range(0x7F, 0xA0),
@@ -213,6 +243,7 @@ _UNSAFE = [
     0x200F,
     *range(0x202A, 0x202F),
     *range(0x2066, 0x206A),
+    *range(0xD800, 0xE000),
 ]
 _SAFE_TABLE = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _UNSAFE}
 

@@ -15,7 +15,7 @@ Every failure is one line on stderr (``ctxfs <command>: <what went wrong>``) and
 exit status, never a traceback:
 
 - ``0``: done; ``1``: ``grep`` or ``memory search`` found nothing, or ``session resume``
-  halted on an invalid stage output.
+  halted on an invalid stage output (or a stage's agent raised).
 - ``2``: an error in what was asked (arguments, a trace or policy file, the workspace or its
   storage), or a usage error reported by the argument parser.
 - ``70``: an internal error, a defect of ctxfs (the line names the exception; please report
@@ -50,7 +50,9 @@ from ctxfs._cli._common import (
     WholeWrites,
     add_storage_arguments,
     check_folder,
+    positive_int,
     storage_options,
+    validation_text,
 )
 
 __all__ = ["COMMANDS", "EXIT_BROKEN_PIPE", "EXIT_INTERNAL", "build_parser", "main"]
@@ -168,7 +170,7 @@ def add_demo_parser(commands: Any) -> None:
     demo.add_argument("--thread-id", default="demo", help="conversation id (default: demo)")
     demo.add_argument(
         "--max-input-tokens",
-        type=int,
+        type=positive_int,
         default=12_000,
         metavar="N",
         help="the context budget (default: 12000)",
@@ -180,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     words = list(sys.argv[1:] if argv is None else argv)
     try:
+        _check_words(words)
         args = _parse(words)
     except Exception as exc:  # an argument's check that failed in a way it did not expect
         stream = TerminalText(sys.stderr if sys.stderr is not None else io.StringIO())
@@ -207,6 +210,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         status, message = _classify(exc)
         _fail(args.command, message, err)
         return status
+
+
+def _check_words(words: list[str]) -> None:
+    """Refuses a word no command can take: a NUL character (no file name, workspace path or
+    id holds one) or a lone surrogate the file system cannot encode (one that did not come
+    from the bytes of a command line, which decode to encodable ones).
+
+    Raises:
+        CliError: Naming the word by its position.
+    """
+    for position, word in enumerate(words, 1):
+        if "\0" in word:
+            raise CliError(f"argument {position} holds a NUL character; remove it")
+        try:
+            os.fsencode(word)
+        except UnicodeError:
+            raise CliError(
+                f"argument {position} is not valid text (a lone surrogate); use plain text"
+            ) from None
 
 
 def _parse(words: list[str]) -> argparse.Namespace:
@@ -261,8 +283,17 @@ def _one_line(text: str, limit: int = 1_000) -> str:
 
 
 def _demo(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from ctxfs.demo import DemoOptions, run_demo
+    from pydantic import ValidationError
 
+    from ctxfs.demo import DemoOptions, demo_policy, run_demo
+
+    try:  # before the workspace is made or filled
+        demo_policy(args.max_input_tokens)
+    except ValidationError as exc:
+        raise CliError(
+            f"--max-input-tokens {args.max_input_tokens} does not fit the demo's settings: "
+            f"{validation_text(exc)}"
+        ) from None
     if args.workspace:
         check_folder(args.workspace, args, must_exist=False)
     live = not args.no_live and out.isatty()

@@ -22,7 +22,15 @@ from langchain_core.messages import AIMessage
 from pydantic import ValidationError
 
 from ctxfs._archive._transcripts import thread_transcript_dir
-from ctxfs._cli._common import CREATE_HELP, CliError, open_workspace, raw_stream, terminal_safe
+from ctxfs._cli._common import (
+    CREATE_HELP,
+    CliError,
+    open_workspace,
+    positive_int,
+    raw_stream,
+    terminal_safe,
+    validation_text,
+)
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._events import ContextEvent, Summarized, describe_event
 from ctxfs._json import JsonDepthError, loads_bounded
@@ -70,7 +78,7 @@ def add_replay_parser(commands: Any) -> None:
     parser.add_argument("trace", metavar="TRACE.jsonl", help="the trace: one message per line")
     parser.add_argument(
         "--max-input-tokens",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="the model's context window (required unless the policy file sets it)",
     )
@@ -104,16 +112,6 @@ def add_replay_parser(commands: Any) -> None:
         "--plain", action="store_true", help="plain text even on a terminal with rich installed"
     )
     parser.set_defaults(handler=run_replay)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
 
 
 def run_replay(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -169,7 +167,7 @@ def load_policy(path: str | None, max_input_tokens: int | None) -> ContextPolicy
         return ContextPolicy.model_validate(data)
     except ValidationError as exc:
         source = f"the policy in {path}" if path else "the policy"
-        raise CliError(f"{source} is invalid: {_validation_text(exc)}") from None
+        raise CliError(f"{source} is invalid: {validation_text(exc)}") from None
 
 
 def _read_settings(path: str) -> dict[str, Any]:
@@ -200,15 +198,6 @@ def _read_settings(path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise CliError(f"policy file {path}: expected an object of ContextPolicy settings")
     return data
-
-
-def _validation_text(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        problems.append(f"{where}: {message}" if where else message)
-    return "; ".join(problems)
 
 
 # -- events ---------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
 needs the workflow's stages, which are code: ``--workflow FILE.py:NAME`` (or
 ``module:NAME``) names a function that takes the :class:`~ctxfs.Workspace` and returns the
 :class:`~ctxfs.workflows.Workflow`. Exit status: ``0`` completed (or shown), ``1`` halted on an
-invalid stage output (the record is printed), ``2`` an error.
+invalid stage output or stopped by a stage's agent that raised (the record is printed; the
+state file holds it), ``2`` an error, the workflow's own code that fails to load or to build
+the workflow included (its exception is named, never reported as a defect of ctxfs).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from ctxfs.workflows._state import WorkflowState
 __all__ = ["EXIT_HALTED", "add_session_parser", "describe"]
 
 EXIT_HALTED = 1
-"""Exit status of ``resume`` when the workflow halted on an invalid stage output."""
+"""Exit status of ``resume`` when the workflow halted on an invalid stage output, or a
+stage's agent raised."""
 
 _SESSION = (
     "Staged workflows keep their state in /sessions/<workflow id>.json of their workspace. "
@@ -42,7 +45,7 @@ _RESUME = (
     "returns the Workflow, e.g. --workflow examples/workflow_research.py:build_workflow. A "
     "halted workflow's recorded output (fixed by hand in the state file's halt.raw_output) is "
     "validated again; --retry runs the halted stage again instead. Exit status: 0 completed, "
-    "1 halted, 2 an error."
+    "1 halted (or a stage's agent raised), 2 an error."
 )
 
 
@@ -175,15 +178,49 @@ def describe(state: WorkflowState) -> str:
 def _resume(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     workspace = open_workspace(args.url, args, must_exist=True)
     build = _load(args.workflow)
-    workflow = build(workspace)
+    try:
+        workflow = build(workspace)
+    except Exception as exc:  # the user's code: its failure is no defect of ctxfs
+        raise CliError(f"--workflow {args.workflow!r}: it raised {_exception(exc)}") from None
     if not isinstance(workflow, Workflow):
         raise CliError(
             f"{args.workflow} returned {type(workflow).__name__}, not a Workflow; it must take "
             "the workspace and return the Workflow"
         )
-    run = workflow.resume(args.workflow_id, retry=args.retry)
+    errors = len(read_state(workspace, args.workflow_id).errors)
+    try:
+        run = workflow.resume(args.workflow_id, retry=args.retry)
+    except Exception:
+        # A stage's agent that raised is recorded in the state file as one more error of an
+        # interrupted workflow: that is the workflow stopping, not a defect of ctxfs.
+        state = _state_after(workspace, args.workflow_id)
+        if state is None or state.status != "interrupted" or len(state.errors) <= errors:
+            raise
+        out.write(describe(state))
+        failed = state.errors[-1]
+        err.write(
+            f"ctxfs session: stage {failed.stage!r} stopped the workflow: "
+            f"{failed.error.splitlines()[0]} (recorded in {state_path(state.workflow_id)}; "
+            "resume it to run the stage again)\n"
+        )
+        return EXIT_HALTED
     out.write(describe(run.state))
     return EXIT_HALTED if run.status == "halted" else 0
+
+
+def _state_after(workspace: Workspace, workflow_id: str) -> WorkflowState | None:
+    """The state file after a failed resume, or ``None`` if it cannot be read."""
+    try:
+        return read_state(workspace, workflow_id)
+    except Exception:  # the original exception is the one to report
+        return None
+
+
+def _exception(exc: BaseException) -> str:
+    """``exc`` as one line: its type and message (a syntax error: its line)."""
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} (line {exc.lineno})"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _load(spec: str) -> Callable[[Workspace], object]:
@@ -206,6 +243,10 @@ def _load(spec: str) -> Callable[[Workspace], object]:
             module = importlib.import_module(source)
     except ImportError as exc:
         raise CliError(f"--workflow {spec!r}: cannot import {source}: {exc}") from None
+    except CliError:
+        raise
+    except Exception as exc:  # the user's code ran and failed: name it, as Python would
+        raise CliError(f"--workflow {spec!r}: loading {source} raised {_exception(exc)}") from None
     build = getattr(module, name, None)
     if not callable(build):
         raise CliError(f"--workflow {spec!r}: {source} has no function {name!r}")

@@ -120,12 +120,11 @@ def run_demo(options: DemoOptions, *, stream: IO[str] | None = None) -> DemoRepo
 
     out = stream or sys.stdout
     started = time.perf_counter()
+    policy = demo_policy(options.max_input_tokens)  # refused before the workspace is filled
     workspace = _open_workspace(options)
     populate(workspace)
     tracker = _Tracker(_make_view(options.live, out), pace=options.pace)
-    middleware = ContextMiddleware(
-        workspace, demo_policy(options.max_input_tokens), on_event=tracker.on_event
-    )
+    middleware = ContextMiddleware(workspace, policy, on_event=tracker.on_event)
     agent = create_agent(
         _make_model(options.model),
         [_run_tests_tool(workspace)],
