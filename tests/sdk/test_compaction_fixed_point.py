@@ -41,6 +41,13 @@ def _turns(first: int, last: int) -> list[BaseMessage]:
     return out
 
 
+def _writes(message_id: str, call_id: str, line: str, lines: int) -> AIMessage:
+    """An answer that writes ``lines`` numbered copies of ``line`` to a file."""
+    content = "\n".join(f"{line} {n}" for n in range(lines))
+    call = _call(call_id, "write_file", file_path="/src/a.py", content=content)
+    return AIMessage("", id=message_id, tool_calls=[call])
+
+
 def _system() -> SystemMessage:
     return SystemMessage("You are a coding agent.", id="sys")
 
@@ -91,18 +98,7 @@ def test_a_summary_never_leaves_the_request_over_its_limit_and_no_smaller() -> N
         _result("call_0", mid="t0_0"),
         _result("call_1", mid="t0_1"),
         HumanMessage("", id="h1"),
-        AIMessage(
-            "",
-            id="a1",
-            tool_calls=[
-                _call(
-                    "call_2",
-                    "write_file",
-                    file_path="/src/a.py",
-                    content="\n".join(f"{line} {n}" for n in range(5)),
-                )
-            ],
-        ),
+        _writes("a1", "call_2", line, 5),
         AIMessage("", id="b1", tool_calls=[_call("call_3")]),
         _result("call_2", "write_file", mid="t1_0"),
         _result("call_3", mid="t1_1"),
@@ -133,18 +129,7 @@ def test_once_the_recent_window_is_opened_the_summary_is_weighed_as_the_next_com
     history = [
         _system(),
         HumanMessage("", id="h0"),
-        AIMessage(
-            "",
-            id="a0",
-            tool_calls=[
-                _call(
-                    "call_0",
-                    "write_file",
-                    file_path="/src/a.py",
-                    content="\n".join(f"{line} {n}" for n in range(11)),
-                )
-            ],
-        ),
+        _writes("a0", "call_0", line, 11),
         AIMessage("", id="b0", tool_calls=[_call("call_1")]),
         _result("call_0", "write_file", mid="t0_0"),
         _result("call_1", mid="t0_1"),
