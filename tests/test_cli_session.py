@@ -220,6 +220,7 @@ def test_the_workflows_own_code_failing_is_one_line_naming_it_not_a_defect(
             "it raised KeyError: 'stages'",
         ),
         "arity.py": ("def build(a, b):\n    pass\n", "it raised TypeError: build() missing"),
+        "exits.py": ("import sys\nsys.exit(3)\n", "called sys.exit(3); the file must define"),
     }
     before = sorted(p.name for p in (tmp_path / "ws").rglob("*"))
     for name, (code, message) in sources.items():

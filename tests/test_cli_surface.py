@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxfs import Workspace
+from ctxfs._cli._common import EXIT_ERROR
 from ctxfs._cli._extras import extra_of, missing_dependency
 from ctxfs._cli._main import EXIT_BROKEN_PIPE, build_parser, main
 from tests._zygote import Zygote
@@ -569,3 +570,17 @@ def test_the_commands_print_flags(tmp_path: Path, capsys: pytest.CaptureFixture[
         captured = capsys.readouterr()
         printed = captured.out + captured.err
         assert printed and not TOOL_WORDS.search(printed), (argv, printed[-300:])
+
+
+def test_a_full_stdout_is_named_as_standard_output(tmp_path: Path, zygote: Zygote) -> None:
+    # "[Errno 28] No space left on device" alone reads as if the workspace were full
+    ws = Workspace(tmp_path / "ws")
+    ws.write_text("/big.txt", "".join(f"line {n}\n" for n in range(20_000)))
+    with open("/dev/full", "w") as full:  # every write fails with ENOSPC
+        done = zygote.run(
+            [sys.executable, "-m", "ctxfs", "cat", str(tmp_path / "ws"), "/big.txt"],
+            stdout=full.fileno(),
+            timeout=120,
+        )
+    assert done.returncode == EXIT_ERROR
+    assert "ctxfs cat: [Errno 28] writing to standard output: No space left" in done.stderr

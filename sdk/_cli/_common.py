@@ -16,6 +16,8 @@ import select
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from pydantic import ValidationError
 
     from ctxfs._workspace._workspace import Workspace
@@ -300,21 +302,35 @@ class WholeWrites:
         self.binary = binary if isinstance(binary, io.RawIOBase) else None
 
     def write(self, text: str) -> int:
-        if self.binary is None:
-            return self.stream.write(text)
-        encoding = getattr(self.stream, "encoding", None) or "utf-8"
-        errors = getattr(self.stream, "errors", None) or "strict"
-        write_all(self.binary, text.encode(encoding, errors))
-        return len(text)
+        with _naming_the_stream():
+            if self.binary is None:
+                return self.stream.write(text)
+            encoding = getattr(self.stream, "encoding", None) or "utf-8"
+            errors = getattr(self.stream, "errors", None) or "strict"
+            write_all(self.binary, text.encode(encoding, errors))
+            return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        with _naming_the_stream():
+            self.stream.flush()
 
     def isatty(self) -> bool:
         return self.stream.isatty()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def _naming_the_stream() -> Iterator[None]:
+    """A failed write to standard output (a full disk, an I/O error) says it was standard
+    output, not a file of the workspace; a reader that left stays a :class:`BrokenPipeError`."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OSError(exc.errno, f"writing to standard output: {exc.strerror or exc}") from exc
 
 
 def write_all(binary: Any, data: bytes) -> None:
@@ -343,5 +359,6 @@ def write_file_bytes(data: bytes, out: IO[str]) -> None:
         out.write(data.decode("utf-8", errors="replace"))
         return
     out.flush()
-    write_all(buffer, data)
-    buffer.flush()
+    with _naming_the_stream():
+        write_all(buffer, data)
+        buffer.flush()

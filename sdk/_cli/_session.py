@@ -247,6 +247,11 @@ def _load(spec: str) -> Callable[[Workspace], object]:
         raise
     except Exception as exc:  # the user's code ran and failed: name it, as Python would
         raise CliError(f"--workflow {spec!r}: loading {source} raised {_exception(exc)}") from None
+    except SystemExit as exc:  # a script's own exit when loaded is no exit status of ctxfs
+        raise CliError(
+            f"--workflow {spec!r}: loading {source} called sys.exit({exc.code!r}); the file "
+            "must define the function without running anything"
+        ) from None
     build = getattr(module, name, None)
     if not callable(build):
         raise CliError(f"--workflow {spec!r}: {source} has no function {name!r}")
