@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxfs._archive._transcripts import thread_transcript_dir
-from ctxfs._errors import PathNotFoundError
+from ctxfs._errors import PathExistsError, PathNotFoundError
 from ctxfs._json import loads_bounded
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace._workspace import Workspace
@@ -28,10 +28,12 @@ __all__ = [
     "RECORD_NAME",
     "TaskRecord",
     "child_thread_id",
+    "claim_thread",
     "describe_relations",
     "joined_pairs",
     "read_record",
     "record_path",
+    "same_task",
     "task_records",
     "write_record",
 ]
@@ -155,17 +157,53 @@ def read_record(workspace: Workspace, thread_id: str) -> TaskRecord | None:
         return None
 
 
-def write_record(workspace: Workspace, record: TaskRecord) -> None:
+def write_record(workspace: Workspace, record: TaskRecord, *, create_only: bool = False) -> None:
     """Writes (or rewrites, atomically) the record of ``record.thread_id``.
 
+    ``create_only``: only if there is none yet (the claim of the thread, see
+    :class:`~ctxfs.subagents.SubAgents`).
+
     Raises:
+        PathExistsError: ``create_only`` and a record is there.
         WorkspaceError: It could not be written.
     """
     data = json.dumps(record.to_json(), indent=1, ensure_ascii=False, sort_keys=True)
     # A lone surrogate (a model's reply, a prompt may hold one) is written as its escape: the
     # file stays valid UTF-8 JSON and reads back to the same text.
     data = _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", data)
-    workspace.write_bytes(record_path(record.thread_id), data.encode("utf-8") + b"\n")
+    path = record_path(record.thread_id)
+    workspace.write_bytes(path, data.encode("utf-8") + b"\n", create_only=create_only)
+
+
+def claim_thread(workspace: Workspace, record: TaskRecord) -> bool | None:
+    """Claims ``record.thread_id`` for the task of ``record`` against other processes on the
+    workspace, by writing its record create-only.
+
+    Returns:
+        ``True``: claimed (the record is written); ``None``: another run of the same task
+        (same parent, call id, sub-agent and prompt) wrote it first, or what is there cannot
+        be read (it is rewritten when the task runs): the thread is this task's too;
+        ``False``: it is another task's.
+
+    Raises:
+        WorkspaceError: The storage could not be asked.
+    """
+    try:
+        write_record(workspace, record, create_only=True)
+    except PathExistsError:
+        there = read_record(workspace, record.thread_id)
+        return None if there is None or same_task(there, record) else False
+    return True
+
+
+def same_task(a: TaskRecord, b: TaskRecord) -> bool:
+    """Whether two records are of one task: parent, call id, sub-agent and prompt."""
+    return (a.parent_thread_id, a.tool_call_id, a.subagent, a.prompt) == (
+        b.parent_thread_id,
+        b.tool_call_id,
+        b.subagent,
+        b.prompt,
+    )
 
 
 def task_records(workspace: Workspace) -> tuple[TaskRecord, ...]:

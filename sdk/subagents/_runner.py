@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -25,8 +26,11 @@ from ctxfs.subagents._places import Places
 from ctxfs.subagents._record import (
     TaskRecord,
     child_thread_id,
+    claim_thread,
     joined_pairs,
     read_record,
+    record_path,
+    same_task,
     write_record,
 )
 from ctxfs.subagents._result import TaskProgress, TaskResult
@@ -145,6 +149,7 @@ class SubAgents:
         self._claims_lock = threading.Lock()
         self._running: set[str] = set()  # threads of the tasks running now
         self._started: dict[str, set[str]] = {}  # parent thread -> threads of its tasks
+        self._claimed: set[str] = set()  # threads whose record this registry made, not run yet
         for spec in ([_general_purpose()] if general_purpose else []) + list(subagents):
             self.register(spec)
 
@@ -342,6 +347,11 @@ class SubAgents:
         except BaseException:  # it never started: it does not count towards max_tasks
             with self._claims_lock:
                 self._started.get(parent, set()).discard(thread)
+                claimed = thread in self._claimed
+                self._claimed.discard(thread)
+            if claimed:  # nor is its claim left to name a task that never ran
+                with contextlib.suppress(WorkspaceError):
+                    self._workspace.rm(record_path(thread))
             raise
 
     def _prepared(
@@ -371,6 +381,8 @@ class SubAgents:
                 prompt=prompt,
             ),
         )
+        with self._claims_lock:
+            self._claimed.discard(thread)
         return Run(
             subagent=name,
             thread_id=thread,
@@ -396,25 +408,26 @@ class SubAgents:
 
         A task that will run counts towards the parent's ``max_tasks`` (once, however often
         it is started); one whose recorded result will be returned does not."""
-        task = (parent, call_id, name, prompt)
         with self._claims_lock:  # two tasks that find the same free thread must not share it
             for attempt in range(1, _MAX_ATTEMPTS + 1):
                 thread = child_thread_id(parent, call_id, attempt)
                 if thread in self._running:
                     continue
+                mine = TaskRecord(
+                    thread_id=thread, parent_thread_id=parent, tool_call_id=call_id,
+                    subagent=name, prompt=prompt,
+                )  # fmt: skip
                 recorded = read_record(self._workspace, thread)
-                if (
-                    recorded is None
-                    or (
-                        recorded.parent_thread_id,
-                        recorded.tool_call_id,
-                        recorded.subagent,
-                        recorded.prompt,
-                    )
-                    == task
-                ):
+                if recorded is None or same_task(recorded, mine):
                     if recorded is None or recorded.result is None:
-                        self._count(parent, thread)
+                        self._count(parent, thread)  # TaskLimitError: nothing claimed
+                    # against other processes too: a record written create-only
+                    taken = claim_thread(self._workspace, mine) if recorded is None else None
+                    if taken is False:  # by another process, for another task
+                        self._started[parent].discard(thread)
+                        continue
+                    if taken:
+                        self._claimed.add(thread)
                     self._running.add(thread)
                     return thread
         raise ValueError(f"call id {call_id!r} of thread {parent!r} was used {_MAX_ATTEMPTS} times")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -21,7 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from ctxfs import ContextPolicy, Workspace
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs.subagents import SubAgent, SubAgents
-from ctxfs.subagents._record import read_record, write_record
+from ctxfs.subagents._record import read_record, task_records, write_record
 from ctxfs.subagents._task import TASK_TAG
 from ctxfs.testing import ScriptedChatModel, tool_call
 
@@ -243,3 +244,41 @@ def test_two_tasks_running_at_once_with_one_call_id_never_share_a_thread() -> No
         record = read_record(ws, result.thread_id)
         assert record is not None and record.result == result
         assert result.artifacts == (f"/n/{result.answer.split()[-1]}.md",)
+
+
+def test_two_registries_on_one_workspace_claim_a_thread_each_for_one_call_id() -> None:
+    # Two processes (here two registries: nothing shared but the workspace) start tasks of one
+    # parent and call id at once: the thread is claimed by a record written create-only, so
+    # the second takes the next one instead of writing over the first's record and thread.
+    ws = Workspace(f"memory://task-processes-{next(_fresh)}")
+
+    def reply(messages: Sequence[BaseMessage]) -> AIMessage | str:
+        task = str(messages[1].content)
+        if len(messages) == 2:
+            return tool_call("write_file", {"file_path": f"/n/{task}.md", "content": task})
+        return f"done {task}"
+
+    model = _Overlapping(responses=[reply] * 4)
+    model.agents = SubAgents(ws, model=model, policy=POLICY)  # the other process
+    first = SubAgents(ws, model=model, policy=POLICY).run(
+        "general-purpose", "alpha", parent_thread_id="main", tool_call_id="same"
+    )
+    second = model.second
+    assert first.answer == "done alpha" and second.answer == "done beta"
+    assert first.thread_id != second.thread_id
+    for result in (first, second):
+        record = read_record(ws, result.thread_id)
+        assert record is not None and record.result == result
+
+
+def test_a_task_that_never_starts_leaves_no_claim() -> None:
+    ws = Workspace(f"memory://task-unclaimed-{next(_fresh)}")
+
+    class _NoTools(ScriptedChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("this model takes no tools")
+
+    agents = SubAgents(ws, model=_NoTools(responses=["never"]), policy=POLICY)
+    with pytest.raises(NotImplementedError):
+        agents.run("general-purpose", "alpha", parent_thread_id="main", tool_call_id="c")
+    assert task_records(ws) == ()
