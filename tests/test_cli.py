@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,15 @@ def write_trace(folder: Path, records: list[Any], name: str = "t.jsonl") -> Path
     lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _temporary_workspaces_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay without ``--workspace`` keeps its workspace in a new temporary folder (for
+    the user to look at): here, under the test's own folder, not left in the system's."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
 
 
 @pytest.fixture
@@ -406,6 +417,7 @@ def test_installed_console_script(trace: Path) -> None:
         text=True,
         check=False,
         timeout=120,
+        env={**os.environ, "TMPDIR": tempfile.gettempdir()},
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["peak_tokens"] == 526

@@ -118,8 +118,10 @@ class Budget(Generic[P]):
         capped = token_limit if summary.enabled else None
         # the water marks: never above the request limit (a compaction fires before the
         # provider would refuse the request) nor the summarization token trigger, gap kept
-        own_high = min(policy.high_water.resolve(limit), limit)
-        own_low = min(policy.low_water.resolve(limit), own_high)
+        asked_high, own_low = policy.high_water.resolve(limit), policy.low_water.resolve(limit)
+        own_high = min(asked_high, limit)
+        if own_high < asked_high:  # lowered in proportion: the gap between the marks stays
+            own_low = own_low * own_high // asked_high
         high = min(own_high, capped) if capped is not None else own_high
         low = own_low if high >= own_high else max(0, own_low * high // own_high)
         clearing = policy.clearing

@@ -208,9 +208,11 @@ def summarize_steps(
         # the request smaller (or each compaction would fold in a little more only to hold
         # the request higher; a first one is weighed above, its pins being what it is for);
         # fired by any trigger, it must not leave the request over its limit and no smaller.
-        would_be = counter.count_messages(
-            _prospect(archive, index, thread_id, previous, dropped, first_index, assemble)
-        )
+        prospect = _prospect(archive, index, thread_id, previous, dropped, first_index, assemble)
+        # counted one by one: the history's own record (keyed by its first message) is kept
+        added = prospect[system_end : len(prospect) - (len(current) - cut)]
+        would_be = sum(counts[:system_end]) + sum(map(counter.count_message, added))
+        would_be += sum(counts[cut:])
         now = sum(counts)
         by_tokens = previous is not None and not budget.summary_fires(0, len(current))
         beyond = would_be + fixed > budget.request_limit and would_be >= now

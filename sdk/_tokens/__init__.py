@@ -173,8 +173,9 @@ def _fingerprint(message: BaseMessage) -> object:
 
 
 _NEVER_EQUAL = object()
-_Snapshot = tuple[type, object, object, object, int]
-"""Type, content, tool calls, invalid tool calls (``None`` for other messages), tokens."""
+_Snapshot = tuple[type, object, object, object, object, int]
+"""Type, content, tool calls, invalid tool calls (``None`` for other messages), OpenAI's
+legacy ``function_call`` (``None`` when there is none), tokens."""
 _MAX_ID_ENTRIES = 200_000
 
 
@@ -185,32 +186,31 @@ def _snapshot(message: BaseMessage, tokens: int) -> _Snapshot:
         content = copy.deepcopy(content)
     calls: object = None
     invalid: object = None
+    legacy: object = None
     if isinstance(message, _AI or _ai_message()):
         try:
             calls = copy.deepcopy(message.tool_calls)
-            invalid = copy.deepcopy(_invalid_calls(message))
+            invalid = copy.deepcopy(message.invalid_tool_calls)
+            legacy = copy.deepcopy(message.additional_kwargs.get("function_call"))
         except RecursionError:
             # Arguments nested too deep to copy: a snapshot no message equals, so this
             # message is counted again at each call rather than trusted unchanged.
-            calls = invalid = _NEVER_EQUAL
-    return (type(message), content, calls, invalid, tokens)
+            calls = invalid = legacy = _NEVER_EQUAL
+    return (type(message), content, calls, invalid, legacy, tokens)
 
 
 def _snapshot_matches(message: BaseMessage, snapshot: _Snapshot) -> bool:
-    kind, content, calls, invalid, _ = snapshot
+    kind, content, calls, invalid, legacy, _ = snapshot
     if type(message) is not kind or message.content != content:
         return False
     if calls is not None:
         assert isinstance(message, _AI or _ai_message())  # the snapshot's type is the message's
-        return message.tool_calls == calls and _invalid_calls(message) == invalid
+        return (
+            message.tool_calls == calls
+            and message.invalid_tool_calls == invalid
+            and message.additional_kwargs.get("function_call") == legacy
+        )
     return True
-
-
-def _invalid_calls(message: AIMessage) -> object:
-    """The calls of ``message`` outside its tool calls that it is counted on: its invalid
-    ones, and OpenAI's legacy ``function_call`` with them when it has one."""
-    legacy = message.additional_kwargs.get("function_call")
-    return message.invalid_tool_calls if legacy is None else (message.invalid_tool_calls, legacy)
 
 
 class _MessageCache:
@@ -252,27 +252,30 @@ class _MessageCache:
 
 _FIELDS = attrgetter("__dict__")  # cheaper than vars(), which builds an argument tuple per call
 _CONTENT = itemgetter("content")
+_KWARGS = itemgetter("additional_kwargs")
 _MAX_HISTORIES = 16
 
 
 class _Counted:
     """A history counted before, as parallel lists: per position, a private copy of what the
     message's count depends on (its content, its tool calls and its invalid tool calls,
-    ``None`` for a message that has none) and its tokens; and the sum of those.
+    ``None`` for a message that has none, and OpenAI's legacy ``function_call``, ``None``
+    when there is none) and its tokens; and the sum of those.
 
     A message's count depends on nothing else (not its id, not its type beyond having tool
-    calls), so a position whose three values equal the new message's keeps its tokens.
+    calls), so a position whose four values equal the new message's keeps its tokens.
     Parallel lists of shared values keep the comparison with the next history in C (list
     equality, ``map``) and keep the garbage collector's work small: a few lists, not an
     object per message per call.
     """
 
-    __slots__ = ("calls", "contents", "invalid", "tokens", "total")
+    __slots__ = ("calls", "contents", "invalid", "legacy", "tokens", "total")
 
     def __init__(self) -> None:
         self.contents: list[object] = []
         self.calls: list[object] = []
         self.invalid: list[object] = []
+        self.legacy: list[object] = []
         self.tokens: list[int] = []
         self.total = 0
 
@@ -281,25 +284,32 @@ class _Counted:
 
     def cut(self, count: int) -> None:
         """Keeps only the first ``count`` positions."""
-        del self.contents[count:], self.calls[count:], self.invalid[count:], self.tokens[count:]
+        del self.contents[count:], self.calls[count:], self.invalid[count:]
+        del self.legacy[count:], self.tokens[count:]
         self.total = sum(self.tokens)
 
     def put(self, index: int, snapshot: _Snapshot) -> None:
         """Sets position ``index`` (the end: appends) to a message's snapshot."""
-        _, content, calls, invalid, tokens = snapshot
+        _, content, calls, invalid, legacy, tokens = snapshot
         if index == len(self.tokens):
             self.contents.append(content)
             self.calls.append(calls)
             self.invalid.append(invalid)
+            self.legacy.append(legacy)
             self.tokens.append(tokens)
         else:
             self.total -= self.tokens[index]
             self.contents[index], self.calls[index] = content, calls
-            self.invalid[index], self.tokens[index] = invalid, tokens
+            self.invalid[index], self.legacy[index] = invalid, legacy
+            self.tokens[index] = tokens
         self.total += tokens
 
     def changed(
-        self, contents: list[object], calls: list[object], invalid: list[object]
+        self,
+        contents: list[object],
+        calls: list[object],
+        invalid: list[object],
+        legacy: list[object],
     ) -> list[int]:
         """The positions, among those both histories have, that count differently now."""
         n = min(len(self.tokens), len(contents))
@@ -307,6 +317,7 @@ class _Counted:
             contents[:n] == self.contents[:n]
             and calls[:n] == self.calls[:n]
             and invalid[:n] == self.invalid[:n]
+            and legacy[:n] == self.legacy[:n]
         ):
             return []  # the common case: the history grew at the end, all in C
         # Something was replaced: find what, still in C, so that the messages after it are
@@ -315,6 +326,7 @@ class _Counted:
         found = set(compress(positions, map(ne, contents, self.contents)))
         found.update(compress(positions, map(ne, calls, self.calls)))
         found.update(compress(positions, map(ne, invalid, self.invalid)))
+        found.update(compress(positions, map(ne, legacy, self.legacy)))
         return sorted(found)
 
 
@@ -345,8 +357,8 @@ class _CachedMessageCounting:
         fingerprint = _fingerprint(message)
         cached = self._cache.get(message, fingerprint)
         if cached is not None:
-            return cached[4]
-        return self._snapshot_of(message, fingerprint)[4]
+            return cached[5]
+        return self._snapshot_of(message, fingerprint)[5]
 
     def _snapshot_of(self, message: BaseMessage, fingerprint: object | None = None) -> _Snapshot:
         """What ``message`` is counted on, with its tokens: from a cache, or tokenized."""
@@ -408,6 +420,8 @@ class _CachedMessageCounting:
         # dict.get straight, not a methodcaller: no bound method made per message.
         calls: list[object] = list(map(dict.get, fields, repeat("tool_calls")))
         invalid: list[object] = list(map(dict.get, fields, repeat("invalid_tool_calls")))
+        kwargs: list[dict[str, object]] = list(map(_KWARGS, fields))
+        legacy: list[object] = list(map(dict.get, kwargs, repeat("function_call")))
         histories = self._histories
         key = messages[0].id
         counted = histories.pop(key, None)
@@ -415,7 +429,7 @@ class _CachedMessageCounting:
             counted = _Counted()
         if len(counted) > len(messages):
             counted.cut(len(messages))
-        for index in counted.changed(contents, calls, invalid):
+        for index in counted.changed(contents, calls, invalid, legacy):
             counted.put(index, self._snapshot_of(messages[index]))
         for index in range(len(counted), len(messages)):
             counted.put(index, self._snapshot_of(messages[index]))

@@ -149,7 +149,7 @@ class SubAgents:
         self._claims_lock = threading.Lock()
         self._running: set[str] = set()  # threads of the tasks running now
         self._started: dict[str, set[str]] = {}  # parent thread -> threads of its tasks
-        self._claimed: set[str] = set()  # threads whose record this registry made, not run yet
+        self._claimed: dict[str, str] = {}  # thread -> parent: its claim made here, not run yet
         for spec in ([_general_purpose()] if general_purpose else []) + list(subagents):
             self.register(spec)
 
@@ -347,11 +347,6 @@ class SubAgents:
         except BaseException:  # it never started: it does not count towards max_tasks
             with self._claims_lock:
                 self._started.get(parent, set()).discard(thread)
-                claimed = thread in self._claimed
-                self._claimed.discard(thread)
-            if claimed:  # nor is its claim left to name a task that never ran
-                with contextlib.suppress(WorkspaceError):
-                    self._workspace.rm(record_path(thread))
             raise
 
     def _prepared(
@@ -382,7 +377,7 @@ class SubAgents:
             ),
         )
         with self._claims_lock:
-            self._claimed.discard(thread)
+            self._claimed.pop(thread, None)
         return Run(
             subagent=name,
             thread_id=thread,
@@ -421,13 +416,16 @@ class SubAgents:
                 if recorded is None or same_task(recorded, mine):
                     if recorded is None or recorded.result is None:
                         self._count(parent, thread)  # TaskLimitError: nothing claimed
-                    # against other processes too: a record written create-only
-                    taken = claim_thread(self._workspace, mine) if recorded is None else None
+                    try:  # against other processes too: a record written create-only
+                        taken = claim_thread(self._workspace, mine) if recorded is None else None
+                    except BaseException:
+                        self._started[parent].discard(thread)
+                        raise
                     if taken is False:  # by another process, for another task
                         self._started[parent].discard(thread)
                         continue
                     if taken:
-                        self._claimed.add(thread)
+                        self._claimed[thread] = parent
                     self._running.add(thread)
                     return thread
         raise ValueError(f"call id {call_id!r} of thread {parent!r} was used {_MAX_ATTEMPTS} times")
@@ -441,8 +439,16 @@ class SubAgents:
             started.add(thread)
 
     def _release(self, thread: str) -> None:
+        """Ends a task's hold on its thread; one that never started (failed, cancelled while
+        it waited for a place) does not count, nor is its claim left to name it."""
         with self._claims_lock:
             self._running.discard(thread)
+            parent = self._claimed.pop(thread, None)
+            if parent is not None:
+                self._started.get(parent, set()).discard(thread)
+        if parent is not None:
+            with contextlib.suppress(WorkspaceError):
+                self._workspace.rm(record_path(thread))
 
     def _tools_for(
         self, spec: SubAgent, engine: ContextEngine, thread: str, depth: int
@@ -470,11 +476,8 @@ class SubAgents:
     def _failed(self, run: Run, exc: Exception) -> TaskResult:
         _log.warning(
             "ctxfs: sub-agent %r on thread %s raised %s: %s",
-            run.subagent,
-            run.thread_id,
-            type(exc).__name__,
-            exc,
-        )
+            run.subagent, run.thread_id, type(exc).__name__, exc,
+        )  # fmt: skip
         run.stop("failed", f"{type(exc).__name__}: {exc}")
         return self._finish(run)
 
@@ -502,13 +505,10 @@ class SubAgents:
             reason=reason,
         )
         record = TaskRecord(
-            thread_id=run.thread_id,
-            parent_thread_id=run.parent_thread_id,
-            tool_call_id=run.tool_call_id,
-            subagent=run.subagent,
-            prompt=run.prompt,
+            thread_id=run.thread_id, parent_thread_id=run.parent_thread_id,
+            tool_call_id=run.tool_call_id, subagent=run.subagent, prompt=run.prompt,
             result=result,
-        )
+        )  # fmt: skip
         # Without its transcript the conversation lives only here: the record keeps saying
         # "running", so the same call made again (the parent resumed) runs the task again
         # and archives it, rather than returning a result nothing of which can be read back.

@@ -149,3 +149,16 @@ def test_openai_s_legacy_function_call_is_counted_and_an_edit_to_it_seen() -> No
     shorter = AIMessage("", additional_kwargs={"function_call": {"name": "run"}}, id="a")
     assert counter.count_messages([history[0], shorter]) < total - 5_000
     assert counter.count_message(shorter) == TiktokenCounter().count_message(shorter)
+
+
+def test_a_legacy_function_call_at_a_position_counted_before_is_counted() -> None:
+    # The per-turn check compares each position with what was counted there: an answer with
+    # only a legacy function call looks like an empty answer to content and tool calls alone
+    counter = TiktokenCounter()
+    head: list[BaseMessage] = [HumanMessage("go", id="h")]
+    counter.count_messages([*head, AIMessage("", id="a1")])
+    call = {"name": "run", "arguments": "word " * 5_000}
+    legacy = AIMessage("", additional_kwargs={"function_call": call}, id="a2")
+    assert counter.count_messages([*head, legacy]) == TiktokenCounter().count_messages(
+        [*head, legacy]
+    )

@@ -157,6 +157,12 @@ def test_a_high_water_mark_set_above_the_request_limit_fires_at_the_limit() -> N
         summarization={"enabled": False},
     )
     assert policy.high_water_tokens == policy.request_limit_tokens < 567
-    assert policy.low_water_tokens == 1
-    low_above = ContextPolicy(max_input_tokens=1_000, high_water={"tokens": 5_000})
-    assert low_above.low_water_tokens <= low_above.high_water_tokens
+    # the low-water mark comes down in proportion, so the gap between the marks stays
+    wide = ContextPolicy(
+        max_input_tokens=100_000,
+        high_water={"tokens": 150_000},
+        low_water={"tokens": 120_000},
+        summarization={"enabled": False},
+    )
+    limit = wide.request_limit_tokens
+    assert (wide.high_water_tokens, wide.low_water_tokens) == (limit, 120_000 * limit // 150_000)

@@ -9,6 +9,7 @@ running at once under one call id get two threads.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Sequence
 from dataclasses import replace
@@ -21,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxfs import ContextPolicy, Workspace
 from ctxfs._compaction._engine import ContextEngine
+from ctxfs._errors import WorkspaceError
 from ctxfs.subagents import SubAgent, SubAgents
 from ctxfs.subagents._record import read_record, task_records, write_record
 from ctxfs.subagents._task import TASK_TAG
@@ -282,3 +284,47 @@ def test_a_task_that_never_starts_leaves_no_claim() -> None:
     with pytest.raises(NotImplementedError):
         agents.run("general-purpose", "alpha", parent_thread_id="main", tool_call_id="c")
     assert task_records(ws) == ()
+
+
+def test_a_task_cancelled_while_waiting_for_a_place_leaves_no_claim_and_no_count() -> None:
+    ws = Workspace(f"memory://task-cancelled-{next(_fresh)}")
+    agents = SubAgents(
+        ws, model=ScriptedChatModel(responses=["done"] * 2), policy=POLICY,
+        max_parallel=1, max_tasks=1,
+    )  # fmt: skip
+
+    async def cancelled() -> None:
+        other = asyncio.create_task(
+            agents.arun("general-purpose", "waits", parent_thread_id="p", tool_call_id="c1")
+        )
+        while not task_records(ws):  # claimed, now waiting for the place held below
+            await asyncio.sleep(0.01)
+        other.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await other
+
+    with agents._places[0].held():  # the only place, taken
+        asyncio.run(cancelled())
+    assert task_records(ws) == ()
+    # it never ran, so it does not count towards max_tasks
+    done = agents.run("general-purpose", "runs", parent_thread_id="p", tool_call_id="c2")
+    assert done.answer == "done"
+
+
+def test_a_claim_that_cannot_be_written_does_not_count_towards_max_tasks() -> None:
+    ws = Workspace(f"memory://task-claim-fails-{next(_fresh)}")
+    agents = SubAgents(ws, model=ScriptedChatModel(responses=["done"]), policy=POLICY, max_tasks=1)
+    real = ws.write_bytes
+    failing = {"left": 1}
+
+    def flaky(path: str, data: bytes, **kwargs: Any) -> Any:
+        if path.endswith("/task.json") and kwargs.get("create_only") and failing["left"]:
+            failing["left"] -= 1
+            raise WorkspaceError("the storage hiccupped")
+        return real(path, data, **kwargs)
+
+    ws.write_bytes = flaky  # type: ignore[method-assign]
+    with pytest.raises(WorkspaceError):
+        agents.run("general-purpose", "first", parent_thread_id="p", tool_call_id="c1")
+    done = agents.run("general-purpose", "second", parent_thread_id="p", tool_call_id="c2")
+    assert done.answer == "done"
