@@ -420,8 +420,7 @@ class _CachedMessageCounting:
         # dict.get straight, not a methodcaller: no bound method made per message.
         calls: list[object] = list(map(dict.get, fields, repeat("tool_calls")))
         invalid: list[object] = list(map(dict.get, fields, repeat("invalid_tool_calls")))
-        kwargs: list[dict[str, object]] = list(map(_KWARGS, fields))
-        legacy: list[object] = list(map(dict.get, kwargs, repeat("function_call")))
+        legacy: list[object] = list(map(dict.get, map(_KWARGS, fields), repeat("function_call")))
         histories = self._histories
         key = messages[0].id
         counted = histories.pop(key, None)
