@@ -48,6 +48,14 @@ def _writes(message_id: str, call_id: str, line: str, lines: int) -> AIMessage:
     return AIMessage("", id=message_id, tool_calls=[call])
 
 
+def _call_pair(first: AIMessage, turn: int, second_call: str) -> list[BaseMessage]:
+    """``first`` (one call), a second answer with one ``bash`` call, then both results."""
+    (call,) = first.tool_calls
+    second = AIMessage("", id=f"b{turn}", tool_calls=[_call(second_call)])
+    answered = _result(str(call["id"]), call["name"], mid=f"t{turn}_0")
+    return [first, second, answered, _result(second_call, mid=f"t{turn}_1")]
+
+
 def _system() -> SystemMessage:
     return SystemMessage("You are a coding agent.", id="sys")
 
@@ -93,15 +101,9 @@ def test_a_summary_never_leaves_the_request_over_its_limit_and_no_smaller() -> N
     history = [
         _system(),
         HumanMessage("", id="h0"),
-        AIMessage("", id="a0", tool_calls=[_call("call_0")]),
-        AIMessage("", id="b0", tool_calls=[_call("call_1")]),
-        _result("call_0", mid="t0_0"),
-        _result("call_1", mid="t0_1"),
+        *_call_pair(AIMessage("", id="a0", tool_calls=[_call("call_0")]), 0, "call_1"),
         HumanMessage("", id="h1"),
-        _writes("a1", "call_2", line, 5),
-        AIMessage("", id="b1", tool_calls=[_call("call_3")]),
-        _result("call_2", "write_file", mid="t1_0"),
-        _result("call_3", mid="t1_1"),
+        *_call_pair(_writes("a1", "call_2", line, 5), 1, "call_3"),
         *_turns(2, 6),
     ]
     policy = ContextPolicy(
@@ -129,10 +131,7 @@ def test_once_the_recent_window_is_opened_the_summary_is_weighed_as_the_next_com
     history = [
         _system(),
         HumanMessage("", id="h0"),
-        _writes("a0", "call_0", line, 11),
-        AIMessage("", id="b0", tool_calls=[_call("call_1")]),
-        _result("call_0", "write_file", mid="t0_0"),
-        _result("call_1", mid="t0_1"),
+        *_call_pair(_writes("a0", "call_0", line, 11), 0, "call_1"),
         *_turns(1, 6),
     ]
     policy = ContextPolicy(

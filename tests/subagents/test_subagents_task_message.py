@@ -225,7 +225,12 @@ class _Overlapping(ScriptedChatModel):
         return super().bind_tools(tools, **kwargs)
 
 
-def test_two_tasks_running_at_once_with_one_call_id_never_share_a_thread() -> None:
+@pytest.mark.parametrize("registries", [1, 2])
+def test_two_tasks_running_at_once_with_one_call_id_never_share_a_thread(registries: int) -> None:
+    # Two calls of one answer sharing an id; or two processes (here two registries: nothing
+    # shared but the workspace) starting tasks of one parent and call id at once, where the
+    # thread is claimed by a record written create-only, so the second takes the next one
+    # instead of writing over the first's record and thread.
     ws = Workspace(f"memory://task-overlap-{next(_fresh)}")
 
     def reply(messages: Sequence[BaseMessage]) -> AIMessage | str:
@@ -236,7 +241,7 @@ def test_two_tasks_running_at_once_with_one_call_id_never_share_a_thread() -> No
 
     model = _Overlapping(responses=[reply] * 4)
     agents = SubAgents(ws, model=model, policy=POLICY)
-    model.agents = agents
+    model.agents = agents if registries == 1 else SubAgents(ws, model=model, policy=POLICY)
     first = agents.run("general-purpose", "alpha", parent_thread_id="main", tool_call_id="same")
     second = model.second
     assert first.answer == "done alpha" and second.answer == "done beta"
@@ -246,31 +251,6 @@ def test_two_tasks_running_at_once_with_one_call_id_never_share_a_thread() -> No
         record = read_record(ws, result.thread_id)
         assert record is not None and record.result == result
         assert result.artifacts == (f"/n/{result.answer.split()[-1]}.md",)
-
-
-def test_two_registries_on_one_workspace_claim_a_thread_each_for_one_call_id() -> None:
-    # Two processes (here two registries: nothing shared but the workspace) start tasks of one
-    # parent and call id at once: the thread is claimed by a record written create-only, so
-    # the second takes the next one instead of writing over the first's record and thread.
-    ws = Workspace(f"memory://task-processes-{next(_fresh)}")
-
-    def reply(messages: Sequence[BaseMessage]) -> AIMessage | str:
-        task = str(messages[1].content)
-        if len(messages) == 2:
-            return tool_call("write_file", {"file_path": f"/n/{task}.md", "content": task})
-        return f"done {task}"
-
-    model = _Overlapping(responses=[reply] * 4)
-    model.agents = SubAgents(ws, model=model, policy=POLICY)  # the other process
-    first = SubAgents(ws, model=model, policy=POLICY).run(
-        "general-purpose", "alpha", parent_thread_id="main", tool_call_id="same"
-    )
-    second = model.second
-    assert first.answer == "done alpha" and second.answer == "done beta"
-    assert first.thread_id != second.thread_id
-    for result in (first, second):
-        record = read_record(ws, result.thread_id)
-        assert record is not None and record.result == result
 
 
 def test_a_task_that_never_starts_leaves_no_claim() -> None:
