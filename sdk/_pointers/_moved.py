@@ -39,6 +39,7 @@ __all__ = [
     "Part",
     "moved_texts",
     "point_moved",
+    "read_saved",
     "render_moved",
     "resolve_moved",
 ]
@@ -264,13 +265,7 @@ def resolve_moved(message: BaseMessage, workspace: Workspace) -> BaseMessage:
         [dict(c) for c in message.invalid_tool_calls] if isinstance(message, AIMessage) else []
     )
     for (part, index), moved in sorted(held.items()):
-        text = workspace.read_text(moved.path)
-        if len(text) != moved.chars:
-            raise WorkspaceError(
-                f"{moved.path} holds {len(text):,} characters, not the {moved.chars:,} its "
-                "record describes",
-                path=moved.path,
-            )
+        text = read_saved(workspace, moved.path, moved.chars, "record")
         if part == "content":
             update["content"] = restore_text(text, moved.shape)
             continue
@@ -291,3 +286,20 @@ def resolve_moved(message: BaseMessage, workspace: Workspace) -> BaseMessage:
         kwargs[METADATA_KEY] = rest
     update["additional_kwargs"] = kwargs
     return message.model_copy(update=update)
+
+
+def read_saved(workspace: Workspace, path: str, chars: int, described_by: str) -> str:
+    """The text saved at ``path``, which must hold the ``chars`` characters that what points
+    to it (its ``described_by``: a pointer, a record) says it does.
+
+    Raises:
+        WorkspaceError: It cannot be read, or holds another number of characters.
+    """
+    text = workspace.read_text(path)
+    if len(text) != chars:
+        raise WorkspaceError(
+            f"{path} holds {len(text):,} characters, not the {chars:,} its {described_by} "
+            "describes",
+            path=path,
+        )
+    return text

@@ -26,7 +26,7 @@ from ctxfs._errors import WorkspaceError
 from ctxfs._layout import file_name, safe_name
 from ctxfs._messages import replace_tool_arg
 from ctxfs._pointers._media import restore_media
-from ctxfs._pointers._moved import resolve_moved
+from ctxfs._pointers._moved import read_saved, resolve_moved
 from ctxfs._pointers._pointer import METADATA_KEY, Pointer, input_pointers, restore_content
 from ctxfs._pointers._pointer import result_pointer as pointer_of
 from ctxfs._pointers._recovery import RecoveryTool, call_budget, default_tools
@@ -167,14 +167,7 @@ def _unstamped(message: BaseMessage) -> dict[str, Any]:
 
 
 def _read(workspace: Workspace, pointer: Pointer) -> str:
-    text = workspace.read_text(pointer.path)
-    if len(text) != pointer.chars:
-        raise WorkspaceError(
-            f"{pointer.path} holds {len(text):,} characters, not the {pointer.chars:,} its "
-            "pointer describes",
-            path=pointer.path,
-        )
-    return text
+    return read_saved(workspace, pointer.path, pointer.chars, "pointer")
 
 
 def _repeat(call: Mapping[str, Any], workspace: Workspace, tools: _Tools) -> str:

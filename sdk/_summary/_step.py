@@ -243,14 +243,10 @@ def summarize_steps(
     if isinstance(reused, HumanMessage) and reused.id == message_id:
         summary, source = reused, "index"
     else:
-        extract = extractive_body(dropped, first_index=first_index, previous=previous)
-        state = next_state(
-            previous,
-            dropped,
-            next_index=first_index + len(dropped),
-            transcript=segment.markdown_path,
-            intent=extract[0],
-        )
+        state, summary = _extractive(
+            archive, thread_id, previous, dropped, first_index, segment.number,
+            segment.markdown_path,
+        )  # fmt: skip
         body: str | None = None
         if settings.model is not None:
             rendered = render_for_model(
@@ -260,35 +256,28 @@ def summarize_steps(
                 trim_tokens=settings.trim_tokens_to_summarize,
             )
             body, model_error = yield format_prompt(settings.prompt, rendered)
-        summary = build_summary_message(
-            body=body if body is not None else extract,
-            message_id=message_id,
-            state=state,
-            first_index=first_index,
-            transcript_dir=archive.directory,
-            source="model" if body is not None else "extractive",
-        )
         if body is not None:
+            answered = build_summary_message(
+                body=body,
+                message_id=message_id,
+                state=state,
+                first_index=first_index,
+                transcript_dir=archive.directory,
+                source="model",
+            )
             # A model may answer far longer than asked: a summary over its share of the room
             # would hold every later request over the window (and fire again each turn).
             share = _summary_share(budget, fixed + sum(counts[:system_end]) + sum(counts[cut:]))
-            size = counter.count_message(summary)
-            if size > share:
-                stand_in = build_summary_message(
-                    body=extract,
-                    message_id=message_id,
-                    state=state,
-                    first_index=first_index,
-                    transcript_dir=archive.directory,
-                    source="extractive",
+            size = counter.count_message(answered)
+            if size > share and counter.count_message(summary) < size:
+                body = None  # the extractive summary stands in
+                model_error = (
+                    f"the summary model's answer ({size:,} tokens) does not fit the "
+                    f"{max(share, 0):,} tokens a summary may take here; the extractive "
+                    "summary stands in"
                 )
-                if counter.count_message(stand_in) < size:
-                    summary, body = stand_in, None
-                    model_error = (
-                        f"the summary model's answer ({size:,} tokens) does not fit the "
-                        f"{max(share, 0):,} tokens a summary may take here; the extractive "
-                        "summary stands in"
-                    )
+            else:
+                summary = answered
         source = "model" if body is not None else "extractive"
         try:
             final = archive.commit(segment, summary=summary, committed=index)
@@ -330,22 +319,41 @@ def _prospect(
     is archived: its segment takes the next free number (as it does unless a writer races)."""
     number = max((s.number for s in index), default=0) + 1
     jsonl_path, markdown_path = archive.segment_paths(number)
+    _, summary = _extractive(
+        archive, thread_id, previous, dropped, first_index, number, markdown_path
+    )
+    return assemble(summary, jsonl_path, first_index)
+
+
+def _extractive(
+    archive: TranscriptArchive,
+    thread_id: str,
+    previous: SummaryState | None,
+    dropped: Sequence[BaseMessage],
+    first_index: int,
+    number: int,
+    transcript: str,
+) -> tuple[SummaryState, HumanMessage]:
+    """The state of the summary that replaces ``dropped`` as segment ``number`` (its
+    Markdown at ``transcript``), and its extractive summary
+    (:func:`~ctxfs._summary._body.extractive_body`, no model)."""
     extract = extractive_body(dropped, first_index=first_index, previous=previous)
+    state = next_state(
+        previous,
+        dropped,
+        next_index=first_index + len(dropped),
+        transcript=transcript,
+        intent=extract[0],
+    )
     summary = build_summary_message(
         body=extract,
         message_id=summary_message_id(thread_id, number),
-        state=next_state(
-            previous,
-            dropped,
-            next_index=first_index + len(dropped),
-            transcript=markdown_path,
-            intent=extract[0],
-        ),
+        state=state,
         first_index=first_index,
         transcript_dir=archive.directory,
         source="extractive",
     )
-    return assemble(summary, jsonl_path, first_index)
+    return state, summary
 
 
 def _least_cost(

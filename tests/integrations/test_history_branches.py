@@ -5,6 +5,7 @@ and a read of one says it is not the history that led here."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -29,6 +30,35 @@ def _turns(tag: str, count: int) -> list[BaseMessage]:
         out += [HumanMessage(f"{tag} {n}: {words}", id=f"{tag}-h{n}")]
         out += [AIMessage(f"noted {tag}word {n}", id=f"{tag}-a{n}")]
     return out
+
+
+def _agent_runs(workspace: Workspace, *, summaries: int) -> tuple[Any, Any, dict[str, object]]:
+    """``run(text, replies, at=None)``: one turn of a ``create_agent`` with ctxfs's middleware
+    on one thread of an ``InMemorySaver`` (from the checkpoint ``at`` when given), its model
+    answering ``replies``; with the saver and the thread's config."""
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ctxfs.integrations.langchain import ContextMiddleware
+
+    model = ScriptedChatModel(script_id="s", responses=[f"S{n}." for n in range(summaries)])
+    policy = POLICY.model_copy(
+        update={"summarization": POLICY.summarization.model_copy(update={"model": model})}
+    )
+    saver = InMemorySaver()
+    config: dict[str, object] = {"configurable": {"thread_id": "t"}}
+
+    def run(text: str, replies: list[object], at: object = None) -> dict[str, object]:
+        answers = ScriptedChatModel(script_id=text, responses=replies)
+        middleware = ContextMiddleware(workspace, policy)
+        agent = create_agent(answers, [], middleware=[middleware], checkpointer=saver)
+        return agent.invoke({"messages": [("user", text)]}, at or config)  # type: ignore[arg-type]
+
+    return run, saver, config
+
+
+def _words(tag: str) -> str:
+    return " ".join(f"{tag}x{i}" for i in range(150))
 
 
 def _compact(engine: ContextEngine, messages: list[BaseMessage]) -> list[BaseMessage]:
@@ -94,40 +124,19 @@ def test_an_agent_that_time_travelled_searches_its_own_branch() -> None:
     """create_agent with ContextMiddleware and a checkpointer: two summaries on the first
     line, then a run resumed from a checkpoint between them: the model's history_search,
     run through the middleware, leaves out the second summary's segment."""
-    from langchain.agents import create_agent
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from ctxfs.integrations.langchain import ContextMiddleware
     from ctxfs.testing import tool_call
 
     workspace = Workspace("memory://history-branches-agent")
-    summaries = ScriptedChatModel(script_id="s", responses=[f"Summary {n}." for n in range(9)])
-    policy = ContextPolicy(
-        max_input_tokens=4_000,
-        clearing={"enabled": False},
-        summarization={"trigger": {"tokens": 2_000}, "keep": {"messages": 2}, "model": summaries},
-    )
-    saver = InMemorySaver()
-    config: dict[str, object] = {"configurable": {"thread_id": "t"}}
-
-    def run(text: str, replies: list[object], at: object = None) -> dict[str, object]:
-        model = ScriptedChatModel(script_id=text, responses=replies)
-        middleware = ContextMiddleware(workspace, policy)
-        agent = create_agent(model, [], middleware=[middleware], checkpointer=saver)
-        return agent.invoke({"messages": [("user", text)]}, at or config)  # type: ignore[arg-type]
-
-    def words(tag: str) -> str:
-        return " ".join(f"{tag}x{i}" for i in range(150))
-
+    run, saver, config = _agent_runs(workspace, summaries=9)
     for n in range(4):
-        run(f"alphaword {n} {words(f'a{n}')}", [f"ok a{n}"])
+        run(f"alphaword {n} {_words(f'a{n}')}", [f"ok a{n}"])
     # the checkpoint to come back to: the latest segment on the line at this point
     archive = TranscriptArchive(workspace, "t")
     back_to = saver.get_tuple(config)  # type: ignore[arg-type]
     assert back_to is not None
     before = {s.number for s in archive.segments()}
     for n in range(4):
-        run(f"betaword {n} {words(f'b{n}')}", [f"ok b{n}"])
+        run(f"betaword {n} {_words(f'b{n}')}", [f"ok b{n}"])
     later = {s.number for s in archive.segments()} - before
     assert later, "the line summarized again after the checkpoint"
     search = tool_call("history_search", {"query": "alphaword betaword"})
@@ -144,34 +153,12 @@ def test_twenty_forks_from_one_checkpoint_each_search_only_their_own_branch() ->
     checkpoint, each summarizing on its own; the model's history_search on each finds only
     that branch's words and segments (and the shared ones), and going back to the
     checkpoint once more after all of them answers."""
-    from langchain.agents import create_agent
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from ctxfs.integrations.langchain import ContextMiddleware
     from ctxfs.testing import tool_call
 
     workspace = Workspace("memory://history-twenty-forks")
-    summaries = ScriptedChatModel(script_id="s", responses=[f"S{n}." for n in range(300)])
-    policy = ContextPolicy(
-        max_input_tokens=4_000,
-        clearing={"enabled": False},
-        summarization={"trigger": {"tokens": 2_000}, "keep": {"messages": 2}, "model": summaries},
-    )
-    saver = InMemorySaver()
-    config: dict[str, object] = {"configurable": {"thread_id": "t"}}
-
-    def run(text: str, replies: list[object], at: object = None) -> dict[str, object]:
-        model = ScriptedChatModel(script_id=text, responses=replies)
-        agent = create_agent(
-            model, [], middleware=[ContextMiddleware(workspace, policy)], checkpointer=saver
-        )
-        return agent.invoke({"messages": [("user", text)]}, at or config)  # type: ignore[arg-type]
-
-    def words(tag: str) -> str:
-        return " ".join(f"{tag}x{i}" for i in range(150))
-
+    run, saver, config = _agent_runs(workspace, summaries=300)
     for n in range(4):
-        run(f"alphaword {n} {words(f'a{n}')}", [f"ok a{n}"])
+        run(f"alphaword {n} {_words(f'a{n}')}", [f"ok a{n}"])
     back_to = saver.get_tuple(config)  # type: ignore[arg-type]
     assert back_to is not None
     archive = TranscriptArchive(workspace, "t")
@@ -181,7 +168,7 @@ def test_twenty_forks_from_one_checkpoint_each_search_only_their_own_branch() ->
         before = {s.number for s in archive.segments()}
         for n in range(4):
             at = back_to.config if n == 0 else None
-            run(f"br{branch}word {n} {words(f'b{branch}n{n}')}", [f"ok {branch} {n}"], at)
+            run(f"br{branch}word {n} {_words(f'b{branch}n{n}')}", [f"ok {branch} {n}"], at)
         mine = {s.number for s in archive.segments()} - before
         assert mine, "the branch summarized"
         out = run("what?", [tool_call("history_search", {"query": query}), "done"])
@@ -189,5 +176,5 @@ def test_twenty_forks_from_one_checkpoint_each_search_only_their_own_branch() ->
         text = str(found[-1].content)
         assert {int(n) for n in _segments(text)} <= mine | shared, (branch, text)
         assert set(re.findall(r"br(\d+)word", text)) == {str(branch)}, (branch, text)
-    out = run(f"back again {words('z')}", ["ok z"], back_to.config)
+    out = run(f"back again {_words('z')}", ["ok z"], back_to.config)
     assert out["messages"][-1].content == "ok z"  # type: ignore[index]

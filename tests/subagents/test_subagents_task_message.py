@@ -113,20 +113,19 @@ def test_a_short_task_is_sent_whole() -> None:
     assert not ws.exists("/tool_results")
 
 
+def _call_task(tool: Any, subagent: str) -> Any:
+    """The ``task`` tool's answer to one call (id ``c1``) of ``subagent`` with a short task."""
+    args = {"description": "Go.", "subagent_type": subagent}
+    return tool.invoke({"type": "tool_call", "name": "task", "id": "c1", "args": args})
+
+
 def test_the_task_tool_refuses_a_sub_agent_whose_window_holds_nothing_before_any_call() -> None:
     ws = Workspace(f"memory://task-noroom-{next(_fresh)}")
     model = ScriptedChatModel(responses=["never"])
     wordy = SubAgent(name="wordy", description="Talks.", system_prompt="word " * 9_000)
     agents = SubAgents(ws, model=model, policy=POLICY, subagents=[wordy])
     tool = agents.task_tool(parent_thread_id="main")
-    out: Any = tool.invoke(
-        {
-            "type": "tool_call",
-            "name": "task",
-            "id": "c1",
-            "args": {"description": "Go.", "subagent_type": "wordy"},
-        }
-    )
+    out = _call_task(tool, "wordy")
     assert isinstance(out, ToolMessage) and out.status == "error"
     assert "could not start" in str(out.content) and "leave no room" in str(out.content)
     assert model.requests == [] and not ws.exists("/transcripts")
@@ -145,14 +144,7 @@ def test_no_window_anywhere_is_refused_before_any_call_and_nothing_is_recorded()
     ws = Workspace(f"memory://task-nowindow-{next(_fresh)}")
     model = ScriptedChatModel(responses=["never"])
     tool = SubAgents(ws, model=model, policy=ContextPolicy()).task_tool(parent_thread_id="main")
-    out: Any = tool.invoke(
-        {
-            "type": "tool_call",
-            "name": "task",
-            "id": "c1",
-            "args": {"description": "Go.", "subagent_type": "general-purpose"},
-        }
-    )
+    out = _call_task(tool, "general-purpose")
     assert isinstance(out, ToolMessage) and out.status == "error"
     assert "could not start" in str(out.content) and "max_input_tokens" in str(out.content)
     assert model.requests == [] and not ws.exists("/transcripts")
