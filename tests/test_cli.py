@@ -518,3 +518,27 @@ def test_a_demo_window_that_is_no_positive_number_is_a_usage_error(
         main(["demo", "--workspace", str(tmp_path), "--no-live", "--max-input-tokens", window])
     assert exited.value.code == 2
     assert "argument --max-input-tokens: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, RuntimeError])
+def test_a_failed_replay_leaves_no_temporary_workspace(
+    failure: type[BaseException],
+    trace: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the folder is named only in the report, so a failure left an unnamed folder behind
+    def failing(*args: object, **kwargs: object) -> None:
+        raise failure("stopped")
+
+    monkeypatch.setattr("ctxfs._cli._replay.replay", failing)
+    status, _, _ = run(capsys, "replay", str(trace), "--max-input-tokens", "4000")
+    assert status == (130 if failure is KeyboardInterrupt else 70)
+    assert list((tmp_path / "tmp").glob("ctxfs-replay-*")) == []
+    monkeypatch.undo()  # still kept when the replay succeeds
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    status, out, _ = run(capsys, "replay", str(trace), "--max-input-tokens", "4000")
+    assert status == 0
+    (kept,) = (tmp_path / "tmp").glob("ctxfs-replay-*")
+    assert f"Workspace: {kept} " in out

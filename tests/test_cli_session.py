@@ -194,13 +194,14 @@ def test_a_workflow_id_that_cannot_name_a_file_is_a_usage_error(
 def test_a_folder_where_a_state_file_belongs_is_listed_as_unreadable(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """It was left out of the listing, as if there were no such workflow."""
+    """It was left out of the listing, as if there were no such workflow; then it was listed
+    with exit status 0, unlike ``memory show`` with a damaged file."""
     squatter = tmp_path / "ws" / "sessions" / "w.json"
     squatter.mkdir(parents=True)
     (squatter / "x").write_text("")
     url = str(tmp_path / "ws")
     status, out, _ = run(capsys, "session", "show", url)
-    assert (status, out) == (0, "w  unreadable: /sessions/w.json is a folder, not a state file\n")
+    assert (status, out) == (2, "w  unreadable: /sessions/w.json is a folder, not a state file\n")
     status, out, err = run(capsys, "session", "show", url, "w")
     assert status == 2 and err == "ctxfs session: /sessions/w.json is a folder, not a state file\n"
 

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import ctxfs
 from ctxfs import Workspace
 from ctxfs._cli._common import EXIT_ERROR
 from ctxfs._cli._extras import extra_of, missing_dependency
@@ -584,3 +585,23 @@ def test_a_full_stdout_is_named_as_standard_output(tmp_path: Path, zygote: Zygot
         )
     assert done.returncode == EXIT_ERROR
     assert "ctxfs cat: [Errno 28] writing to standard output: No space left" in done.stderr
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["grep", "--help"]])
+def test_help_and_version_that_cannot_be_written_are_a_failure(
+    argv: list[str], zygote: Zygote
+) -> None:
+    # argparse dropped the failed write: status 0 with nothing printed
+    with open("/dev/full", "w") as full:
+        done = zygote.run([sys.executable, "-m", "ctxfs", *argv], stdout=full.fileno(), timeout=120)
+    assert done.returncode == EXIT_ERROR, done.stderr
+    assert done.stderr == (
+        f"ctxfs {argv[0]}: [Errno 28] writing to standard output: No space left on device\n"
+    )
+
+
+def test_help_and_version_still_print(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"ctxfs {ctxfs.__version__}\n"
+    assert main(["grep", "--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: ctxfs grep ")

@@ -181,9 +181,23 @@ def add_demo_parser(commands: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     words = list(sys.argv[1:] if argv is None else argv)
+    shown = io.StringIO()  # what --help or --version prints, written below as output is
     try:
         _check_words(words)
-        args = _parse(words)
+        with contextlib.redirect_stdout(shown):
+            args = _parse(words)
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise  # a usage error, already on stderr
+        # argparse would print to stdout and drop a failed write (`ctxfs --help >/dev/full`
+        # exited 0 having printed nothing): the text goes out as a command's output does
+        text = shown.getvalue()
+
+        def show(_args: argparse.Namespace, out: IO[str], _err: IO[str]) -> int:
+            out.write(text)
+            return 0
+
+        args = argparse.Namespace(command=_printing(words), handler=show)
     except Exception as exc:  # an argument's check that failed in a way it did not expect
         stream = TerminalText(sys.stderr if sys.stderr is not None else io.StringIO())
         command = words[0] if words[:1] and words[0] in COMMANDS else "arguments"
@@ -210,6 +224,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         status, message = _classify(exc)
         _fail(args.command, message, err)
         return status
+
+
+def _printing(words: list[str]) -> str:
+    """The command named in a failure to print help or the version."""
+    if words[:1] and words[0] in COMMANDS:
+        return words[0]
+    return next((word for word in words if word in ("--version", "--help", "-h")), "--help")
 
 
 def _check_words(words: list[str]) -> None:

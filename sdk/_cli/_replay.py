@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
@@ -18,7 +19,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import ValidationError
 
 from ctxfs._archive._transcripts import thread_transcript_dir
@@ -124,7 +125,27 @@ def run_replay(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         )
     policy = load_policy(args.policy, args.max_input_tokens)
     plot = plot_format(args.plot) if args.plot else None  # before the replay writes anything
-    url = args.workspace or tempfile.mkdtemp(prefix="ctxfs-replay-")
+    if args.workspace:
+        return _report(args, out, err, history, policy, plot, args.workspace)
+    folder = tempfile.mkdtemp(prefix="ctxfs-replay-")
+    try:
+        return _report(args, out, err, history, policy, plot, folder)
+    except BaseException:
+        # the folder is named only in the report: a replay that failed leaves nothing behind
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _report(
+    args: argparse.Namespace,
+    out: IO[str],
+    err: IO[str],
+    history: list[BaseMessage],
+    policy: ContextPolicy,
+    plot: str | None,
+    url: str,
+) -> int:
+    """Replays ``history`` into the workspace at ``url`` and prints the report."""
     workspace = open_workspace(url, args, must_exist=False)  # a missing one needs --create
     thread_id = args.thread_id or Path(args.trace).stem
     engine = ContextEngine(workspace, policy)

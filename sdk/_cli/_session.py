@@ -103,6 +103,7 @@ def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         ids = list_workflows(workspace)
         if not ids:
             out.write(f"no workflows in {workspace.url}\n")
+        unreadable = 0
         for workflow_id in ids:
             try:
                 state = read_state(workspace, workflow_id)
@@ -110,6 +111,7 @@ def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 first, _, rest = str(exc).partition("\n")
                 more = f" (and {rest.count(chr(10)) + 1} more)" if rest else ""
                 out.write(f"{workflow_id}  unreadable: {first}{more}\n")
+                unreadable += 1
                 continue
             done = len(state.completed_stages)
             where = f", at {state.current_stage}" if state.current_stage else ""
@@ -117,7 +119,8 @@ def _show(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 f"{workflow_id}  {runner_status(state)}{where}  {done}/{len(state.stages)} stages  "
                 f"updated {state.updated_at.isoformat()}\n"
             )
-        return 0
+        # listed, but the status says something needs mending, as ``memory show`` does
+        return 2 if unreadable else 0
     if args.json:
         state = read_state(workspace, args.workflow_id)  # checks it first
         out.write(workspace.read_text(state_path(state.workflow_id)))

@@ -236,7 +236,7 @@ def test_session_show_names_each_inconsistency_and_lists_the_others(
     state = json.loads(workspace.read_text(STATE))
     state.update(status="halted", halt=_halt("third"))
     _write(workspace, state)
-    assert main(["session", "show", str(tmp_path)]) == 0
+    assert main(["session", "show", str(tmp_path)]) == 2
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("good  completed  3/3 stages")
     assert out[1] == (
