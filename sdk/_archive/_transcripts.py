@@ -124,6 +124,11 @@ class TranscriptArchive:
         self._gone_above = 0
 
     @property
+    def workspace(self) -> Workspace:
+        """The workspace the thread's transcripts are in."""
+        return self._folder.workspace
+
+    @property
     def directory(self) -> str:
         """The thread's transcript folder."""
         return self._folder.directory

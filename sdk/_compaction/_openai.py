@@ -293,6 +293,7 @@ class OpenAIMethods:
             tools: Sequence[Tool] = (),
             model: BaseChatModel | None = None,
             force: bool = False,
+            plan: Sequence[Mapping[str, Any]] | str | None = None,
         ) -> CompactionResult: ...
 
         async def acompact(
@@ -304,6 +305,7 @@ class OpenAIMethods:
             tools: Sequence[Tool] = (),
             model: BaseChatModel | None = None,
             force: bool = False,
+            plan: Sequence[Mapping[str, Any]] | str | None = None,
         ) -> CompactionResult: ...
 
         def offload_tool_result(
@@ -319,6 +321,7 @@ class OpenAIMethods:
         tools: Sequence[Tool] = (),
         model: BaseChatModel | None = None,
         force: bool = False,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
     ) -> OpenAICompaction:
         """:meth:`compact` for a history kept as OpenAI-style dicts: dicts in, dicts out.
 
@@ -337,6 +340,8 @@ class OpenAIMethods:
             tools: The tools the model is sent (schema dicts as sent, functions, tools).
             model: The chat model, for its window when the policy has none.
             force: As for :meth:`compact`.
+            plan: The live plan (a todo list or text), put back after a summary from this
+                state, never from the summary's text: as for :meth:`compact`.
 
         Raises:
             TypeError: An item is not a message dict.
@@ -346,7 +351,13 @@ class OpenAIMethods:
             messages, thread_id=thread_id, last_summary=lambda: self._last_summary(thread_id)
         )
         result = self.compact(
-            converted, thread_id=thread_id, system=system, tools=tools, model=model, force=force
+            converted,
+            thread_id=thread_id,
+            system=system,
+            tools=tools,
+            model=model,
+            force=force,
+            plan=plan,
         )
         dicts = self._openai.outbound(result.messages, origin, thread_id=thread_id)
         return OpenAICompaction(messages=dicts, result=result)
@@ -360,6 +371,7 @@ class OpenAIMethods:
         tools: Sequence[Tool] = (),
         model: BaseChatModel | None = None,
         force: bool = False,
+        plan: Sequence[Mapping[str, Any]] | str | None = None,
     ) -> OpenAICompaction:
         """Async twin of :meth:`compact_openai`."""
         converted, origin = await asyncio.to_thread(
@@ -369,7 +381,13 @@ class OpenAIMethods:
             last_summary=lambda: self._last_summary(thread_id),
         )
         result = await self.acompact(
-            converted, thread_id=thread_id, system=system, tools=tools, model=model, force=force
+            converted,
+            thread_id=thread_id,
+            system=system,
+            tools=tools,
+            model=model,
+            force=force,
+            plan=plan,
         )
         dicts = self._openai.outbound(result.messages, origin, thread_id=thread_id)
         return OpenAICompaction(messages=dicts, result=result)

@@ -37,10 +37,14 @@ _RESULT_TAG = "[ctxfs: tool result offloaded]"
 _INPUT_TAG = "[ctxfs: tool input offloaded]"
 _CLEARED_TAG = "[ctxfs: tool result cleared]"
 _STATS = r"([\d,]+) lines, ([\d,]+) characters, ([\d,]+) tokens"
+# <area>/<thread>/<file>, the thread folder as safe_name wrote it: never "." or "..", which
+# would name a file outside the area (one an agent may write)
+_FILE = r"/[A-Za-z0-9_-][A-Za-z0-9._-]*/[^\s/]+"
 _RESULT_HEAD = re.compile(
     r"The full result was saved to ("
     + re.escape(RESULTS_DIR)
-    + r"/[^\s/]+/[^\s/]+) \("
+    + _FILE
+    + r") \("
     + _STATS
     + r"\)\. It was too large to keep in the conversation\."
 )
@@ -49,7 +53,8 @@ _CLEARED_HEAD = re.compile(
     re.escape(_CLEARED_TAG)
     + r" Saved to ("
     + re.escape(RESULTS_DIR)
-    + r"/[^\s/]+/[^\s/]+) \("
+    + _FILE
+    + r") \("
     + _STATS
     + r"\); read_file or grep it\."
 )
@@ -57,7 +62,8 @@ _INPUT = re.compile(
     re.escape(_INPUT_TAG)
     + r" The (\S+) argument of this \S+ call was saved byte-exact to ("
     + re.escape(INPUTS_DIR)
-    + r"/[^\s/]+/[^\s/]+) \(([\d,]+) characters, ([\d,]+) tokens\)\.(?: The tool applied it to "
+    + _FILE
+    + r") \(([\d,]+) characters, ([\d,]+) tokens\)\.(?: The tool applied it to "
     r"\S.*?\.)? Use read_file on \2 to see it\."
 )
 

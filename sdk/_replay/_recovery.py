@@ -96,10 +96,11 @@ def restore_history(
     """Reads a conversation back from the workspace, in order, as it was before ctxfs
     touched it.
 
-    The messages are the archived transcript segments of the history ``context`` is on (the
-    branch that ends at the last of ``thread_id``'s segments its summary names; none when
-    it holds no summary; every segment of every branch when ``context`` is empty) followed
-    by the messages of ``context`` (summaries left out), each with every ctxfs pointer in
+    The messages are those ``context`` holds before its summary (the system prompt, which
+    is never archived), then the archived transcript segments of the history ``context``
+    is on (the branch that ends at the last of ``thread_id``'s segments its summary names;
+    none when it holds no summary; every segment of every branch when ``context`` is empty),
+    then the rest of ``context`` (summaries left out), each with every ctxfs pointer in
     its result or tool-call arguments replaced by the text of the file it names. Every
     message is there, with or without an id: a thread that forked (time travel, a retried
     turn) does not bring in another branch's messages.
@@ -124,8 +125,13 @@ def restore_history(
         numbers = [n for n in map(segment_number, own) if n is not None]
         segments = chain(archive.segments(expected=own), numbers[-1]) if numbers else ()
     archived = [m for segment in segments for m in archive.read_segment(segment)]
+    # What sits before the summary (the system prompt, never archived) came before what it
+    # replaced: it goes first, then the archived messages, then the rest of the context.
+    start = next((n for n, m in enumerate(context) if is_summary(m)), 0)
     kept = [m for m in context if not is_summary(m) and not is_pinned(m)]
-    return resolve_pointers([*archived, *kept], workspace, thread_id=thread_id)
+    head = [m for m in context[:start] if not is_pinned(m)]
+    ordered = [*head, *archived, *kept[len(head) :]]
+    return resolve_pointers(ordered, workspace, thread_id=thread_id)
 
 
 def restore_messages(

@@ -32,6 +32,7 @@ from ctxfs._archive._transcripts import ArchiveError, TranscriptArchive
 from ctxfs._errors import WorkspaceError
 from ctxfs._events import Summarized
 from ctxfs._layout import safe_name
+from ctxfs._pointers._moved import moved_texts, resolve_moved
 from ctxfs._policy._budget import Budget
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._summary._body import ModelAnswer, extractive_body, format_prompt, render_for_model
@@ -53,6 +54,7 @@ from ctxfs._summary._pins import (
     user_candidates,
 )
 from ctxfs._tokens import TokenCounter
+from ctxfs._workspace._workspace import Workspace
 
 __all__ = ["SummaryOutcome", "next_summary", "summarize_steps", "summary_message_id"]
 
@@ -199,6 +201,7 @@ def summarize_steps(
             plan=plan,
             notes=notes,
             read_segment=lambda path: _archived(archive, path),
+            as_written=lambda message: _as_written(message, archive.workspace),
         )
         return [*current[:system_end], summary, *in_view, *current[cut:]]
 
@@ -399,6 +402,7 @@ def _in_view(
     plan: Sequence[Mapping[str, Any]] | str | None,
     notes: tuple[str, str] | None,
     read_segment: Callable[[str], Sequence[BaseMessage]],
+    as_written: Callable[[BaseMessage], BaseMessage] = lambda message: message,
 ) -> list[BaseMessage]:
     """What the summary puts back after itself: pinned user messages, then one message with
     the pointers, the plan and the notes (see :mod:`ctxfs._summary._pins`).
@@ -408,12 +412,14 @@ def _in_view(
     ``free_messages``: how many messages it may put back (:func:`_free_messages`);
     ``room_messages``: under a ``messages`` trigger, the room the kept window left.
     ``read_segment``: the messages of one of the thread's segments (by its ``.jsonl`` path).
+    ``as_written``: a user message as the user wrote it, its texts a lossless step moved to
+    files read back (the task statement moved out of an earlier request is still the task).
     """
     settings = budget.policy.pinning
     if not settings.enabled:
         return []
     candidates, counted = user_candidates(
-        dropped,
+        [as_written(m) for m in dropped],
         first_index=first_index,
         segment=segment,
         segment_start=segment_start,
@@ -423,7 +429,9 @@ def _in_view(
     # The task statement, pointed to by a summary that had no room for it, comes back
     # verbatim from its archived copy once there is room again.
     candidates = [
-        recalled(c, read_segment(c.segment)) if c.first and c.message is None else c
+        recalled(c, [as_written(m) for m in read_segment(c.segment)])
+        if c.first and c.message is None
+        else c
         for c in candidates
     ]
     earlier_counted = counted
@@ -470,6 +478,17 @@ def _in_view(
             if len(more) > len(pins) and not more_pointed and not more_counted.count:
                 pins, extra = more, None
     return [*pins, *([extra] if extra is not None else [])]
+
+
+def _as_written(message: BaseMessage, workspace: Workspace) -> BaseMessage:
+    """A user message with the texts a lossless step moved to files read back; as it is
+    when none was moved or a file cannot be read (then it is not put back verbatim)."""
+    if not isinstance(message, HumanMessage) or not moved_texts(message):
+        return message
+    try:
+        return resolve_moved(message, workspace)
+    except WorkspaceError:
+        return message
 
 
 def _archived(archive: TranscriptArchive, path: str) -> list[BaseMessage]:

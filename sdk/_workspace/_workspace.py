@@ -381,7 +381,8 @@ class Workspace:
         ``change`` called again on what it holds now, after a short random pause. So
         ``change`` may run several times: it must depend only on its argument. An exception
         it raises ends the update with nothing written; content it returns unchanged is not
-        written. A write reported as failed that the file holds (its reply was lost) is done.
+        written. A failed write the file holds (its reply was lost) is done; one a store
+        tore mid-way is undone (the file holds what it held before; the error is raised).
 
         Example:
             >>> ws = Workspace("memory://update-doc")
@@ -401,8 +402,7 @@ class Workspace:
             The file as written.
 
         Raises:
-            ConflictError: Other writers changed the file during every attempt; nothing was
-                written.
+            ConflictError: Other writers changed the file during every attempt; nothing written.
             ValueError: ``attempts`` is below 1.
         """
         if attempts < 1:

@@ -14,6 +14,7 @@ the loop reads.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable, Iterable
@@ -177,6 +178,10 @@ class VersionedFiles(Protocol):
         """Write a whole file (create-only, or only if it still has ``if_version``)."""
         ...
 
+    def rm(self, path: str, *, recursive: bool = False) -> None:
+        """Delete a file."""
+        ...
+
 
 def update_file(
     files: VersionedFiles,
@@ -207,7 +212,7 @@ def update_file(
         except (ConflictError, PathExistsError):
             continue
         except BackendError:
-            if _holds(files, virtual, new):  # it was written; only the reply was lost
+            if _holds_or_undo(files, virtual, current, new):  # only the reply was lost
                 return FileInfo(virtual, "file", len(new))
             raise
     raise ConflictError(
@@ -217,19 +222,32 @@ def update_file(
     )
 
 
-def _holds(files: VersionedFiles, virtual: str, data: bytes) -> bool:
-    """Whether the file holds exactly ``data`` now (``False`` if that cannot be asked).
+def _holds_or_undo(files: VersionedFiles, virtual: str, old: bytes | None, new: bytes) -> bool:
+    """After a failed write of ``new`` over ``old``: whether the file holds ``new`` now (its
+    reply was lost), else put ``old`` back if the file holds part of ``new``.
 
-    After a failed conditional write this tells a write whose reply was lost (the file
-    holds what was written) from one that was not done: a caller that wrote again would
-    apply its change twice (a line appended twice), one that gave up would report a change
-    that is there as failed.
+    A write reported as failed may have been done: a caller that wrote again would apply
+    its change twice (a line appended twice), one that gave up would report a change that is
+    there as failed. A store's writes are atomic by contract; a backend that breaks it
+    mid-way (what :class:`~ctxfs.testing.FaultyStore` calls a torn write) leaves a strict
+    prefix of what was being written, and every later update of the file would fail to
+    parse it. Only that, recognised exactly, is replaced by what it overwrote (removed, if
+    the file was new), conditional on the torn content; anything else (another writer's
+    content) stays. ``False`` also when the file cannot be read or restored now.
     """
     try:
-        current, _ = files.read_versioned(virtual)
+        current, version = files.read_versioned(virtual)
     except WorkspaceError:
         return False
-    return current == data
+    if current == new:
+        return True
+    if current != old and new.startswith(current):
+        with contextlib.suppress(WorkspaceError):  # the storage still fails: left as it is
+            if old is None:
+                files.rm(virtual)
+            else:
+                files.write_bytes(virtual, old, if_version=version)
+    return False
 
 
 def _crlf(text: str) -> str:

@@ -16,9 +16,10 @@ memory is never overwritten with less than it held.
 
 Versions: each write is a new revision of the document, recording what made it
 (:class:`~ctxfs.memory.Change`: kind, who, from which thread, when), and a copy of it is kept
-under ``.versions/`` (written create-only, never changed or removed by ctxfs; the agent's
-tools see ``/memories/`` read-only). :meth:`MemoryFile.history` lists them and
-:meth:`MemoryFile.rollback` writes an old version's content as a new one.
+under ``.versions/`` (written create-only, never changed or removed by ctxfs, except a
+copy a failed write left only part of; the agent's tools see ``/memories/`` read-only).
+:meth:`MemoryFile.history` lists them and :meth:`MemoryFile.rollback` writes an old
+version's content as a new one.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from collections.abc import Callable
 from datetime import datetime
 
 from ctxfs._errors import (
-    BackendError,
     MemoryFormatError,
     NotADirectoryPathError,
     PathNotFoundError,
@@ -159,7 +159,7 @@ class MemoryFile:
             BackendError: The storage failed; the previous version is intact.
         """
         written: list[MemoryDocument] = []
-        attempt: list[tuple[bytes | None, bytes]] = []
+        changed: list[bool] = [False]
         previous: list[MemoryDocument] = []
 
         def step(old: bytes | None) -> bytes:
@@ -168,7 +168,7 @@ class MemoryFile:
             new = change(current)
             if old is not None and new.content() == current.content():
                 written[:] = [current]
-                attempt[:] = []
+                changed[0] = False
                 return old
             at = self._clock()
             record = Change(
@@ -179,17 +179,12 @@ class MemoryFile:
             )
             written[:] = [new]
             data = encode_document(new)
-            attempt[:] = [(old, data)]
+            changed[0] = True
             return data
 
-        try:
-            self._workspace.update(self.path, step)
-        except BackendError:
-            if attempt:
-                self._undo_torn_write(*attempt[0])
-            raise
+        self._workspace.update(self.path, step)  # a torn write is undone there
         document = written[0]
-        if attempt:
+        if changed[0]:
             for kept in (*previous, document):
                 self._keep_version(kept)
             self.render(document)
@@ -207,9 +202,15 @@ class MemoryFile:
         try:
             if document.revision == 0 and document.content() == self.empty().content():
                 return  # nothing was remembered before versions began
-            if self._workspace.exists(path):
-                return  # versions are immutable: the first copy stays
-            self._workspace.write_bytes(path, encode_document(document), create_only=True)
+            data = encode_document(document)
+
+            def keep(there: bytes | None) -> bytes:
+                # versions are immutable: the first copy stays, unless it is part of this
+                # one (a write torn by a store without atomic writes)
+                torn = there is not None and there != data and data.startswith(there)
+                return data if there is None or torn else there
+
+            self._workspace.update(path, keep)
         except WorkspaceError as exc:
             _log.warning(
                 "ctxfs memory: version %s not kept (kept at the next update): %s", path, exc
@@ -277,31 +278,6 @@ class MemoryFile:
             by=by,
             note=f"back to version {revision}",
         )
-
-    def _undo_torn_write(self, old: bytes | None, new: bytes) -> None:
-        """Puts the previous version back if a failed write left part of the new one.
-
-        A store's writes are atomic by contract; a backend that breaks it mid-way (what
-        :class:`~ctxfs.testing.FaultyStore` calls a torn write) leaves a strict prefix of
-        what was being written. Only that, recognised exactly, is replaced by the version it
-        overwrote; anything else (the whole new document, another writer's) stays.
-        """
-        try:
-            data, version = self._workspace.read_versioned(self.path)
-        except WorkspaceError:
-            return  # gone, or the storage still fails: nothing to put back now
-        if data in (old, new) or not new.startswith(data):
-            return
-        try:
-            if old is None:
-                self._workspace.rm(self.path)
-            else:
-                self._workspace.write_bytes(self.path, old, if_version=version)
-        except WorkspaceError:
-            _log.warning(
-                "ctxfs memory: %s holds part of a failed write and could not be restored",
-                self.path,
-            )
 
     def render(self, document: MemoryDocument | None = None) -> bool:
         """Rewrites the Markdown rendering (of ``document``, or of the stored one).

@@ -145,12 +145,27 @@ class ScriptedChatModel(GenericFakeChatModel):
 
 def _goes_on(message: BaseMessage) -> bool:
     """Whether ``message`` shows a conversation under way: a model's reply, a tool's result,
-    or a summary of earlier turns (ctxfs's, or LangChain's summarization middleware's)."""
+    or a summary of earlier turns (ctxfs's, also behind a cache breakpoint, or LangChain's
+    summarization middleware's)."""
     from ctxfs._summary._message import is_summary
 
     if isinstance(message, AIMessage | ToolMessage):
         return True
-    return message.additional_kwargs.get("lc_source") == "summarization" or is_summary(message)
+    if message.additional_kwargs.get("lc_source") == "summarization":
+        return True
+    return is_summary(message) or is_summary(_as_text(message))
+
+
+def _as_text(message: BaseMessage) -> BaseMessage:
+    """``message`` with a lone text block as its text: a summary sent with a prompt-cache
+    breakpoint (``prompt_cache="anthropic"`` puts its text in a block with ``cache_control``)
+    is the same summary."""
+    content = message.content
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
+        block = content[0]
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            return message.model_copy(update={"content": block["text"]})
+    return message
 
 
 def _as_message(reply: AIMessage | str, reply_id: str) -> AIMessage:

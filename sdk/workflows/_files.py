@@ -19,14 +19,12 @@ from datetime import datetime
 from typing import Any
 
 from ctxfs._errors import (
-    BackendError,
     IsADirectoryPathError,
     PathExistsError,
     PathNotFoundError,
     WorkflowConflictError,
     WorkflowError,
     WorkflowStateError,
-    WorkspaceError,
 )
 from ctxfs._json import loads_bounded
 from ctxfs._workspace._workspace import Workspace
@@ -108,22 +106,14 @@ def create_state(workspace: Workspace, state: WorkflowState) -> None:
     if workspace.exists(path) or workspace.exists(f"{SESSIONS_DIR}/{state.workflow_id}"):
         raise taken
     data = dump_state(state)
-    try:
-        workspace.write_bytes(path, data, create_only=True)
-    except PathExistsError:
-        raise taken from None
-    except BackendError:
-        if not _holds(workspace, path, data):
-            raise
-        # the write landed and its reply was lost: the state is there, whole
 
+    def change(current: bytes | None) -> bytes:
+        if current is not None:
+            raise taken
+        return data
 
-def _holds(workspace: Workspace, path: str, data: bytes) -> bool:
-    """Whether ``path`` holds exactly ``data`` (read back after a write whose reply was lost)."""
-    try:
-        return workspace.read_bytes(path) == data
-    except WorkspaceError:
-        return False
+    # create-only; a write whose reply was lost is recognised, a torn one removed
+    workspace.update(path, change)
 
 
 def replace_state(workspace: Workspace, previous: WorkflowState, state: WorkflowState) -> None:

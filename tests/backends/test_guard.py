@@ -5,15 +5,19 @@ tests use) may not. Whatever it lets through reaches the workspace's callers as 
 error it means, so every layer's ``except WorkspaceError`` handles a storage failure: a
 memory that learns requeues its turns, the collector reports the family and goes on, the
 ``task`` tool answers with an error. And ``Workspace.update`` tells a write that landed with
-its reply lost from one that did not: an append is never made twice.
+its reply lost from one that did not: an append is never made twice; and a write a store
+without atomic writes tore mid-way is undone, so the file is never left half-written.
 """
 
 from __future__ import annotations
 
 import errno
+import itertools
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxfs import BackendError, PathNotFoundError, Workspace
 from ctxfs.backends import GuardedStore, guard_store
@@ -108,4 +112,35 @@ def test_an_update_whose_write_failed_still_fails() -> None:
         store.add(Fault(method="write", kind=kind))  # type: ignore[arg-type]
         with pytest.raises(BackendError):
             Workspace(store, check=False).update("/log.txt", lambda old: (old or b"") + b"x\n")
-        raw.write_text("/log.txt", "one\n")
+        assert raw.read_text("/log.txt") == "one\n"
+
+
+_fresh = itertools.count()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    old=st.none() | st.binary(max_size=40),
+    new=st.binary(min_size=1, max_size=40),
+    keep=st.integers(0, 40),
+)
+def test_an_update_torn_mid_write_leaves_what_was_there(
+    old: bytes | None, new: bytes, keep: int
+) -> None:
+    # a store without atomic writes cut off mid-way: the file held a prefix of the new
+    # content, which no later update could parse (a workflow's state file stayed
+    # unreadable, its run could not be resumed); only memory put its document back
+    raw = Workspace(f"memory://guard-torn-{next(_fresh)}")
+    if old is not None:
+        raw.write_bytes("/state.json", old)
+    store = FaultyStore(raw.store)
+    store.add(Fault(method="write", kind="torn_write", keep=min(keep, len(new) - 1)))
+    workspace = Workspace(store, check=False)
+    if new == old:
+        workspace.update("/state.json", lambda _: new)  # nothing to write: nothing fails
+    else:
+        with pytest.raises(BackendError):
+            workspace.update("/state.json", lambda _: new)
+    assert (raw.read_bytes("/state.json") if raw.exists("/state.json") else None) == old
+    workspace.update("/state.json", lambda there: new if there == old else b"changed twice")
+    assert raw.read_bytes("/state.json") == new

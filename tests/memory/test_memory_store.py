@@ -134,6 +134,23 @@ def test_a_storage_failure_during_the_write_leaves_the_previous_version(
     assert len(memory.load().facts) == 2
 
 
+def test_a_version_copy_torn_mid_write_is_kept_whole_at_the_next_update() -> None:
+    # it stayed torn for good ("versions are immutable: the first copy stays"): the history
+    # skipped it with a warning and `ctxfs memory show --version 2` found no version 2
+    raw = Workspace("memory://memory-torn-version")
+    store = FaultyStore(raw.store)
+    memory = _memory(Workspace(store, check=False))
+    memory.apply(update(fact("First fact.")), thread_id="t1")
+    version = memory.file.version_path(2)
+    store.add(Fault(method="write", kind="torn_write", path=version))
+    memory.apply(update(fact("Second fact.")), thread_id="t2")
+    raw.write_bytes(version, raw.read_bytes(memory.file.path)[:40])  # and one left so by hand
+    memory.apply(update(fact("Third fact.")), thread_id="t3")
+    assert [d.revision for d in memory.history()] == [1, 2, 3]
+    assert {f.content for f in memory.file.version(2).facts} == {"First fact.", "Second fact."}
+    assert raw.read_bytes(version) == encode_document(memory.file.version(2))
+
+
 def test_a_lost_response_is_recognised_as_the_write_it_was(workspace: Workspace) -> None:
     # the document was written whole, only the answer was lost: the update is done
     store = FaultyStore(workspace.store)

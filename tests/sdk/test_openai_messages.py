@@ -276,3 +276,24 @@ def test_every_shape_openai_accepts_comes_back_as_given() -> None:
     ]
     out = engine.compact_openai(history, thread_id="t")
     assert all(a is b for a, b in zip(out.messages, history, strict=True))
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_the_live_plan_comes_back_after_a_summary_of_dicts(run: str) -> None:
+    """``compact_openai`` takes the live plan as ``compact`` does: a summary puts it back
+    after itself, so an agent kept as dicts stays on its plan (it could not pass one)."""
+    engine = ContextEngine(Workspace(f"memory://openai-plan-{run}"), POLICY)
+    todos = [
+        {"content": "read every page", "status": "completed"},
+        {"content": "compare page 3 with page 7", "status": "in_progress"},
+    ]
+    history: list[Message] = []
+    for n in range(8):
+        history += _turn(n)
+    if run == "sync":
+        out = engine.compact_openai(history, thread_id="p", plan=todos)
+    else:
+        out = asyncio.run(engine.acompact_openai(history, thread_id="p", plan=todos))
+    assert out.result.summarized
+    text = "\n".join(str(d.get("content")) for d in out.messages)
+    assert "[in_progress] compare page 3 with page 7" in text

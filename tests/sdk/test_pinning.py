@@ -394,3 +394,27 @@ def test_a_task_statement_pointed_to_once_is_pinned_again_when_there_is_room() -
     summarized = [r for r in sent if any(is_summary(m) for m in r)]
     assert any(task not in _texts(r) for r in summarized)  # pointed to, once
     assert task in _texts(summarized[-1])
+
+
+def test_a_task_statement_moved_out_of_a_request_is_put_back_after_the_summary() -> None:
+    """The last lossless resort moves a task statement too large for the request to a file
+    (its pointer quotes its first lines); a summary that later archives that pointer puts
+    the task back, from the file, verbatim or as a pointer line, never leaves it out (it
+    took the pointer for a message ctxfs wrote, not the user's words)."""
+    from ctxfs import MessageOffloaded, Summarized
+
+    model = FakeListChatModel(responses=["## Summary\nWork went on."])
+    policy = ContextPolicy(
+        max_input_tokens=6_000, clearing={"enabled": False}, summarization={"model": model}
+    )
+    engine = _engine(policy)
+    system = SystemMessage(" ".join(f"rule{i}" for i in range(700)))
+    task = "TASK-START fix the parser\n" + " ".join(f"detail{i}" for i in range(650))
+    state: list[BaseMessage] = [HumanMessage(task, id="task")]
+    seen: set[type] = set()
+    for n in range(6):
+        result = engine.compact(state, thread_id="t", system=system, added_tokens=2_800)
+        seen |= {type(e) for e in result.events}
+        assert "TASK-START fix the parser" in _texts(result.messages), n
+        state = [*result.messages, *_turn(n, "go on", tool_chars=1_500)[1:]]
+    assert {MessageOffloaded, Summarized} <= seen

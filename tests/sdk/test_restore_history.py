@@ -14,7 +14,7 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from ctxfs import (
     ContextEngine,
@@ -58,6 +58,18 @@ def test_every_message_comes_back_in_order_whatever_its_id(ids: list[str | None]
     ws = Workspace(f"memory://restore-ids{next(_fresh)}")
     history = _turns("alpha", ids)
     context = _compact(ContextEngine(ws, POLICY), history)
+    assert _contents(restore_history(context, ws, thread_id="t")) == _contents(history)
+
+
+@pytest.mark.parametrize("prompts", [1, 2])
+def test_the_system_prompt_comes_back_first_as_it_was_sent(prompts: int) -> None:
+    """The system prompt stays first in the context, before the summary; read back, it
+    comes before the archived messages, where it was, not after them."""
+    ws = Workspace(f"memory://restore-system{next(_fresh)}")
+    system = [SystemMessage(f"You are agent part {n}.", id=f"sys{n}") for n in range(prompts)]
+    history = [*system, *_turns("alpha", [f"m{n}" for n in range(16)])]
+    context = _compact(ContextEngine(ws, POLICY), history)
+    assert context[:prompts] == system
     assert _contents(restore_history(context, ws, thread_id="t")) == _contents(history)
 
 

@@ -87,6 +87,26 @@ def test_a_ctxfs_summary_goes_on_with_the_script(tmp_path: Path) -> None:
     assert model.invoke(sent).content == "three"
 
 
+def test_a_ctxfs_summary_behind_a_cache_breakpoint_goes_on_with_the_script(
+    tmp_path: Path,
+) -> None:
+    """With ``prompt_cache="anthropic"`` the model is sent the summary as a text block with a
+    ``cache_control`` breakpoint: still a conversation under way, not a new one (the script
+    restarted, and its replies' ids came back into the state a second time)."""
+    from ctxfs import ContextEngine, ContextPolicy, Workspace, is_summary
+    from ctxfs.integrations._cache import with_breakpoints
+
+    policy = ContextPolicy(max_input_tokens=3_000, clearing={"enabled": False})
+    engine = ContextEngine(Workspace(tmp_path), policy)
+    model = ScriptedChatModel(responses=[tool_call("grep", {"pattern": "x"}), "two", "three"])
+    history: list[BaseMessage] = [HumanMessage("start", id="h0")]
+    history += [model.invoke(history), *long_history(12, result_chars=800, first_id=1)[1:]]
+    summary = next(m for m in engine.compact(history, thread_id="t").messages if is_summary(m))
+    sent = with_breakpoints([summary])
+    assert isinstance(sent[0].content, list) and "cache_control" in sent[0].content[0]
+    assert model.invoke(sent).content == "two"
+
+
 @given(
     length=st.integers(1, 12),
     cuts=st.sets(st.integers(0, 11)),

@@ -19,6 +19,7 @@ import pytest
 from _scenario import TASK, WORKFLOW_ID, outputs_json, run_to_end, workflow
 
 from ctxfs import Workspace, WorkspaceError
+from ctxfs.testing import Fault, FaultyStore
 from ctxfs.workflows import list_workflows, read_state
 from ctxfs.workflows._checks import inconsistencies
 from ctxfs.workflows._files import read_stage_file, stage_file_output, stage_path
@@ -134,3 +135,27 @@ def test_a_start_whose_state_write_lost_its_reply_runs_on() -> None:
     store = FailingAt(raw.store, first, OSError, lost=True)
     run = workflow(Workspace(store, check=False)).run(TASK, workflow_id=WORKFLOW_ID)
     assert run.status == "completed"
+
+
+def test_a_state_write_torn_mid_way_is_undone_and_the_run_resumes() -> None:
+    """A store without atomic writes cut each write of the state file in turn: the file is
+    put back as it was (it stayed half-written: every resume failed on its JSON), and the
+    next run finishes with the outputs of an uninterrupted one."""
+    raw = fresh()
+    store = FailingAt(raw.store)
+    expected = outputs_json(
+        workflow(Workspace(store, check=False)).run(TASK, workflow_id=WORKFLOW_ID).outputs
+    )
+    path = f"/sessions/{WORKFLOW_ID}.json"
+    writes = sum(1 for c in store.calls if c.method == "write" and c.path == path)
+    assert writes > 5
+    for number in range(1, writes + 1):
+        raw = fresh()
+        torn = FaultyStore(raw.store)
+        torn.add(Fault(method="write", kind="torn_write", nth=number, path=path))
+        with pytest.raises(WorkspaceError):
+            workflow(Workspace(torn, check=False)).run(TASK, workflow_id=WORKFLOW_ID)
+        torn.heal()
+        completed(raw)  # parses, and contradicts nothing
+        outputs, _ = finish(Workspace(torn, check=False))
+        assert outputs == expected, number
