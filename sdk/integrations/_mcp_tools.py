@@ -160,8 +160,9 @@ class McpToolbox:
     Args:
         workspace: The workspace, writable where ctxfs keeps what it saves.
         read_only_areas: Folders the tools must not change, on top of ctxfs's own areas
-            (``/tool_results``, ``/tool_inputs``, ``/transcripts``); ``"/"`` makes every tool
-            read-only and the writing tools are not offered.
+            (``/tool_results``, ``/tool_inputs``, ``/transcripts``, ``/memories``,
+            ``/sessions``); ``"/"`` makes every tool read-only and the writing tools are not
+            offered.
         max_output_tokens: Most tokens one answer holds; ``None`` for
             :data:`~ctxfs.tools.DEFAULT_MAX_OUTPUT_TOKENS`.
         token_counter: What counts them; ``None`` for a :class:`~ctxfs.TiktokenCounter`.

@@ -1,0 +1,268 @@
+"""Requests the transport could not read, answered instead of dropped.
+
+The MCP SDK's transports parse each line strictly: a line that is not JSON it can take (a
+lone surrogate such as ``"\\ud800"``, which JavaScript's ``JSON.stringify`` writes for half
+of a UTF-16 pair; a number of thousands of digits; arrays nested hundreds deep) or not a
+JSON-RPC message reaches the server as an exception, and the server drops it. The client,
+whose request got no answer, would wait for it forever. :class:`AnsweringStream` sits between
+the transport and the server and answers each such request for its id: a ``tools/call``
+with a tool result with ``isError`` set (the model reads what to send instead), any other
+request with a JSON-RPC error; a line whose id cannot be read gets JSON-RPC's parse error
+with a null id. Notifications and responses have nothing to answer and are dropped.
+
+A ``tools/call`` whose arguments are not an object (or whose tool name is not a string) is
+answered here too, with a tool error that says so: the SDK would answer "Invalid request
+parameters" and nothing more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+__all__ = ["AnsweringStream", "misshapen_call_answer", "unreadable_answer"]
+
+_PARSE_ERROR: Final = -32700
+_INVALID_REQUEST: Final = -32600
+_MOST_DIGITS: Final = 4_300
+"""Python's own limit on converting a string of digits to an int."""
+
+
+class _TooLarge:
+    """A number of more digits than :data:`_MOST_DIGITS` (kept out of ``int``)."""
+
+
+def unreadable_answer(error: Exception) -> mcp_types.JSONRPCMessage | None:
+    """The answer to a line the transport could not read, or ``None`` when it needs none.
+
+    Args:
+        error: What the transport raised reading the line (pydantic's validation error of
+            the JSON-RPC message, which holds the line).
+
+    Returns:
+        A tool result with ``isError`` set for a ``tools/call`` request, a JSON-RPC error
+        for any other request, JSON-RPC's parse error (id null) for a line whose id cannot
+        be read; ``None`` for a notification or a response, and for an error that does not
+        hold the line.
+    """
+    import mcp_types as types
+
+    found = _line(error)
+    if found is None:
+        return None
+    line, reason = found
+    try:
+        message = json.loads(line, parse_int=_integer, strict=False)
+    except (ValueError, RecursionError):
+        return types.JSONRPCError(
+            jsonrpc="2.0",
+            id=None,
+            error=types.ErrorData(
+                code=_PARSE_ERROR,
+                message="Parse error: a message is not JSON this server can read (or it is "
+                "nested too deeply); send each message as one line of JSON",
+            ),
+        )
+    request_id = message.get("id") if isinstance(message, dict) else None
+    method = message.get("method") if isinstance(message, dict) else None
+    if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+        return None  # a notification, a response, or no JSON-RPC message at all
+    problem = _problem(message) or f"it is not valid JSON ({reason})"
+    if method == "tools/call":
+        if problem.startswith("params.arguments."):
+            problem = "the argument " + problem.removeprefix("params.arguments.")
+        return _tool_error(request_id, f"the call could not be read: {problem}")
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(
+            code=_INVALID_REQUEST, message=f"Invalid request: it could not be read: {problem}"
+        ),
+    )
+
+
+def misshapen_call_answer(message: object) -> mcp_types.JSONRPCMessage | None:
+    """A tool error for a ``tools/call`` whose tool name is not a string or whose arguments
+    are not an object (the SDK would answer "Invalid request parameters" and no more), or
+    ``None`` for any other message."""
+    import mcp_types as types
+
+    if not isinstance(message, types.JSONRPCRequest) or message.method != "tools/call":
+        return None
+    params = message.params or {}
+    name, arguments = params.get("name"), params.get("arguments")
+    if not isinstance(name, str):
+        problem = "the call must name its tool with a string (params.name)"
+        if "name" in params:
+            problem += f", not {_json_type(name)}"
+    elif arguments is not None and not isinstance(arguments, dict):
+        problem = (
+            f"the arguments of {name[:100]!r} must be a JSON object of named arguments, not "
+            f"{_json_type(arguments)}"
+        )
+    else:
+        return None
+    return _tool_error(message.id, problem)
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string"}
+    return names.get(type(value), "an array" if isinstance(value, list) else "an object")
+
+
+def _tool_error(request_id: int | str, problem: str) -> mcp_types.JSONRPCResponse:
+    import mcp_types as types
+
+    result = types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"Error: {problem}")], is_error=True
+    )
+    dumped = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    return types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=dumped)
+
+
+def _line(error: Exception) -> tuple[str, str] | None:
+    """The line a pydantic validation error was raised for and why, when it holds them."""
+    from pydantic import ValidationError
+
+    if not isinstance(error, ValidationError):
+        return None
+    for detail in error.errors(include_url=False):
+        found = detail.get("input")
+        if detail["type"] == "json_invalid" and isinstance(found, str | bytes):
+            line = found.decode("utf-8", "replace") if isinstance(found, bytes) else found
+            return line, detail["msg"]
+    return None
+
+
+def _integer(digits: str) -> int | _TooLarge:
+    return _TooLarge() if len(digits.lstrip("-")) > _MOST_DIGITS else int(digits)
+
+
+def _problem(message: object) -> str | None:
+    """What makes a request that parsed as JSON unreadable, said so that it can be fixed."""
+    for where, value in _values(message, ""):
+        if isinstance(value, _TooLarge):
+            return f"{where or 'a value'} is a number of more than {_MOST_DIGITS:,} digits"
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad = value[exc.start : exc.end]
+                return (
+                    f"{where or 'a value'} is not valid Unicode: it holds a lone surrogate "
+                    f"({bad!r}, half of a UTF-16 pair) at character {exc.start}; send the text "
+                    "without it"
+                )
+    depth = _depth(message)
+    if depth > _DEEP:
+        return f"it nests objects and arrays {depth} levels deep; send flatter arguments"
+    return None
+
+
+_DEEP: Final = 150
+"""A depth no ordinary request reaches, under the transport's limit (about 200 levels)."""
+
+
+def _values(node: object, where: str) -> Iterator[tuple[str, object]]:
+    """Every key and value under ``node`` with where it is (``params.arguments.path``),
+    iteratively: the request may nest deeper than Python's recursion limit allows."""
+    stack: list[tuple[str, object]] = [(where, node)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                yield f"a key of {path or 'the request'}", key
+                stack.append((_shown(f"{path}.{key}" if path else key), item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+        else:
+            yield path, value
+
+
+def _shown(path: str) -> str:
+    """``path`` with what cannot be shown (a lone surrogate in a key) escaped."""
+    return path.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _depth(node: object) -> int:
+    deepest = 0
+    stack: list[tuple[int, object]] = [(0, node)]
+    while stack:
+        level, value = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(value, dict):
+            stack.extend((level + 1, item) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((level + 1, item) for item in value)
+    return deepest
+
+
+class AnsweringStream:
+    """The server's read stream: what the transport read, passed on; a request it could not
+    read, answered on ``write`` (see :func:`unreadable_answer`) and not passed on.
+
+    Args:
+        inner: The transport's read stream (messages, and exceptions for unreadable lines).
+        write: The transport's write stream, where the answers go.
+    """
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> object:
+        """The sender's context of the last item, as the transport's stream gives it."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        """The next message the server is to handle."""
+        import anyio
+        from mcp.shared.message import SessionMessage
+
+        while True:
+            item: SessionMessage | Exception = await self._inner.receive()
+            if isinstance(item, Exception):
+                answer = unreadable_answer(item)
+            else:
+                answer = misshapen_call_answer(item.message)
+            if answer is None:
+                return item  # a message for the server (an exception: it logs it)
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await self._write.send(SessionMessage(answer))
+
+    async def aclose(self) -> None:
+        """Closes the transport's read stream."""
+        await self._inner.aclose()
+
+    def __aiter__(self) -> AnsweringStream:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        import anyio
+
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> AnsweringStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
