@@ -37,7 +37,7 @@ from ctxfs._layout import (
 )
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._glob import GlobMatcher, compile_glob
-from ctxfs._workspace._quote import quote
+from ctxfs._workspace._quote import quote, shown_path
 from ctxfs._workspace._results import GlobResult
 from ctxfs._workspace._saving import Unsaved, save_text
 from ctxfs._workspace._workspace import Workspace
@@ -384,7 +384,8 @@ class McpToolbox:
 
     def _read_multiple_files(self, paths: list[str]) -> str:
         budget = self._budget.fixed()
-        headers = [f"{path}:" for path in paths]
+        # as asked, but one line: a path with a line break must not forge a file's header
+        headers = [f"{shown_path(path)}:" for path in paths]
         overhead = budget.count(_SEPARATOR.join(headers)) + len(paths)
         share = (budget.max_tokens - overhead) // len(paths)
         if share < MIN_OUTPUT_TOKENS:
