@@ -22,6 +22,8 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from ctxfs._workspace._quote import quote
+
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -160,8 +162,8 @@ def _problem(message: object) -> str | None:
                 bad = value[exc.start : exc.end]
                 return (
                     f"{where or 'a value'} is not valid Unicode: it holds a lone surrogate "
-                    f"({bad!r}, half of a UTF-16 pair) at character {exc.start}; send the text "
-                    "without it"
+                    f"({quote(bad)}, half of a UTF-16 pair) at character {exc.start}; send "
+                    "the text without it"
                 )
     depth = _depth(message)
     if depth > _DEEP:
