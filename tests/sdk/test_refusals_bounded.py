@@ -68,3 +68,22 @@ def test_broken_text_and_a_glob_class_are_named_cut_short() -> None:
     ):
         assert answer.startswith("Error: reversed range 'z-a' in glob class '[z-az-a")
         assert answer.endswith("; write 'a-z'") and len(answer) < 400, answer[-200:]
+
+
+def test_read_multiple_files_names_an_overlong_path_cut_short() -> None:
+    workspace = Workspace("memory://refusals-many")
+    workspace.write_text("/a.txt", "hi\n")
+    path = "/" + "a" * HUGE
+    answer = McpToolbox(workspace).call("read_multiple_files", {"paths": [path, "/a.txt"]})
+    first, second = answer.text.split("\n---\n")
+    assert first.startswith(f"'/{'a' * 99}'… ({HUGE + 1} chars):\nError: path '/aaa")
+    assert first.endswith("has a name longer than 255 bytes; shorten it")
+    assert second == "/a.txt:\n     1\thi"
+    # one path that leaves no room for a page: said so, not "read at most 1 file per call"
+    small = McpToolbox(workspace, max_output_tokens=100)
+    alone = small.call("read_multiple_files", {"paths": ["/" + "a/" * 1_000]})
+    assert alone.is_error and alone.text.startswith("Error: the path '/a/a/a")
+    assert alone.text.endswith(
+        "(2001 chars) leaves no room for a page of the file in one answer of 100 tokens; "
+        "read it with read_text_file"
+    )
