@@ -3,7 +3,8 @@
 The MCP SDK's transports parse each line strictly: a line that is not JSON it can take (a
 lone surrogate such as ``"\\ud800"``, which JavaScript's ``JSON.stringify`` writes for half
 of a UTF-16 pair; a number of thousands of digits; arrays nested hundreds deep) or not a
-JSON-RPC message reaches the server as an exception, and the server drops it. The client,
+JSON-RPC message (``"params"`` an array, ``"jsonrpc": "1.0"``, a batch of several) reaches
+the server as an exception, and the server drops it. The client,
 whose request got no answer, would wait for it forever. :class:`AnsweringStream` sits between
 the transport and the server and answers each such request for its id: a ``tools/call``
 with a tool result with ``isError`` set (the model reads what to send instead), any other
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import mcp_types
     from mcp.shared.message import SessionMessage
 
-__all__ = ["AnsweringStream", "misshapen_call_answer", "unreadable_answer"]
+__all__ = ["AnsweringStream", "misshapen_call_answer", "unreadable_answers"]
 
 _PARSE_ERROR: Final = -32700
 _INVALID_REQUEST: Final = -32600
@@ -42,42 +43,58 @@ class _TooLarge:
     """A number of more digits than :data:`_MOST_DIGITS` (kept out of ``int``)."""
 
 
-def unreadable_answer(error: Exception) -> mcp_types.JSONRPCMessage | None:
-    """The answer to a line the transport could not read, or ``None`` when it needs none.
+def unreadable_answers(error: Exception) -> list[mcp_types.JSONRPCMessage]:
+    """The answers to a line the transport could not read: one per request in it.
 
     Args:
         error: What the transport raised reading the line (pydantic's validation error of
-            the JSON-RPC message, which holds the line).
+            the JSON-RPC message, which holds the line or the message it parsed).
 
     Returns:
-        A tool result with ``isError`` set for a ``tools/call`` request, a JSON-RPC error
-        for any other request, JSON-RPC's parse error (id null) for a line whose id cannot
-        be read; ``None`` for a notification or a response, and for an error that does not
-        hold the line.
+        For each request: a tool result with ``isError`` set for ``tools/call``, else a
+        JSON-RPC error; JSON-RPC's parse error (id null) for a line whose id cannot be
+        read; nothing for a notification or a response, nor for an error that holds neither
+        the line nor the message.
     """
     import mcp_types as types
 
     found = _line(error)
-    if found is None:
-        return None
-    line, reason = found
-    try:
-        message = json.loads(line, parse_int=_integer, strict=False)
-    except (ValueError, RecursionError):
-        return types.JSONRPCError(
-            jsonrpc="2.0",
-            id=None,
-            error=types.ErrorData(
-                code=_PARSE_ERROR,
-                message="Parse error: a message is not JSON this server can read (or it is "
-                "nested too deeply); send each message as one line of JSON",
-            ),
-        )
+    if found is not None:
+        line, reason = found
+        try:
+            message = json.loads(line, parse_int=_integer, strict=False)
+        except (ValueError, RecursionError):
+            return [
+                types.JSONRPCError(
+                    jsonrpc="2.0",
+                    id=None,
+                    error=types.ErrorData(
+                        code=_PARSE_ERROR,
+                        message="Parse error: a message is not JSON this server can read "
+                        "(or it is nested too deeply); send each message as one line of JSON",
+                    ),
+                )
+            ]
+        problem = _problem(message) or f"it is not valid JSON ({reason})"
+    else:
+        message, problem = _parsed(error), _schema_problem(error)
+    if isinstance(message, list):  # a batch: older protocol versions allowed them
+        problem = "this server reads one message per line, not a batch (a JSON array)"
+        return [a for a in (_answer(item, problem) for item in message) if a is not None]
+    return [a] if (a := _answer(message, problem)) is not None else []
+
+
+def _answer(message: object, problem: str) -> mcp_types.JSONRPCMessage | None:
+    """The answer to ``message`` if it is a request (it has an id): a tool error for a
+    ``tools/call``, a JSON-RPC error for any other method."""
+    import mcp_types as types
+
     request_id = message.get("id") if isinstance(message, dict) else None
     method = message.get("method") if isinstance(message, dict) else None
     if not isinstance(request_id, int | str) or isinstance(request_id, bool):
         return None  # a notification, a response, or no JSON-RPC message at all
-    problem = _problem(message) or f"it is not valid JSON ({reason})"
+    if not isinstance(method, str):
+        method = None
     if method == "tools/call":
         if problem.startswith("params.arguments."):
             problem = "the argument " + problem.removeprefix("params.arguments.")
@@ -89,6 +106,41 @@ def unreadable_answer(error: Exception) -> mcp_types.JSONRPCMessage | None:
             code=_INVALID_REQUEST, message=f"Invalid request: it could not be read: {problem}"
         ),
     )
+
+
+def _parsed(error: Exception) -> object:
+    """The message (or batch) a validation error of valid JSON was raised for: the input of
+    an error about the message as a whole (a missing field, or not an object at all)."""
+    from pydantic import ValidationError
+
+    if not isinstance(error, ValidationError):
+        return None
+    for detail in error.errors(include_url=False):
+        found = detail.get("input")
+        if (
+            len(detail["loc"]) <= 2
+            and isinstance(found, dict | list)
+            and detail["type"]
+            in (
+                "missing",
+                "model_type",
+            )
+        ):
+            return found
+    return None
+
+
+def _schema_problem(error: Exception) -> str:
+    """What a JSON-RPC request that is valid JSON gets wrong, as the request's model says."""
+    from pydantic import ValidationError
+
+    said = []
+    if isinstance(error, ValidationError):
+        for detail in error.errors(include_url=False):
+            if detail["loc"][:1] == ("JSONRPCRequest",) and len(detail["loc"]) > 1:
+                where = ".".join(str(part) for part in detail["loc"][1:])
+                said.append(f"{quote(where)}: {detail['msg']}")
+    return "; ".join(said) or "it is not a JSON-RPC request"
 
 
 def misshapen_call_answer(message: object) -> mcp_types.JSONRPCMessage | None:
@@ -211,7 +263,7 @@ def _depth(node: object) -> int:
 
 class AnsweringStream:
     """The server's read stream: what the transport read, passed on; a request it could not
-    read, answered on ``write`` (see :func:`unreadable_answer`) and not passed on.
+    read, answered on ``write`` (see :func:`unreadable_answers`) and not passed on.
 
     Args:
         inner: The transport's read stream (messages, and exceptions for unreadable lines).
@@ -235,13 +287,14 @@ class AnsweringStream:
         while True:
             item: SessionMessage | Exception = await self._inner.receive()
             if isinstance(item, Exception):
-                answer = unreadable_answer(item)
+                answers = unreadable_answers(item)
             else:
-                answer = misshapen_call_answer(item.message)
-            if answer is None:
+                answers = [a] if (a := misshapen_call_answer(item.message)) else []
+            if not answers:
                 return item  # a message for the server (an exception: it logs it)
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await self._write.send(SessionMessage(answer))
+                for answer in answers:
+                    await self._write.send(SessionMessage(answer))
 
     async def aclose(self) -> None:
         """Closes the transport's read stream."""

@@ -199,12 +199,13 @@ def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path)
         + f'{{"name":"write_file","arguments":{lone}}}}}\n'.encode(),
         b"this is not JSON\n",
         _message("tools/call", {"name": "grep", "arguments": ["x"]}, 3),
+        b'{"jsonrpc":"2.0","id":5,"method":"resources/read","params":["ctxfs:///big.txt"]}\n',
         _message("tools/call", {"name": "list_directory", "arguments": {"path": "/"}}, 4),
     ]
     try:
         server.stdin.write(b"".join(lines))
         server.stdin.flush()
-        answers = [_answer(server.stdout) for _ in range(5)]
+        answers = [_answer(server.stdout) for _ in range(6)]
         server.stdin.close()
         assert server.wait(timeout=HANG_GUARD) == 0
     finally:
@@ -214,7 +215,7 @@ def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path)
         for stream in (server.stdin, server.stdout, server.stderr):
             stream.close()
     by_id = {answer.get("id"): answer for answer in answers}
-    assert set(by_id) == {1, 2, None, 3, 4}
+    assert set(by_id) == {1, 2, None, 3, 5, 4}
     assert by_id[2]["result"]["isError"] is True
     assert by_id[2]["result"]["content"][0]["text"].startswith(
         "Error: the call could not be read: the argument content is not valid Unicode: it "
@@ -224,5 +225,7 @@ def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path)
     assert by_id[3]["result"]["content"][0]["text"] == (
         "Error: the arguments of 'grep' must be a JSON object of named arguments, not an array"
     )
+    assert by_id[5]["error"]["code"] == -32600
+    assert "'params': Input should be an object" in by_id[5]["error"]["message"]
     assert by_id[4]["result"]["content"][0]["text"] == "/big.txt\n/notes/"
     assert Workspace(folder).read_text("/notes/plan.md") == "# Plan\n"

@@ -14,7 +14,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
-from ctxfs.integrations._mcp_wire import misshapen_call_answer, unreadable_answer
+from ctxfs.integrations._mcp_wire import misshapen_call_answer, unreadable_answers
 
 
 def _error_for(line: str) -> Exception:
@@ -31,14 +31,16 @@ def _call(arguments: str, method: str = "tools/call", name: str = "write_file") 
     return f'{{"jsonrpc":"2.0","id":7,"method":"{method}","params":{params}}}\n'
 
 
-def _wire(answer: types.JSONRPCMessage | None) -> dict[str, Any]:
-    """The answer as the transport writes it (it must be writable: no lone surrogate)."""
-    assert answer is not None
-    return json.loads(SessionMessage(answer).message.model_dump_json(by_alias=True))
+def _wire(answers: list[types.JSONRPCMessage] | types.JSONRPCMessage | None) -> dict[str, Any]:
+    """The one answer as the transport writes it (it must be writable: no lone surrogate)."""
+    if isinstance(answers, list):
+        (answers,) = answers
+    assert answers is not None
+    return json.loads(SessionMessage(answers).message.model_dump_json(by_alias=True))
 
 
 def _tool_error(line: str) -> str:
-    sent = _wire(unreadable_answer(_error_for(line)))
+    sent = _wire(unreadable_answers(_error_for(line)))
     assert sent["id"] == 7 and sent["result"]["isError"] is True
     (content,) = sent["result"]["content"]
     assert content["type"] == "text" and content["text"].startswith("Error: ")
@@ -66,7 +68,7 @@ def test_a_call_the_transport_cannot_read_is_a_tool_error(arguments: str, said: 
 
 def test_another_request_the_transport_cannot_read_is_a_json_rpc_error() -> None:
     line = _call(r'{"uri":"ctxfs:///a\ud800"}', method="resources/read")
-    sent = _wire(unreadable_answer(_error_for(line)))
+    sent = _wire(unreadable_answers(_error_for(line)))
     assert sent["id"] == 7 and sent["error"]["code"] == -32600
     assert sent["error"]["message"].startswith(
         "Invalid request: it could not be read: params.uri is not valid Unicode"
@@ -78,7 +80,7 @@ def test_another_request_the_transport_cannot_read_is_a_json_rpc_error() -> None
     ["not json\n", '{"jsonrpc":"2.0","id":7,"method":', _call("[" * 5_000 + "]" * 5_000)],
 )
 def test_a_line_whose_id_cannot_be_read_gets_the_parse_error(line: str) -> None:
-    sent = _wire(unreadable_answer(_error_for(line)))
+    sent = _wire(unreadable_answers(_error_for(line)))
     assert sent["id"] is None and sent["error"]["code"] == -32700
 
 
@@ -87,12 +89,14 @@ def test_a_line_whose_id_cannot_be_read_gets_the_parse_error(line: str) -> None:
     [
         r'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"r":"\ud800"}}',
         r'{"jsonrpc":"2.0","id":true,"method":"ping","params":{"r":"\ud800"}}',
-        r'[{"jsonrpc":"2.0","id":7,"method":"ping","params":{"r":"\ud800"}}]',
+        '{"jsonrpc":"2.0","id":true,"method":"ping","params":[1]}',
+        '{"jsonrpc":"2.0","result":{},"error":{}}',
+        '"just a string"',
     ],
 )
 def test_what_is_not_a_request_has_no_answer(line: str) -> None:
-    assert unreadable_answer(_error_for(line)) is None
-    assert unreadable_answer(ValueError("not from the transport")) is None
+    assert unreadable_answers(_error_for(line)) == []
+    assert unreadable_answers(ValueError("not from the transport")) == []
 
 
 @pytest.mark.parametrize(
@@ -118,3 +122,34 @@ def test_a_call_whose_arguments_are_not_an_object_is_a_tool_error(
         types.JSONRPCNotification(jsonrpc="2.0", method="tools/call", params={"name": 5}),
     ):
         assert misshapen_call_answer(message) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ('{"jsonrpc":"2.0","id":7,"method":"ping","params":[1]}', "'params': Input should be"),
+        ('{"jsonrpc":"1.0","id":7,"method":"ping"}', "'jsonrpc': Input should be '2.0'"),
+        ('{"id":7,"method":"ping"}', "'jsonrpc': Field required"),
+        ('{"jsonrpc":"2.0","id":7,"method":7}', "'method': Input should be a valid string"),
+    ],
+)
+def test_a_request_that_is_not_json_rpc_gets_an_error_for_its_id(line: str, said: str) -> None:
+    sent = _wire(unreadable_answers(_error_for(line)))
+    assert sent["id"] == 7 and sent["error"]["code"] == -32600
+    assert said in sent["error"]["message"], sent
+    call = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":["grep",{}]}'
+    assert _tool_error(call).startswith(
+        "Error: the call could not be read: 'params': Input should be an object"
+    )
+
+
+@pytest.mark.parametrize("broken", ["", "\\ud800"])
+def test_each_request_of_a_batch_is_answered(broken: str) -> None:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "grep"}}
+    ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    line = json.dumps([call, ready, {"jsonrpc": "2.0", "id": "b", "method": "ping"}])
+    line = line.replace('"grep"', f'"grep{broken}"')
+    first, second = (_wire(a) for a in unreadable_answers(_error_for(line)))
+    said = "this server reads one message per line, not a batch (a JSON array)"
+    assert first["id"] == 1 and said in first["result"]["content"][0]["text"]
+    assert second["id"] == "b" and said in second["error"]["message"]
