@@ -4,12 +4,14 @@ The MCP SDK's transports parse each line strictly: a line that is not JSON it ca
 lone surrogate such as ``"\\ud800"``, which JavaScript's ``JSON.stringify`` writes for half
 of a UTF-16 pair; a number of thousands of digits; arrays nested hundreds deep) or not a
 JSON-RPC message (``"params"`` an array, ``"jsonrpc": "1.0"``, a batch of several) reaches
-the server as an exception, and the server drops it. The client,
-whose request got no answer, would wait for it forever. :class:`AnsweringStream` sits between
-the transport and the server and answers each such request for its id: a ``tools/call``
-with a tool result with ``isError`` set (the model reads what to send instead), any other
-request with a JSON-RPC error; a line whose id cannot be read gets JSON-RPC's parse error
-with a null id. Notifications and responses have nothing to answer and are dropped.
+the server as an exception, and the server drops it. The client, whose request got no
+answer, would wait for it forever. :class:`AnsweringStream` sits between the transport and
+the server and answers each such request for its id: a ``tools/call`` with a tool result
+with ``isError`` set (the model reads what to send instead), any other request with a
+JSON-RPC error. The id is read from the top level of the line even when what is nested is
+broken or deeper than any parser here reads; a line whose id cannot be read at all gets
+JSON-RPC's parse error with a null id. Notifications and responses have nothing to answer
+and are dropped.
 
 A ``tools/call`` whose arguments are not an object (or whose tool name is not a string) is
 answered here too, with a tool error that says so: the SDK would answer "Invalid request
@@ -64,6 +66,11 @@ def unreadable_answers(error: Exception) -> list[mcp_types.JSONRPCMessage]:
         try:
             message = json.loads(line, parse_int=_integer, strict=False)
         except (ValueError, RecursionError):
+            # too deep for any parser here: its id is read from the top level alone
+            members = _members(line)
+            if _answer(members, "") is not None:
+                message, problem = members, f"it is not valid JSON ({reason})"
+                return [a] if (a := _answer(message, problem)) is not None else []
             return [
                 types.JSONRPCError(
                     jsonrpc="2.0",
@@ -84,6 +91,81 @@ def unreadable_answers(error: Exception) -> list[mcp_types.JSONRPCMessage]:
     return [a] if (a := _answer(message, problem)) is not None else []
 
 
+def _members(line: str) -> dict[str, object]:
+    """The members of the object ``line`` holds whose values are not objects or arrays
+    (``id``, ``method``), read without parsing what is nested in the others: the line may
+    nest deeper than any parser here reads, or be broken further on."""
+    decode = json.JSONDecoder(strict=False).raw_decode
+    found: dict[str, object] = {}
+    at = _space(line, 0)
+    if line[at : at + 1] != "{":
+        return found
+    at += 1
+    try:
+        while line[(at := _space(line, at)) : at + 1] == '"':
+            key, at = decode(line, at)
+            at = _space(line, at)
+            if line[at : at + 1] != ":":
+                break
+            at = _space(line, at + 1)
+            if line[at : at + 1] in ("{", "["):
+                at = _past_nested(line, at)
+            else:
+                found[key], at = decode(line, at)
+            at = _space(line, at)
+            if line[at : at + 1] != ",":
+                break
+            at += 1
+    except (ValueError, RecursionError):
+        pass  # what was read before the break stands
+    return found
+
+
+def _writable(answer: mcp_types.JSONRPCMessage) -> bool:
+    try:
+        answer.model_dump_json(by_alias=True, exclude_unset=True)
+    except ValueError:  # pydantic's serialization error is one
+        return False
+    return True
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _space(line: str, at: int) -> int:
+    while line[at : at + 1] in (" ", "\t", "\n", "\r") and at < len(line):
+        at += 1
+    return at
+
+
+def _past_nested(line: str, at: int) -> int:
+    """The index just past the object or array that starts at ``at``."""
+    depth, quoted, escaped = 0, False, False
+    for index in range(at, len(line)):
+        char = line[index]
+        if quoted:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    raise ValueError("an object or array that does not end")
+
+
 def _answer(message: object, problem: str) -> mcp_types.JSONRPCMessage | None:
     """The answer to ``message`` if it is a request (it has an id): a tool error for a
     ``tools/call``, a JSON-RPC error for any other method."""
@@ -93,9 +175,11 @@ def _answer(message: object, problem: str) -> mcp_types.JSONRPCMessage | None:
     method = message.get("method") if isinstance(message, dict) else None
     if not isinstance(request_id, int | str) or isinstance(request_id, bool):
         return None  # a notification, a response, or no JSON-RPC message at all
+    if isinstance(request_id, str) and not _encodes(request_id):
+        request_id = None  # an id that cannot be written back is no id to answer for
     if not isinstance(method, str):
         method = None
-    if method == "tools/call":
+    if method == "tools/call" and request_id is not None:
         if problem.startswith("params.arguments."):
             problem = "the argument " + problem.removeprefix("params.arguments.")
         return _tool_error(request_id, f"the call could not be read: {problem}")
@@ -294,7 +378,8 @@ class AnsweringStream:
                 return item  # a message for the server (an exception: it logs it)
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 for answer in answers:
-                    await self._write.send(SessionMessage(answer))
+                    if _writable(answer):  # what the transport cannot write would end it
+                        await self._write.send(SessionMessage(answer))
 
     async def aclose(self) -> None:
         """Closes the transport's read stream."""

@@ -77,11 +77,32 @@ def test_another_request_the_transport_cannot_read_is_a_json_rpc_error() -> None
 
 @pytest.mark.parametrize(
     "line",
-    ["not json\n", '{"jsonrpc":"2.0","id":7,"method":', _call("[" * 5_000 + "]" * 5_000)],
+    ["not json\n", '{"jsonrpc":"2.0","method":', '[{"id":7,"method":"ping"}, [[[['],
 )
 def test_a_line_whose_id_cannot_be_read_gets_the_parse_error(line: str) -> None:
     sent = _wire(unreadable_answers(_error_for(line)))
     assert sent["id"] is None and sent["error"]["code"] == -32700
+
+
+def test_a_request_nested_deeper_than_any_parser_reads_is_answered_for_its_id() -> None:
+    deep = "[" * 5_000 + "]" * 5_000
+    assert _tool_error(_call(f'{{"a":"}}]\\"","b":{deep}}}')).startswith(
+        "Error: the call could not be read: it is not valid JSON (Invalid JSON: recursion"
+    )
+    line = f'{{"jsonrpc":"2.0","params":{{"x":{deep}}},"id":"r-1","method":"ping"}}'
+    sent = _wire(unreadable_answers(_error_for(line)))
+    assert sent["id"] == "r-1" and sent["error"]["code"] == -32600
+    cut = '{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":'  # broken further on
+    assert _wire(unreadable_answers(_error_for(cut)))["id"] == 7
+
+
+def test_an_id_that_cannot_be_written_back_is_answered_as_no_id() -> None:
+    for line in (
+        r'{"jsonrpc":"2.0","id":"\ud800","method":"tools/call","params":{"name":"\ud800"}}',
+        '{"jsonrpc":"2.0","params":{"x":' + "[" * 5_000 + "]" * 5_000 + r'},"id":"\udc00"}',
+    ):
+        sent = _wire(unreadable_answers(_error_for(line)))
+        assert sent["id"] is None and "error" in sent
 
 
 @pytest.mark.parametrize(
