@@ -15,9 +15,11 @@ from ctxfs._sections import reading_form
 __all__ = [
     "MAX_NAME_BYTES",
     "MAX_PATH_BYTES",
+    "MAX_QUOTED_CHARS",
     "case_key",
     "is_within",
     "normalize_path",
+    "quote",
     "relative_to",
 ]
 
@@ -27,9 +29,26 @@ MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
 """Longest whole virtual path, in UTF-8 bytes."""
 
+MAX_QUOTED_CHARS = 100
+"""Characters of a quoted text shown before it is cut short."""
+
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:(//|$)")
 _DRIVE = re.compile(r"^[A-Za-z]:(/|$)")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def quote(text: str) -> str:
+    """``text`` as ``repr`` shows it, cut after :data:`MAX_QUOTED_CHARS` characters: a message
+    that refuses what a caller passed names it without echoing a flood (a path of a megabyte
+    would fill the whole answer and push out what the message says to do).
+
+    Example:
+        >>> quote("*.py"), quote("x" * 200)[-11:]
+        ("'*.py'", '(200 chars)')
+    """
+    if len(text) <= MAX_QUOTED_CHARS:
+        return repr(text)
+    return f"{text[:MAX_QUOTED_CHARS]!r}… ({len(text)} chars)"
 
 
 def normalize_path(raw: str) -> str:
@@ -55,21 +74,22 @@ def normalize_path(raw: str) -> str:
         raise UnsafePathError(f"path must be a string, got {type(raw).__name__}")
     if _CONTROL.search(raw):
         raise UnsafePathError(
-            f"path {raw!r} contains a NUL or control character; use a plain name", path=raw
+            f"path {quote(raw)} contains a NUL or control character; use a plain name", path=raw
         )
     if "\\" in raw:
         raise UnsafePathError(
-            f"path {raw!r} contains a backslash; separate folders with '/'", path=raw
+            f"path {quote(raw)} contains a backslash; separate folders with '/'", path=raw
         )
     if raw.startswith("~"):
         raise UnsafePathError(
-            f"path {raw!r} starts with '~'; home directories are outside the workspace, "
+            f"path {quote(raw)} starts with '~'; home directories are outside the workspace, "
             "use a path from the workspace root such as '/notes.md'",
             path=raw,
         )
     if _SCHEME.match(raw) or _DRIVE.match(raw):
         raise UnsafePathError(
-            f"path {raw!r} is a URL or drive path; give a workspace path such as '/data/x.txt'",
+            f"path {quote(raw)} is a URL or drive path; give a workspace path such as "
+            "'/data/x.txt'",
             path=raw,
         )
     parts: list[str] = []
@@ -79,7 +99,7 @@ def normalize_path(raw: str) -> str:
         if segment == "..":
             if not parts:
                 raise UnsafePathError(
-                    f"path {raw!r} climbs above the workspace root with '..'; "
+                    f"path {quote(raw)} climbs above the workspace root with '..'; "
                     "paths are rooted at '/'",
                     path=raw,
                 )
@@ -87,7 +107,7 @@ def normalize_path(raw: str) -> str:
             continue
         if len(segment.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
             raise UnsafePathError(
-                f"path {raw!r} has a name longer than {MAX_NAME_BYTES} bytes; shorten it",
+                f"path {quote(raw)} has a name longer than {MAX_NAME_BYTES} bytes; shorten it",
                 path=raw,
             )
         parts.append(segment)
@@ -96,7 +116,7 @@ def normalize_path(raw: str) -> str:
         size = len(virtual.encode("utf-8"))
     except UnicodeEncodeError:
         raise UnsafePathError(
-            f"path {raw!r} is not valid Unicode (lone surrogate); use a plain name", path=raw
+            f"path {quote(raw)} is not valid Unicode (lone surrogate); use a plain name", path=raw
         ) from None
     if size > MAX_PATH_BYTES:
         raise UnsafePathError(

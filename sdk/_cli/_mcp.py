@@ -95,7 +95,8 @@ def _end_abandoned_calls() -> None:
 _SERVE = """Serve the workspace at WORKSPACE_URL to an MCP client over stdin/stdout (the client
 starts this command). Tools: list_directory, read_text_file (head, tail, offset, limit),
 read_multiple_files, write_file, edit_file, search_files, grep, get_file_info,
-list_allowed_directories. The areas ctxfs writes (/tool_results, /tool_inputs, /transcripts)
-are read-only to the tools and listed as ctxfs:/// resources. Every answer fits
+list_allowed_directories, history_search, history_read. The areas ctxfs writes
+(/tool_results, /tool_inputs, /transcripts, /memories, /sessions) are read-only to the
+tools; the first three are listed as ctxfs:/// resources. Every answer fits
 --max-output-tokens: reads and searches page, a larger output is saved under
 /tool_results/ID/ and the answer says where."""

@@ -449,7 +449,8 @@ def _class_test(text: str) -> CharTest:
             low, high = body[i], body[i + 2]
             if low > high:
                 raise PatternError(
-                    f"reversed range '{low}-{high}' in glob class {text!r}; write '{high}-{low}'"
+                    f"reversed range '{low}-{high}' in glob class {quote(text)}; "
+                    f"write '{high}-{low}'"
                 )
             ranges.append((low, high))
             i += 3

@@ -1,7 +1,8 @@
 """Quoting what a caller passed (a pattern, an argument) in a message, without echoing a flood,
 and showing a stored name that is not a workspace path.
 
-A model may send a pattern of a megabyte; the message that refuses it names it, cut short.
+A model may send a pattern of a megabyte; the message that refuses it names it, cut short
+(:func:`quote`, kept with the path rules so that their refusals are cut short too).
 
 A folder on disk (or a bucket) may hold names no workspace path can be: a newline or another
 control character, a backslash, bytes that are not UTF-8 (Python holds them as lone
@@ -15,25 +16,9 @@ from __future__ import annotations
 from typing import Final
 
 from ctxfs._errors import UnsafePathError
-from ctxfs.sandbox._paths import normalize_path
+from ctxfs.sandbox._paths import MAX_QUOTED_CHARS, normalize_path, quote
 
 __all__ = ["MAX_QUOTED_CHARS", "UNUSABLE_NAME", "quote", "shown_path", "usable_path"]
-
-MAX_QUOTED_CHARS: Final = 100
-"""Characters of a quoted text shown before it is cut short."""
-
-
-def quote(text: str) -> str:
-    """``text`` as ``repr`` shows it, cut after :data:`MAX_QUOTED_CHARS` characters.
-
-    Example:
-        >>> quote("*.py"), quote("x" * 200)[-11:]
-        ("'*.py'", '(200 chars)')
-    """
-    if len(text) <= MAX_QUOTED_CHARS:
-        return repr(text)
-    return f"{text[:MAX_QUOTED_CHARS]!r}… ({len(text)} chars)"
-
 
 UNUSABLE_NAME: Final = (
     " (cannot be opened: the name holds a control character, a backslash or bytes that are"

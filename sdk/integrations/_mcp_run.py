@@ -6,6 +6,8 @@
 - A client that disconnects (stdin closes) or dies mid-call ends the server: calls in flight
   are abandoned (their answers have no one to go to), and a closed stdout is the end of the
   session, not an error.
+- A request the transport could not read (not JSON it takes) is answered with an error for
+  its id (:mod:`._mcp_wire`), so the client does not wait for it forever.
 - A server whose client died without closing its stdin (the server was re-parented: it is
   orphaned) notices within a second and ends its process.
 """
@@ -20,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ctxfs._tokens import TokenCounter
+from ctxfs.integrations._mcp_wire import AnsweringStream
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -113,7 +116,9 @@ async def run_until_client_leaves(
         async with streams() as (read_stream, write_stream), anyio.create_task_group() as tg:
             if parent is not None:
                 tg.start_soon(_stop_when_orphaned, parent)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            # a request the transport could not read is answered, not dropped
+            requests = AnsweringStream(read_stream, write_stream)
+            await server.run(requests, write_stream, server.create_initialization_options())
             tg.cancel_scope.cancel()  # the session ended: stop watching
     except BaseExceptionGroup as group:
         if not client_gone(group):

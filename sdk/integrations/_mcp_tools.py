@@ -37,7 +37,7 @@ from ctxfs._layout import (
 )
 from ctxfs._tokens import TokenCounter, as_token_counter
 from ctxfs._workspace._glob import GlobMatcher, compile_glob
-from ctxfs._workspace._quote import quote
+from ctxfs._workspace._quote import quote, shown_path
 from ctxfs._workspace._results import GlobResult
 from ctxfs._workspace._saving import Unsaved, save_text
 from ctxfs._workspace._workspace import Workspace
@@ -55,7 +55,7 @@ from ctxfs.integrations._mcp_args import (
 )
 from ctxfs.integrations._mcp_edits import apply_edits, text_of, unified_diff
 from ctxfs.integrations._mcp_run import SerializedCounter
-from ctxfs.sandbox import TimeBudget, relative_to
+from ctxfs.sandbox import MAX_PATH_BYTES, TimeBudget, relative_to
 from ctxfs.tools import DEFAULT_MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS, ToolFunction
 from ctxfs.tools._args import GrepArgs
 from ctxfs.tools._budget import OutputBudget
@@ -160,8 +160,9 @@ class McpToolbox:
     Args:
         workspace: The workspace, writable where ctxfs keeps what it saves.
         read_only_areas: Folders the tools must not change, on top of ctxfs's own areas
-            (``/tool_results``, ``/tool_inputs``, ``/transcripts``); ``"/"`` makes every tool
-            read-only and the writing tools are not offered.
+            (``/tool_results``, ``/tool_inputs``, ``/transcripts``, ``/memories``,
+            ``/sessions``); ``"/"`` makes every tool read-only and the writing tools are not
+            offered.
         max_output_tokens: Most tokens one answer holds; ``None`` for
             :data:`~ctxfs.tools.DEFAULT_MAX_OUTPUT_TOKENS`.
         token_counter: What counts them; ``None`` for a :class:`~ctxfs.TiktokenCounter`.
@@ -383,9 +384,18 @@ class McpToolbox:
 
     def _read_multiple_files(self, paths: list[str]) -> str:
         budget = self._budget.fixed()
-        headers = [f"{path}:" for path in paths]
+        # as asked, but one line (a path with a line break must not forge a file's header),
+        # and cut short when no path can be that long
+        headers = [
+            f"{shown_path(path) if len(path) <= MAX_PATH_BYTES else quote(path)}:" for path in paths
+        ]
         overhead = budget.count(_SEPARATOR.join(headers)) + len(paths)
         share = (budget.max_tokens - overhead) // len(paths)
+        if share < MIN_OUTPUT_TOKENS and len(paths) == 1:
+            raise ValueError(
+                f"the path {quote(paths[0])} leaves no room for a page of the file in one "
+                f"answer of {budget.max_tokens} tokens; read it with {MCP_NAMES.read_file}"
+            )
         if share < MIN_OUTPUT_TOKENS:
             most = max(1, budget.max_tokens // (MIN_OUTPUT_TOKENS + overhead // len(paths) + 1))
             raise ValueError(

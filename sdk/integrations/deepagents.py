@@ -43,7 +43,7 @@ from ctxfs._errors import (
 )
 from ctxfs._layout import SDK_AREAS
 from ctxfs._workspace._glob import compile_glob
-from ctxfs._workspace._quote import shown_path
+from ctxfs._workspace._quote import quote, shown_path
 from ctxfs._workspace._results import FileInfo as Entry
 from ctxfs._workspace._textread import text_lines
 from ctxfs._workspace._workspace import Workspace
@@ -105,7 +105,7 @@ def _include_glob(pattern: str) -> Callable[[str], bool]:
         PatternError: The pattern has a ``..`` segment or is malformed.
     """
     if ".." in pattern.split("/"):
-        raise PatternError(f"Path traversal not allowed in glob pattern {pattern!r}")
+        raise PatternError(f"Path traversal not allowed in glob pattern {quote(pattern)}")
     if "/" not in pattern:
         by_name = compile_glob(pattern)
         return lambda relpath: by_name.matches(relpath.rsplit("/", 1)[-1])

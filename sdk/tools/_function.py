@@ -24,6 +24,7 @@ from ctxfs._errors import (
     WorkspaceError,
 )
 from ctxfs._json import loads_bounded
+from ctxfs._workspace._quote import quote
 from ctxfs.tools._names import DEFAULT_NAMES, ToolNames
 
 __all__ = ["ToolFunction", "error_text"]
@@ -151,8 +152,8 @@ class ToolFunction:
             if error["type"] == "none_required" and error["loc"][:1] in valued:
                 continue  # the null arm of an optional argument given a wrong value
             where = ".".join(str(part) for part in error["loc"] if part not in _UNION_TAGS)
-            if error["type"] == "extra_forbidden":
-                problems.append(f"unknown argument {where!r}")
+            if error["type"] == "extra_forbidden":  # a name the caller made up: cut short
+                problems.append(f"unknown argument {quote(where)}")
             elif error["type"] == "missing":
                 problems.append(f"{where} is required")
             else:
@@ -188,7 +189,7 @@ def error_text(exc: Exception, *, names: ToolNames = DEFAULT_NAMES) -> str:
     if isinstance(exc, UnicodeEncodeError):  # JSON's "\ud800": half of a UTF-16 pair
         bad = exc.object[exc.start : exc.end]
         return (
-            f"Error: the text is not valid Unicode: it holds a lone surrogate ({bad!r}) at "
+            f"Error: the text is not valid Unicode: it holds a lone surrogate ({quote(bad)}) at "
             f"character {exc.start}; send the text without it"
         )
     if isinstance(exc, ValueError):

@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import mcp_types as types
@@ -170,3 +171,61 @@ def test_an_orphaned_server_stops_its_work(folder: Path, tmp_path: Path) -> None
         client.stdin.close()
         client.stdout.close()
         assert _wait_gone(pid), "the orphaned server is still running"
+
+
+# -- requests the transport cannot read ---------------------------------------------------
+
+
+def _answer(stream: IO[bytes]) -> dict[str, Any]:
+    """The next message the server writes (the guard only keeps a silent server from hanging
+    the test: a request it drops is never answered)."""
+    ready, _, _ = select.select([stream], [], [], HANG_GUARD)
+    assert ready, "the server did not answer"
+    return dict(json.loads(stream.readline()))
+
+
+def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path) -> None:
+    # A JavaScript client writes half of a UTF-16 pair as "\ud800"; the SDK's parser refuses
+    # it, and a request it could not read used to be dropped: the client waited forever.
+    server = subprocess.Popen(
+        [*SERVE, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    lone = r'{"path":"/notes/plan.md","content":"a\ud800"}'
+    lines = [
+        _HELLO,
+        _READY,
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":'
+        + f'{{"name":"write_file","arguments":{lone}}}}}\n'.encode(),
+        b"this is not JSON\n",
+        _message("tools/call", {"name": "grep", "arguments": ["x"]}, 3),
+        b'{"jsonrpc":"2.0","id":5,"method":"resources/read","params":["ctxfs:///big.txt"]}\n',
+        _message("tools/call", {"name": "list_directory", "arguments": {"path": "/"}}, 4),
+    ]
+    try:
+        server.stdin.write(b"".join(lines))
+        server.stdin.flush()
+        answers = [_answer(server.stdout) for _ in range(6)]
+        server.stdin.close()
+        assert server.wait(timeout=HANG_GUARD) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for stream in (server.stdin, server.stdout, server.stderr):
+            stream.close()
+    by_id = {answer.get("id"): answer for answer in answers}
+    assert set(by_id) == {1, 2, None, 3, 5, 4}
+    assert by_id[2]["result"]["isError"] is True
+    assert by_id[2]["result"]["content"][0]["text"].startswith(
+        "Error: the call could not be read: the argument content is not valid Unicode: it "
+        "holds a lone surrogate ('\\ud800', half of a UTF-16 pair) at character 1"
+    )
+    assert by_id[None]["error"]["code"] == -32700
+    assert by_id[3]["result"]["content"][0]["text"] == (
+        "Error: the arguments of 'grep' must be a JSON object of named arguments, not an array"
+    )
+    assert by_id[5]["error"]["code"] == -32600
+    assert "'params': Input should be an object" in by_id[5]["error"]["message"]
+    assert by_id[4]["result"]["content"][0]["text"] == "/big.txt\n/notes/"
+    assert Workspace(folder).read_text("/notes/plan.md") == "# Plan\n"
