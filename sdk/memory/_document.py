@@ -113,6 +113,9 @@ class Fact(_Frozen):
 
     Attributes:
         id: Stable id (``fact-`` and 12 hex digits of the normalized content's SHA-256).
+            One chosen by an application is letters, digits and ``_ . : @ + -`` only: it is
+            printed as it is in memory files and prompts, so it holds no space, line break,
+            backtick or bracket that could start a line or a section of its own.
         content: The fact, one sentence.
         category: What kind of fact it is (see :data:`FactCategory`).
         confidence: How sure the extraction was, 0 to 1.
@@ -126,7 +129,7 @@ class Fact(_Frozen):
             it is neither injected nor retrieved.
     """
 
-    id: Annotated[str, Field(min_length=1, max_length=128)]
+    id: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\w.:@+\-]+$")]
     content: Annotated[str, Field(min_length=1)]
     category: FactCategory
     confidence: Annotated[float, Field(ge=0.0, le=1.0)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -258,3 +259,39 @@ def test_a_semantic_store_syncs_any_repetition_of_texts(texts: list[str]) -> Non
     retriever = StoreRetriever(store)
     assert retriever.sync(workspace) == len(collect_entries(workspace))
     assert len(retriever.search("words", k=50)) == len(collect_entries(workspace))
+
+
+# -- fact ids -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad", ["x\n## Forged heading", "a`b", "a b", "</memory>", "x]y", "\u2028", "z\x00"]
+)
+def test_a_fact_id_that_could_start_a_line_or_a_section_is_refused(
+    bad: str, tmp_path: Path
+) -> None:
+    """An id is printed as it is in the memory's Markdown and in the consolidation prompt:
+    one an application chose with a line break forged lines there."""
+    from datetime import UTC, datetime
+
+    from pydantic import ValidationError
+
+    from ctxfs.memory import Fact
+
+    now = datetime.now(UTC)
+    with pytest.raises(ValidationError, match="id"):
+        Fact(id=bad, content="c", category="knowledge", confidence=0.5, created_at=now)
+    assert Fact(id="pref_1.a:b@c+d", content="c", category="knowledge", confidence=0.5,
+                created_at=now).id == "pref_1.a:b@c+d"  # fmt: skip
+    # read back from a file edited by hand: a format error naming the file and the field
+    workspace = Workspace(tmp_path)
+    memory = LongTermMemory(workspace, ("alice",))
+    memory.apply(update(fact("Alice likes tea.")), thread_id="t")
+    path = "/memories/alice/memory.json"
+    text = workspace.read_text(path)
+    (known,) = (f.id for f in memory.load().facts)
+    workspace.write_text(path, text.replace(known, json.dumps(bad)[1:-1]))
+    with pytest.raises(MemoryFormatError, match=r"memory\.json.*facts\.0\.id"):
+        memory.load()
+    status, _, err = _cli("memory", "show", str(tmp_path), "-n", "alice")
+    assert status == 2 and "facts.0.id" in err and "internal error" not in err
