@@ -381,8 +381,8 @@ class Workspace:
         ``change`` called again on what it holds now, after a short random pause. So
         ``change`` may run several times: it must depend only on its argument. An exception
         it raises ends the update with nothing written; content it returns unchanged is not
-        written. A failed write the file holds (its reply was lost) is done; one a store
-        tore mid-way is undone (the file holds what it held before; the error is raised).
+        written. A write that failed or was refused but that the file holds (its reply was
+        lost, a retry refused) is done; one a store tore is undone (and the error raised).
 
         Example:
             >>> ws = Workspace("memory://update-doc")

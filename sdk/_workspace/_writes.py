@@ -190,6 +190,7 @@ def update_file(
     attempts: int,
 ) -> FileInfo:
     """Apply ``change`` to the file at ``virtual`` (see :meth:`ctxfs.Workspace.update`)."""
+    tried: bytes | None = None
     for attempt in range(attempts):
         if attempt:
             # Random, growing pauses: writers that collided do not collide again in step.
@@ -200,11 +201,17 @@ def update_file(
             current, version = files.read_versioned(virtual)
         except (PathNotFoundError, NotADirectoryPathError):  # the latter: a file above
             current, version = None, None
+        if tried is not None and current == tried:
+            # The write refused as a conflict was done: a client that retried a write whose
+            # answer was lost (botocore does) finds its own write there and is refused. A
+            # change applied again would be applied twice (lines appended twice).
+            return FileInfo(virtual, "file", len(tried))
         new = change(current)
         if not isinstance(new, bytes):
             raise TypeError(f"change must return bytes, not {type(new).__name__}")
         if new == current:
             return FileInfo(virtual, "file", len(new))
+        tried = new
         try:
             if version is None:
                 return files.write_bytes(virtual, new, create_only=True)

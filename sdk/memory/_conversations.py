@@ -70,6 +70,15 @@ def _encode(messages: Sequence[BaseMessage]) -> bytes:
     return "".join(lines).encode("utf-8")
 
 
+def _appended(old: bytes | None, data: bytes) -> bytes:
+    """``data`` after the lines of ``old``: on a line of its own even when the last line of
+    ``old`` lost its newline (cut short, edited by hand), or the two would run into one line
+    that reads as neither."""
+    if old and not old.endswith(b"\n"):
+        return old + b"\n" + data
+    return (old or b"") + data
+
+
 def read_conversation(workspace: Workspace, path: str) -> list[ConversationLine]:
     """The lines of a log; a line that is not one (a hand edit, JSON nested too deeply) is
     skipped with a warning naming the file."""
@@ -144,7 +153,7 @@ class ConversationLog:
                 return 0
             data = _encode(new)
             try:
-                self._workspace.update(self.path(thread_id), lambda old: (old or b"") + data)
+                self._workspace.update(self.path(thread_id), lambda old: _appended(old, data))
             except (WorkspaceError, OSError) as exc:
                 self._seen.forget(thread_id, new)
                 _log.warning("ctxfs memory [%s]: conversation not logged: %s", thread_id, exc)

@@ -24,6 +24,7 @@ version's content as a new one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -148,8 +149,9 @@ class MemoryFile:
         ``kind``, ``by``, ``thread``, the time and ``note`` (called after ``change`` if a
         function) in its :class:`~ctxfs.memory.Change`, and is also kept, immutable, under
         ``.versions/`` (see :meth:`history`). The Markdown rendering is rewritten after the
-        document; a failure there (or in keeping the version copy, retried at the next
-        update) is not an error of the update: the JSON is the memory.
+        document; a failure there (or in keeping the version copy) is not an error of the
+        update: the JSON is the memory, and the next update, even one that changes nothing,
+        keeps the copy and renders the document again.
 
         Returns:
             The document as written (or as it was, when nothing changed).
@@ -188,6 +190,9 @@ class MemoryFile:
             for kept in (*previous, document):
                 self._keep_version(kept)
             self.render(document)
+        else:  # what a failure after an earlier write left behind is put right here too
+            self._keep_version(document)
+            self._render_if_stale(document)
         return document
 
     # -- versions ------------------------------------------------------------------------
@@ -292,6 +297,16 @@ class MemoryFile:
         except WorkspaceError:
             return False
         return True
+
+    def _render_if_stale(self, document: MemoryDocument) -> None:
+        text = render_markdown(document)
+        try:
+            if self._workspace.read_text(self.markdown_path) == text:
+                return
+        except WorkspaceError:
+            pass  # missing, or not text: written again below
+        with contextlib.suppress(WorkspaceError):
+            self._workspace.write_text(self.markdown_path, text)
 
     def replace(self, document: MemoryDocument) -> MemoryDocument:
         """Writes ``document`` over whatever is stored (by compare-and-swap too).

@@ -19,7 +19,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxfs import BackendError, PathNotFoundError, Workspace
+from ctxfs import (
+    BackendError,
+    ConflictError,
+    PathExistsError,
+    PathNotFoundError,
+    Workspace,
+)
 from ctxfs.backends import GuardedStore, guard_store
 from ctxfs.testing import Fault, FaultyStore, RecordingStore
 
@@ -113,6 +119,37 @@ def test_an_update_whose_write_failed_still_fails() -> None:
         with pytest.raises(BackendError):
             Workspace(store, check=False).update("/log.txt", lambda old: (old or b"") + b"x\n")
         assert raw.read_text("/log.txt") == "one\n"
+
+
+class RetriedWrites(RecordingStore):
+    """Does each write, then refuses it as its retry would be refused: a client that retried
+    a write whose answer was lost (botocore retries a PUT) finds the write's own result
+    there, and the condition fails (``If-None-Match``: it exists; ``If-Match``: it changed)."""
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        create_only: bool = False,
+        if_version: str | None = None,
+    ) -> None:
+        super().write(path, data, create_only=create_only, if_version=if_version)
+        if create_only:
+            raise PathExistsError(f"{path}: already exists", path=path)
+        if if_version is not None:
+            raise ConflictError(f"{path} changed since it was read", path=path)
+
+
+def test_an_update_whose_retried_write_was_refused_is_done_once() -> None:
+    # the refusal read as another writer's change: the change was applied again on the
+    # update's own write, and each line was appended twice (a conversation log's turn)
+    raw = Workspace("memory://guard-retried")
+    workspace = Workspace(RetriedWrites(raw.store), check=False)
+    for line in (b"one\n", b"two\n"):  # a new file (create-only), then an existing one
+        info = workspace.update("/log.txt", lambda old, line=line: (old or b"") + line)
+        assert info.size == raw.info("/log.txt").size
+    assert raw.read_text("/log.txt") == "one\ntwo\n"
 
 
 _fresh = itertools.count()

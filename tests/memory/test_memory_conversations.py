@@ -67,6 +67,24 @@ def test_the_log_holds_each_conversational_message_once() -> None:
     ]
 
 
+@pytest.mark.parametrize("cut", [1, 10])
+def test_a_log_whose_last_line_was_cut_short_keeps_every_line_appended_after_it(
+    cut: int,
+) -> None:
+    # the first line appended ran into the cut line: both read as one broken line, skipped
+    # (a last line that lost only its newline took the whole next turn with it)
+    workspace = Workspace(f"memory://cut-log-{cut}")
+    memory = LongTermMemory(workspace, ("alice",))
+    memory.record("t", [HumanMessage("first question", id="1"), AIMessage("first answer", id="2")])
+    path = conversation_path(("alice",), "t")
+    workspace.write_bytes(path, workspace.read_bytes(path)[:-cut])
+    later = LongTermMemory(workspace, ("alice",))  # a fresh process
+    later.record("t", [HumanMessage("second question", id="3"), AIMessage("second answer", id="4")])
+    texts = [line.text for line in read_conversation(workspace, path)]
+    kept = ["first question", "first answer"] if cut == 1 else ["first question"]
+    assert texts == [*kept, "second question", "second answer"]
+
+
 def test_keep_conversations_off_logs_nothing() -> None:
     workspace = Workspace("memory://log-off")
     memory = LongTermMemory(

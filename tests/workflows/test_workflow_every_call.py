@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from _scenario import TASK, WORKFLOW_ID, outputs_json, run_to_end, workflow
 
-from ctxfs import Workspace, WorkspaceError
+from ctxfs import PathExistsError, Workspace, WorkspaceError
 from ctxfs.testing import Fault, FaultyStore
 from ctxfs.workflows import list_workflows, read_state
 from ctxfs.workflows._checks import inconsistencies
@@ -159,3 +159,20 @@ def test_a_state_write_torn_mid_way_is_undone_and_the_run_resumes() -> None:
         completed(raw)  # parses, and contradicts nothing
         outputs, _ = finish(Workspace(torn, check=False))
         assert outputs == expected, number
+
+
+def test_a_start_whose_state_write_was_retried_and_refused_runs_on() -> None:
+    """The first state file was written, its answer lost, and the client's retry refused
+    (create-only: it exists): the run finds its own state there and goes on (it said the
+    workflow already existed, and the next run said so too)."""
+    raw = fresh()
+    path = f"/sessions/{WORKFLOW_ID}.json"
+
+    class Retried(FailingAt):
+        def write(self, at: str, data: bytes, **options: Any) -> None:
+            super().write(at, data, **options)
+            if at == path and options.get("create_only"):
+                raise PathExistsError(f"{at}: already exists", path=at)
+
+    run = workflow(Workspace(Retried(raw.store), check=False)).run(TASK, workflow_id=WORKFLOW_ID)
+    assert run.status == "completed"
