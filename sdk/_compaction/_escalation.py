@@ -249,7 +249,7 @@ def compaction_result(
     if request > limit:
         reason = why_not or _why_not_compacted(budget.policy)
         if extra > limit:  # nothing compaction does can help: say so first
-            added = f", added by a middleware outside ctxfs {fixed.added:,}" if fixed.added else ""
+            added = f", added by other middleware {fixed.added:,}" if fixed.added else ""
             reason = (
                 f"the system prompt and tool schemas alone are {extra:,} tokens (system "
                 f"{fixed.system:,}, tools {fixed.tools:,}{added}), over the limit {limit:,}"

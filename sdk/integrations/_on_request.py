@@ -7,6 +7,8 @@
   when there is nothing worth compacting.
 - ``history_search`` and ``history_read`` (:mod:`ctxfs.tools._history`) over the current
   thread's archive and offloaded files.
+- What to do when one of these tools, or a workspace tool, has the name of another tool of
+  the agent (:func:`tool_conflict_message`).
 
 The compaction tool is recognised by a mark ctxfs sets on it, never by its name: a tool of
 the agent that happens to be called ``compact_conversation`` is left alone.
@@ -15,7 +17,7 @@ the agent that happens to be called ``compact_conversation`` is left alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final, cast
@@ -48,6 +50,7 @@ __all__ = [
     "history_branch",
     "history_tools",
     "is_compact_tool",
+    "tool_conflict_message",
 ]
 
 COMPACT_TOOL_NAME: Final = "compact_conversation"
@@ -207,3 +210,16 @@ def _applied(
     if changes and getattr(changes[0], "id", None) == REMOVE_ALL_MESSAGES:
         changes += cast(list[AnyMessage], call)  # rebuilt: what followed comes back
     return Command(update={"messages": [*changes, answer]})
+
+
+def tool_conflict_message(names: Sequence[str]) -> str:
+    """Why ctxfs's tools ``names`` cannot be offered, and how to choose."""
+    listed = ", ".join(names)
+    return (
+        f"ContextMiddleware's tools {listed} have the names of other tools of this agent (with "
+        "Deep Agents: its own filesystem tools), and only one of each can be offered. Choose "
+        "with ContextMiddleware(..., on_tool_conflict='keep') to keep the others, or "
+        "on_tool_conflict='replace' to use ctxfs's; or pass tools=False. With Deep Agents, "
+        "keep its tools and give it the workspace: create_deep_agent(..., "
+        "backend=ctxfs.integrations.deepagents.WorkspaceBackend(workspace))"
+    )

@@ -44,6 +44,7 @@ from ctxfs.integrations._hooks import (
     plan_of,
     state_update,
 )
+from ctxfs.integrations._inner import InnerAdditions, InnerGrowth, tool_name, watching
 from ctxfs.integrations._on_request import (
     acompact_on_request,
     compact_on_request,
@@ -51,6 +52,7 @@ from ctxfs.integrations._on_request import (
     history_branch,
     history_tools,
     is_compact_tool,
+    tool_conflict_message,
 )
 from ctxfs.integrations._request_edits import (
     added_tokens,
@@ -94,28 +96,6 @@ ToolConflict = Literal["error", "replace", "keep"]
 """What :class:`ContextMiddleware` does when one of its tools has the name of another tool of
 the agent: ``"error"`` refuses the model call, naming the tools; ``"replace"`` offers ctxfs's
 tool instead of the other; ``"keep"`` keeps the other and leaves ctxfs's of that name out."""
-
-
-def _tool_name(tool: object) -> str | None:
-    if isinstance(tool, BaseTool):
-        return tool.name
-    if isinstance(tool, dict):
-        function = tool.get("function")
-        name = function.get("name") if isinstance(function, dict) else tool.get("name")
-        return name if isinstance(name, str) else None
-    return None
-
-
-def _conflict_message(names: Sequence[str]) -> str:
-    listed = ", ".join(names)
-    return (
-        f"ContextMiddleware's tools {listed} have the names of other tools of this agent (with "
-        "Deep Agents: its own filesystem tools), and only one of each can be offered. Choose "
-        "with ContextMiddleware(..., on_tool_conflict='keep') to keep the others, or "
-        "on_tool_conflict='replace' to use ctxfs's; or pass tools=False. With Deep Agents, "
-        "keep its tools and give it the workspace: create_deep_agent(..., "
-        "backend=ctxfs.integrations.deepagents.WorkspaceBackend(workspace))"
-    )
 
 
 def _persisted(
@@ -312,6 +292,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             engine = ContextEngine(workspace, policy, as_token_counter(token_counter))
         self._hooks = ContextHooks(engine, on_event)
         self._output_cache: dict[int, tuple[object, tuple[BaseTool, ...]]] = {}
+        self._inner = InnerAdditions(self._hooks)
         if tools is True:
             from ctxfs.tools import workspace_tools
 
@@ -355,21 +336,36 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         the model's answer. A request still over the limit is sent with a
         :class:`~ctxfs.ContextOverBudget` event and a warning. If the provider answers that
         the context is too long, the history is compacted as hard as the policy allows and
-        the call is made once more.
+        the call is made once more. What middleware listed after this one adds to the
+        request is measured at the model and counted into the thread's next requests; a
+        call it makes too large is stopped before the model runs and made again after a
+        compaction that counts it (:mod:`ctxfs.integrations._inner`).
         """
         request = self._with_own_tools(request)
         own = self._own_messages(request)
-        shape, thread = self._shape_of(request, own), current_thread_id()
+        thread = current_thread_id()
+        shape = self._shape_of(request, own, thread)
         result = self._hooks.compact_request(own, thread, shape)
         try:
-            response = handler(self._sent(request, own, result, thread, shape))
+            sent = self._sent(request, own, result, thread, shape)
+            with watching(self._inner.probe(sent, result, thread, shape)) as probe:
+                response = handler(sent)
+            self._inner.learn(probe, thread)
+        except InnerGrowth as grown:
+            shape = self._inner.grown(shape, grown, thread)
+            assert result is not None  # a call is stopped only after a compaction
+            result = self._hooks.compact_request(result.messages, thread, shape)
+            sent = self._sent(request, own, result, thread, shape)
+            with watching(self._inner.probe(sent, result, thread, shape, stop_over=False)) as probe:
+                response = handler(sent)
+            self._inner.learn(probe, thread, shape, result)
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
             # from what was compacted, so a segment archived by the first compaction is not
             # archived again under another range
-            sent = result.messages if result is not None else own
-            result = self._hooks.compact_request(sent, thread, shape, force=True)
+            sent_messages = result.messages if result is not None else own
+            result = self._hooks.compact_request(sent_messages, thread, shape, force=True)
             response = handler(self._retry(request, own, result, thread, shape, exc))
         return _persisted(request, own, result, response)
 
@@ -381,15 +377,27 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The async twin of :meth:`wrap_model_call` (engine work in worker threads)."""
         request = self._with_own_tools(request)
         own = self._own_messages(request)
-        shape, thread = self._shape_of(request, own), current_thread_id()
+        thread = current_thread_id()
+        shape = self._shape_of(request, own, thread)
         result = await self._hooks.acompact_request(own, thread, shape)
         try:
-            response = await handler(self._sent(request, own, result, thread, shape))
+            sent = self._sent(request, own, result, thread, shape)
+            with watching(self._inner.probe(sent, result, thread, shape)) as probe:
+                response = await handler(sent)
+            self._inner.learn(probe, thread)
+        except InnerGrowth as grown:
+            shape = self._inner.grown(shape, grown, thread)
+            assert result is not None  # a call is stopped only after a compaction
+            result = await self._hooks.acompact_request(result.messages, thread, shape)
+            sent = self._sent(request, own, result, thread, shape)
+            with watching(self._inner.probe(sent, result, thread, shape, stop_over=False)) as probe:
+                response = await handler(sent)
+            self._inner.learn(probe, thread, shape, result)
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
-            sent = result.messages if result is not None else own
-            result = await self._hooks.acompact_request(sent, thread, shape, force=True)
+            sent_messages = result.messages if result is not None else own
+            result = await self._hooks.acompact_request(sent_messages, thread, shape, force=True)
             response = await handler(self._retry(request, own, result, thread, shape, exc))
         return _persisted(request, own, result, response)
 
@@ -409,15 +417,15 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The request with this middleware's tools added, name clashes settled."""
         if not self._own:
             return request
-        others = {_tool_name(t): t for t in request.tools}
+        others = {tool_name(t): t for t in request.tools}
         clash = sorted(n for n, t in self._own.items() if n in others and others[n] is not t)
         if clash and self._on_tool_conflict == "error":
-            raise ValueError(_conflict_message(clash))
+            raise ValueError(tool_conflict_message(clash))
         if self._on_tool_conflict == "keep":
             kept = list(request.tools)
             added = [t for n, t in self._own.items() if n not in others]
         else:
-            kept = [t for t in request.tools if _tool_name(t) not in self._own]
+            kept = [t for t in request.tools if tool_name(t) not in self._own]
             added = list(self._own.values())
         return request.override(tools=[*kept, *added])
 
@@ -451,13 +459,16 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         return tool
 
-    def _shape_of(self, request: ModelRequest[Any], own: Sequence[BaseMessage]) -> RequestShape:
+    def _shape_of(
+        self, request: ModelRequest[Any], own: Sequence[BaseMessage], thread: str
+    ) -> RequestShape:
         tools = (*request.tools, *self._output_tools(request.response_format))
-        added = 0
+        # what a middleware inside this one added to the thread's last request (_inner.py)
+        added = self._inner.tokens(thread)
         if own is not request.messages:  # an outer middleware's edit: what it adds is sent too
             engine = self._hooks.engine
             with engine.lock:
-                added = added_tokens(request.messages, own, engine.token_counter.count_message)
+                added += added_tokens(request.messages, own, engine.token_counter.count_message)
         return RequestShape(
             system=request.system_message,
             tools=tools,

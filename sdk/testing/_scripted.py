@@ -100,6 +100,18 @@ class ScriptedChatModel(GenericFakeChatModel):
         self._bound_settings = dict(kwargs)
         return self
 
+    def _get_invocation_params(
+        self, stop: list[str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """The call's parameters as a provider's model reports them to callbacks: with the
+        bound tools as OpenAI schemas (``tools``), as ``bind_tools`` passes them there."""
+        params = super()._get_invocation_params(stop=stop, **kwargs)
+        if self._bound:
+            from langchain_core.utils.function_calling import convert_to_openai_tool
+
+            params["tools"] = [convert_to_openai_tool(tool) for tool in self._bound]
+        return params
+
     def reply_id(self, index: int) -> str:
         """The id of reply ``index`` (its own id if the scripted message has one)."""
         reply = self.responses[index] if index < len(self.responses) else None

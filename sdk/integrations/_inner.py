@@ -1,0 +1,244 @@
+"""What a middleware inside ``ContextMiddleware`` adds to the request, seen at the model.
+
+``create_agent`` runs the ``wrap_model_call`` hooks as layers, the first listed outermost.
+One listed after ``ContextMiddleware`` (LangChain's ``TodoListMiddleware`` put there, Deep
+Agents' memory middleware) changes the request after ctxfs has counted and compacted it: a
+longer system prompt, a tool more. The chat model's start callback sees the request as it is
+sent, so a callback handler set for the call (through LangChain's configure hook, for this
+context only) measures what was added: the messages that are not the ones ctxfs sent, and
+the bound tools whose names ctxfs did not count. What it measures is counted into the next
+requests of the thread; a request it finds over the limit is stopped before the model is
+called (:class:`InnerGrowth`), so that the middleware compacts for it and calls again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.tools import BaseTool
+from langchain_core.tracers.context import register_configure_hook
+
+from ctxfs._compaction._engine import ContextEngine
+from ctxfs._events import CompactionResult, ContextOverBudget
+from ctxfs._messages import same_objects
+from ctxfs.integrations._hooks import ContextHooks, RequestShape
+
+__all__ = ["InnerAdditions", "InnerGrowth", "InnerProbe", "tool_name", "watching"]
+
+_log = logging.getLogger("ctxfs")
+_THREADS = 4_096
+"""Threads whose inner middleware's additions are remembered."""
+
+_PROBE: ContextVar[InnerProbe | None] = ContextVar("ctxfs_inner_probe", default=None)
+register_configure_hook(_PROBE, inheritable=True)
+
+
+class InnerGrowth(Exception):
+    """A middleware inside ``ContextMiddleware`` made the request too large for the window;
+    the call was stopped before the model was called.
+
+    Attributes:
+        added: The tokens it added.
+        tokens: The request's tokens as it was about to be sent.
+        limit: What the request may hold.
+    """
+
+    def __init__(self, added: int, tokens: int, limit: int) -> None:
+        super().__init__(
+            f"a middleware inside ContextMiddleware added {added:,} tokens to the "
+            f"request ({tokens:,}, over its limit of {limit:,}); compacting for them and "
+            "calling again"
+        )
+        self.added, self.tokens, self.limit = added, tokens, limit
+
+
+class InnerProbe(BaseCallbackHandler):
+    """Measures the agent's model call made under it (the first whose messages end with
+    the request ctxfs sent); with ``stop_over``, stops it when it is over ``limit``."""
+
+    raise_error = True  # the stop reaches the middleware; the other errors are ours only
+    run_inline = True  # in the caller's thread and context, before the call
+
+    def __init__(
+        self,
+        engine: ContextEngine,
+        system: BaseMessage | None,
+        messages: Sequence[BaseMessage],
+        tools: Sequence[Any],
+        tokens: int,
+        limit: int,
+        *,
+        counted: int = 0,
+        stop_over: bool,
+    ) -> None:
+        self._engine = engine
+        self._sent = [system, *messages] if system is not None else list(messages)
+        self._names = {tool_name(tool) for tool in tools}
+        self._tokens = tokens
+        self._limit = limit
+        self._stop_over = stop_over
+        self._counted = counted  # what the budget already held for these additions
+        self.added: int | None = None
+        """Tokens the inner middleware added (``None``: no matching call seen)."""
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        **kwargs: Any,
+    ) -> None:
+        """Measures the call, once; raises :class:`InnerGrowth` to stop it when over."""
+        if self.added is not None or len(messages) != 1 or not self._is_ours(messages[0]):
+            return
+        params = kwargs.get("invocation_params")
+        bound = params.get("tools") if isinstance(params, Mapping) else None
+        extra = [
+            t for t in (bound if isinstance(bound, list) else ()) if tool_name(t) not in self._names
+        ]
+        with self._engine.lock:
+            added = self._changed(messages[0]) + (
+                self._engine.count_request(tools=extra) if extra else 0
+            )
+        self.added = max(0, added)
+        if (
+            self._stop_over
+            and self.added > self._counted
+            and self._tokens + self.added > self._limit
+        ):
+            raise InnerGrowth(self.added, self._tokens + self.added, self._limit)
+
+    def _is_ours(self, batch: Sequence[BaseMessage]) -> bool:
+        """Whether ``batch`` is the agent's request: it holds the last message ctxfs sent."""
+        if not self._sent:
+            return True
+        last = self._sent[-1]
+        return any(message is last for message in batch[-3:])
+
+    def _changed(self, batch: Sequence[BaseMessage]) -> int:
+        """Tokens of the messages in ``batch`` that ctxfs did not send, less those of the
+        messages ctxfs sent that are not in it."""
+        sent = self._sent
+        count = self._engine.token_counter.count_message
+        tail = len(sent)
+        if len(batch) >= tail and same_objects(batch[len(batch) - tail :], sent):
+            return sum(map(count, batch[: len(batch) - tail]))  # the common case: one pass in C
+        # a message edited or put in between: compare by identity, both ways
+        held, kept = {id(m) for m in sent}, {id(m) for m in batch}
+        return sum(count(m) for m in batch if id(m) not in held) - sum(
+            count(m) for m in sent if id(m) not in kept
+        )
+
+
+class InnerAdditions:
+    """Per thread, the tokens middleware inside ``ContextMiddleware`` added to its last
+    request: counted into the next one's budget, as an outer middleware's edits are."""
+
+    def __init__(self, hooks: ContextHooks) -> None:
+        self._hooks = hooks
+        self._by_thread: dict[str, int] = {}
+
+    def tokens(self, thread: str) -> int:
+        """What the thread's last request gained inside (0 when nothing is known)."""
+        return self._by_thread.get(thread, 0)
+
+    def probe(
+        self,
+        sent: Any,
+        result: CompactionResult | None,
+        thread: str,
+        shape: RequestShape,
+        *,
+        stop_over: bool = True,
+    ) -> InnerProbe:
+        """A probe for the model call of ``sent`` (a ``ModelRequest``), which ctxfs counted
+        as ``result`` (``None``: not compacted, so only measured)."""
+        engine = self._hooks.engine
+        policy = engine.policy
+        known = policy.max_input_tokens is not None and result is not None
+        return InnerProbe(
+            engine,
+            sent.system_message,
+            sent.messages,
+            sent.tools,
+            (result.request_tokens - self.tokens(thread)) if result is not None else 0,
+            policy.request_limit_tokens if known else 0,
+            counted=self.tokens(thread),
+            stop_over=stop_over and known,
+        )
+
+    def learn(
+        self,
+        probe: InnerProbe,
+        thread: str,
+        shape: RequestShape | None = None,
+        result: CompactionResult | None = None,
+    ) -> None:
+        """Keeps what the probe measured for the thread's next requests; after a call made
+        again (``shape`` and ``result`` given), reports one still over its limit."""
+        if probe.added is None:
+            return
+        before = self.tokens(thread)
+        if not probe.added:
+            self._by_thread.pop(thread, None)
+            return
+        if len(self._by_thread) >= _THREADS and thread not in self._by_thread:
+            del self._by_thread[next(iter(self._by_thread))]  # forget the oldest thread
+        self._by_thread[thread] = probe.added
+        if shape is None or result is None:
+            return
+        engine = self._hooks.engine
+        policy = engine.policy
+        tokens = result.request_tokens - before + probe.added
+        if probe.added <= before:
+            return  # counted in full: the compaction reported the request if it was over
+        if policy.max_input_tokens is None or tokens <= policy.request_limit_tokens:
+            return
+        self._hooks.report(
+            ContextOverBudget(
+                tokens=tokens,
+                limit=policy.request_limit_tokens,
+                system=engine.count_request(system=shape.system),
+                tools=engine.count_request(tools=shape.tools),
+                messages=result.tokens_after,
+                reason=f"a middleware inside ContextMiddleware added {probe.added:,} tokens "
+                f"to the request, {probe.added - before:,} more than the compaction made "
+                "room for",
+            ),
+            thread,
+        )
+
+    def grown(self, shape: RequestShape, grown: InnerGrowth, thread: str) -> RequestShape:
+        """The shape counting what the inner middleware added, after it stopped a call."""
+        _log.warning("ctxfs [%s]: %s", thread, grown)
+        before = self.tokens(thread)
+        self._by_thread[thread] = grown.added
+        return dataclasses.replace(shape, added_tokens=shape.added_tokens - before + grown.added)
+
+
+@contextlib.contextmanager
+def watching(probe: InnerProbe) -> Iterator[InnerProbe]:
+    """Sets ``probe`` on the model calls made in this context, then removes it."""
+    token = _PROBE.set(probe)
+    try:
+        yield probe
+    finally:
+        _PROBE.reset(token)
+
+
+def tool_name(tool: object) -> str | None:
+    """The name of a tool as bound: a tool object, or a provider's schema dict (OpenAI's
+    ``{"function": {"name": ...}}``, Anthropic's ``{"name": ...}``)."""
+    if isinstance(tool, BaseTool):
+        return tool.name
+    if isinstance(tool, dict):
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, dict) else tool.get("name")
+        return name if isinstance(name, str) else None
+    return None

@@ -1,0 +1,149 @@
+"""A middleware inside ``ContextMiddleware`` (listed after it) adds to the request after ctxfs
+counted it: a longer system prompt, a tool more. The request the model receives is still
+within the window, or a ``ContextOverBudget`` says why not.
+
+Found replaying recorded runs: LangChain's ``TodoListMiddleware`` listed after
+``ContextMiddleware`` sent 8,839 tokens to a model whose limit was 7,200 (ctxfs measured
+2,834), with no event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, TodoListMiddleware
+from langchain_core.messages import SystemMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
+from test_request_budget import (
+    _PROPERTY,
+    Scenario,
+    request_tokens,
+    scenarios,
+    script,
+    system_prompt,
+    tools_for,
+    words,
+)
+
+from ctxfs import ContextEvent, ContextOverBudget, ContextPolicy, Workspace
+from ctxfs.integrations.langchain import ContextMeasured, ContextMiddleware
+from ctxfs.testing import ScriptedChatModel, tool_call
+
+
+def _scratchpad(note: str = "") -> str:
+    """Keeps a note."""
+    return "kept"
+
+
+class Adds(AgentMiddleware):  # type: ignore[type-arg]
+    """Adds ``tokens`` of rules to the system prompt and one tool, on every model call."""
+
+    def __init__(self, tokens: int) -> None:
+        super().__init__()
+        self.rules = f"House rules: {words(tokens, 'rule')}"
+        self.tool = StructuredTool.from_function(_scratchpad, name="scratchpad")
+
+    def _added(self, request: ModelRequest) -> ModelRequest:
+        system = request.system_message
+        text = f"{system.content}\n\n{self.rules}" if system is not None else self.rules
+        return request.override(
+            system_message=SystemMessage(text), tools=[*request.tools, self.tool]
+        )
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        return handler(self._added(request))
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        return await handler(self._added(request))
+
+
+def _check(model: ScriptedChatModel, events: list[ContextEvent], limit: int) -> None:
+    over = {e.tokens for e in events if isinstance(e, ContextOverBudget)}
+    for sent, tools in zip(model.requests, model.request_tools, strict=True):
+        exact = request_tokens(sent, tools)
+        assert exact <= limit or exact in over, f"{exact:,} tokens sent for {limit:,}"
+
+
+def _run(
+    scenario: Scenario, inner: AgentMiddleware, *, run_async: bool = False
+) -> tuple[ScriptedChatModel, list[Any]]:
+    ws = Workspace("memory://inner")
+    ws.write_text("/big.txt", "\n".join(f"line {n}" for n in range(3_000)))
+    events: list[ContextEvent] = []
+    model = ScriptedChatModel(responses=script(scenario))
+    middleware = ContextMiddleware(
+        ws, ContextPolicy(max_input_tokens=scenario.window), on_event=lambda e, _: events.append(e)
+    )
+    agent = create_agent(
+        model,
+        tools_for(scenario, ws),
+        system_prompt=system_prompt(scenario),
+        middleware=[middleware, inner],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    if run_async:
+        asyncio.run(agent.ainvoke({"messages": [("user", "go")]}, config))
+    else:
+        agent.invoke({"messages": [("user", "go")]}, config)
+    _check(model, events, middleware.engine.policy.request_limit_tokens)
+    return model, events
+
+
+@_PROPERTY
+@given(scenario=scenarios())
+def test_what_an_inner_middleware_adds_is_made_room_for(scenario: Scenario) -> None:
+    _run(scenario, Adds(scenario.window // 8))
+
+
+@pytest.mark.parametrize(
+    ("inner", "run_async"), [("todo list", False), ("house rules", False), ("house rules", True)]
+)
+def test_a_long_run_under_an_inner_middleware_stays_in_the_window(
+    inner: str, run_async: bool
+) -> None:
+    scenario = Scenario(
+        window=6_000,
+        system_share=0.05,
+        tools=2,
+        steps=tuple(("big", 900) for _ in range(8)),
+    )
+    middleware: AgentMiddleware = TodoListMiddleware() if inner == "todo list" else Adds(1_500)
+    model, events = _run(scenario, middleware, run_async=run_async)
+    assert len(model.requests) == 9
+    # what was learned is counted from the second call on: measured as sent
+    measured = [e for e in events if isinstance(e, ContextMeasured)]
+    last = slice(-3, None)  # a call stopped and made again is measured twice: the last ones
+    for reading, sent, tools in zip(
+        measured[last], model.requests[last], model.request_tools[last], strict=True
+    ):
+        assert reading.tokens_after == request_tokens(sent, tools)
+
+
+def test_what_no_compaction_can_make_room_for_is_reported() -> None:
+    events: list[ContextEvent] = []
+    model = ScriptedChatModel(responses=[tool_call("report", {"tokens": 50}), "done"])
+    policy = ContextPolicy(max_input_tokens=8_000)
+    middleware = ContextMiddleware(
+        Workspace("memory://inner-huge"), policy, on_event=lambda e, _: events.append(e)
+    )
+
+    def report(tokens: int) -> str:
+        """Returns a report."""
+        return "ok"
+
+    tool: BaseTool = StructuredTool.from_function(report)
+    agent = create_agent(
+        model, [tool], middleware=[middleware, Adds(9_000)], checkpointer=InMemorySaver()
+    )
+    agent.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}})
+    over = [e for e in events if isinstance(e, ContextOverBudget)]
+    assert len(over) == len(model.requests) == 2  # once a call, not twice
+    assert all("added by other middleware 9," in e.reason for e in over)
+    _check(model, events, middleware.engine.policy.request_limit_tokens)
