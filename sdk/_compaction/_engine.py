@@ -177,8 +177,8 @@ class ContextEngine(ResultMethods, InputMethods, ClearingMethods, OpenAIMethods)
                 itself, from this state, never from its own text
                 (:attr:`~ctxfs.ContextPolicy.pinning`).
             added_tokens: Tokens the request holds beyond ``messages``, ``system`` and
-                ``tools`` that compaction cannot touch (what a middleware outside ctxfs adds
-                to this request only): counted in the request like the system message.
+                ``tools`` that compaction cannot touch (what other middleware adds to this
+                request only): counted in the request like the system message.
 
         Returns:
             The new history, events, tokens before and after, the target and whether it was

@@ -80,8 +80,9 @@ class Fixed:
         system: Of the system message.
         tools: Of the tool schemas.
         offered: ctxfs's recovery tools among the tools, by name.
-        added: Of what a middleware outside ctxfs adds to this request only (messages it
-            inserts, text it adds to copies), sent but never compacted by ctxfs.
+        added: Of what other middleware adds to this request only (messages it inserts,
+            text it adds to copies, a longer system prompt or tools from a middleware
+            inside ctxfs's), sent but never compacted by ctxfs.
     """
 
     system: int = 0

@@ -244,7 +244,8 @@ class RequestShape:
         plan: The live todo list (the graph state's ``todos``, as LangChain's
             ``TodoListMiddleware`` and Deep Agents' ``write_todos`` keep it): a summary puts
             it back after itself (:attr:`~ctxfs.ContextPolicy.pinning`).
-        added_tokens: What a middleware outside ctxfs adds to this request only.
+        added_tokens: What other middleware adds to this request only (an outer one's
+            edits; what one inside ctxfs's added to the thread's last request).
     """
 
     system: BaseMessage | str | None = None
