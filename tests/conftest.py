@@ -214,3 +214,23 @@ def make_workspace(request: pytest.FixtureRequest, tmp_path: Path) -> WorkspaceF
 def workspace(make_workspace: WorkspaceFactory) -> Workspace:
     """A fresh, empty workspace on each backend in turn."""
     return make_workspace()
+
+
+def _encodable(text: str) -> str:
+    """``text`` with each lone surrogate as its escape (UTF-8 cannot carry one)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A failure whose report quotes a lone surrogate (a generated example, a captured log)
+    is reported as a failure: the test workers send reports as UTF-8, and such a report
+    stopped the whole run with an internal error instead."""
+    try:
+        str(report.longrepr).encode("utf-8")
+        for _, content in report.sections:
+            content.encode("utf-8")
+    except UnicodeEncodeError:
+        if report.longrepr is not None:
+            report.longrepr = _encodable(str(report.longrepr))
+        report.sections = [(title, _encodable(body)) for title, body in report.sections]
