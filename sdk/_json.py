@@ -19,6 +19,7 @@ from typing import Any
 __all__ = [
     "MAX_JSON_DEPTH",
     "JsonDepthError",
+    "brackets",
     "dumps_any",
     "dumps_compact",
     "json_depth",
@@ -40,11 +41,13 @@ class JsonDepthError(json.JSONDecodeError):
         return self.msg
 
 
-def _openings(text: str) -> Iterator[tuple[int, int]]:
-    """Each ``[`` or ``{`` of ``text`` outside strings: its index and the depth it opens."""
+def brackets(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
+    """Each bracket of ``text`` from ``start`` on, outside strings: its index and the depth
+    after it (one more than before for ``[`` and ``{``, one less for ``]`` and ``}``)."""
     depth = 0
     in_string = escaped = False
-    for at, char in enumerate(text):
+    for at in range(start, len(text)):
+        char = text[at]
         if in_string:
             if escaped:
                 escaped = False
@@ -59,6 +62,12 @@ def _openings(text: str) -> Iterator[tuple[int, int]]:
             yield at, depth
         elif char in "]}":
             depth -= 1
+            yield at, depth
+
+
+def _openings(text: str) -> Iterator[tuple[int, int]]:
+    """Each ``[`` or ``{`` of ``text`` outside strings: its index and the depth it opens."""
+    return ((at, depth) for at, depth in brackets(text) if text[at] in "[{")
 
 
 def json_depth(text: str | bytes) -> int:

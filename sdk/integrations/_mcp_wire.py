@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from ctxfs._json import brackets
 from ctxfs._workspace._quote import quote
 
 if TYPE_CHECKING:
@@ -145,24 +146,9 @@ def _space(line: str, at: int) -> int:
 
 def _past_nested(line: str, at: int) -> int:
     """The index just past the object or array that starts at ``at``."""
-    depth, quoted, escaped = 0, False, False
-    for index in range(at, len(line)):
-        char = line[index]
-        if quoted:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                quoted = False
-        elif char == '"':
-            quoted = True
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-            if depth == 0:
-                return index + 1
+    for index, depth in brackets(line, at):
+        if depth == 0:
+            return index + 1
     raise ValueError("an object or array that does not end")
 
 
