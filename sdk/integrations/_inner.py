@@ -24,6 +24,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from langchain_core.tracers.context import register_configure_hook
+from langgraph.errors import GraphBubbleUp
 
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._events import CompactionResult, ContextOverBudget
@@ -40,9 +41,13 @@ _PROBE: ContextVar[InnerProbe | None] = ContextVar("ctxfs_inner_probe", default=
 register_configure_hook(_PROBE, inheritable=True)
 
 
-class InnerGrowth(Exception):
+class InnerGrowth(GraphBubbleUp):
     """A middleware inside ``ContextMiddleware`` made the request too large for the window;
     the call was stopped before the model was called.
+
+    A ``GraphBubbleUp``, which LangChain's middleware pass on untouched: a
+    ``ModelRetryMiddleware`` or ``ModelFallbackMiddleware`` inside ``ContextMiddleware``
+    caught any other error and made the stopped call again, or with another model.
 
     Attributes:
         added: The tokens it added.
@@ -60,8 +65,13 @@ class InnerGrowth(Exception):
 
 
 class InnerProbe(BaseCallbackHandler):
-    """Measures the agent's model call made under it (the first whose messages end with
-    the request ctxfs sent); with ``stop_over``, stops it when it is over ``limit``."""
+    """Measures the model calls made under it whose messages end with the request ctxfs
+    sent; with ``stop_over``, stops each one over ``limit``.
+
+    Every such call is measured and the largest kept: a middleware may call a model of its
+    own with the request's last messages (a guard, a classifier) before the agent's call,
+    and a middleware that catches errors may make a stopped call again.
+    """
 
     raise_error = True  # the stop reaches the middleware; the other errors are ours only
     run_inline = True  # in the caller's thread and context, before the call
@@ -87,6 +97,8 @@ class InnerProbe(BaseCallbackHandler):
         self._counted = counted  # what the budget already held for these additions
         self.added: int | None = None
         """Tokens the inner middleware added (``None``: no matching call seen)."""
+        self.stopped: InnerGrowth | None = None
+        """The last stop, kept for :meth:`check` should a middleware catch it."""
 
     def on_chat_model_start(
         self,
@@ -94,8 +106,8 @@ class InnerProbe(BaseCallbackHandler):
         messages: list[list[BaseMessage]],
         **kwargs: Any,
     ) -> None:
-        """Measures the call, once; raises :class:`InnerGrowth` to stop it when over."""
-        if self.added is not None or len(messages) != 1 or not self._is_ours(messages[0]):
+        """Measures the call; raises :class:`InnerGrowth` to stop it when over."""
+        if len(messages) != 1 or not self._is_ours(messages[0]):
             return
         params = kwargs.get("invocation_params")
         bound = params.get("tools") if isinstance(params, Mapping) else None
@@ -106,13 +118,18 @@ class InnerProbe(BaseCallbackHandler):
             added = self._changed(messages[0]) + (
                 self._engine.count_request(tools=extra) if extra else 0
             )
-        self.added = max(0, added)
-        if (
-            self._stop_over
-            and self.added > self._counted
-            and self._tokens + self.added > self._limit
-        ):
-            raise InnerGrowth(self.added, self._tokens + self.added, self._limit)
+        added = max(0, added)
+        self.added = added if self.added is None else max(self.added, added)
+        if self._stop_over and added > self._counted and self._tokens + added > self._limit:
+            self.stopped = InnerGrowth(added, self._tokens + added, self._limit)
+            raise self.stopped
+
+    def check(self) -> None:
+        """Raises the stop again if a middleware caught it and answered all the same (its
+        answer is not one to the request): the call is to be made again after a
+        compaction."""
+        if self.stopped is not None:
+            raise self.stopped
 
     def _is_ours(self, batch: Sequence[BaseMessage]) -> bool:
         """Whether ``batch`` is the agent's request: it holds the last message ctxfs sent."""

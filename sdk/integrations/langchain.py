@@ -350,6 +350,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             sent = self._sent(request, own, result, thread, shape)
             with watching(self._inner.probe(sent, result, thread, shape)) as probe:
                 response = handler(sent)
+            probe.check()
             self._inner.learn(probe, thread)
         except InnerGrowth as grown:
             shape = self._inner.grown(shape, grown, thread)
@@ -384,6 +385,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             sent = self._sent(request, own, result, thread, shape)
             with watching(self._inner.probe(sent, result, thread, shape)) as probe:
                 response = await handler(sent)
+            probe.check()
             self._inner.learn(probe, thread)
         except InnerGrowth as grown:
             shape = self._inner.grown(shape, grown, thread)

@@ -16,8 +16,14 @@ from typing import Any
 import pytest
 from hypothesis import given
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, TodoListMiddleware
-from langchain_core.messages import SystemMessage
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ModelFallbackMiddleware,
+    ModelRequest,
+    ModelRetryMiddleware,
+    TodoListMiddleware,
+)
+from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from test_request_budget import (
@@ -71,12 +77,17 @@ def _check(model: ScriptedChatModel, events: list[ContextEvent], limit: int) -> 
 
 
 def _run(
-    scenario: Scenario, inner: AgentMiddleware, *, run_async: bool = False
+    scenario: Scenario,
+    inner: AgentMiddleware | list[AgentMiddleware],
+    *,
+    run_async: bool = False,
+    model: ScriptedChatModel | None = None,
 ) -> tuple[ScriptedChatModel, list[Any]]:
     ws = Workspace("memory://inner")
     ws.write_text("/big.txt", "\n".join(f"line {n}" for n in range(3_000)))
     events: list[ContextEvent] = []
-    model = ScriptedChatModel(responses=script(scenario))
+    model = model or ScriptedChatModel(responses=script(scenario))
+    inner = inner if isinstance(inner, list) else [inner]
     middleware = ContextMiddleware(
         ws, ContextPolicy(max_input_tokens=scenario.window), on_event=lambda e, _: events.append(e)
     )
@@ -84,7 +95,7 @@ def _run(
         model,
         tools_for(scenario, ws),
         system_prompt=system_prompt(scenario),
-        middleware=[middleware, inner],
+        middleware=[middleware, *inner],
         checkpointer=InMemorySaver(),
     )
     config: Any = {"configurable": {"thread_id": "t"}}
@@ -147,3 +158,83 @@ def test_what_no_compaction_can_make_room_for_is_reported() -> None:
     assert len(over) == len(model.requests) == 2  # once a call, not twice
     assert all("added by other middleware 9," in e.reason for e in over)
     _check(model, events, middleware.engine.policy.request_limit_tokens)
+
+
+_LONG_RUN = Scenario(
+    window=6_000, system_share=0.05, tools=2, steps=tuple(("big", 900) for _ in range(8))
+)
+
+
+class Forgiving(AgentMiddleware):  # type: ignore[type-arg]
+    """Answers for the model when its call fails."""
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        try:
+            return handler(request)
+        except Exception:
+            return AIMessage("The model is unavailable.")
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        try:
+            return await handler(request)
+        except Exception:
+            return AIMessage("The model is unavailable.")
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+@pytest.mark.parametrize("catcher", ["retry", "fallback", "forgiving"])
+def test_a_stopped_call_an_inner_middleware_catches_is_still_made_room_for(
+    catcher: str, run_async: bool
+) -> None:
+    # ModelRetryMiddleware retried the stopped call, ModelFallbackMiddleware made it with
+    # its fallback model, a middleware answering for a failed call answered it: the grown
+    # request reached the model past the window, or the agent got the stand-in answer
+    model = ScriptedChatModel(responses=script(_LONG_RUN))
+    first: AgentMiddleware = {
+        "retry": lambda: ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False),
+        "fallback": lambda: ModelFallbackMiddleware(model),
+        "forgiving": Forgiving,
+    }[catcher]()
+    model, _ = _run(_LONG_RUN, [first, Jumps()], run_async=run_async, model=model)
+    assert len(model.requests) == 9
+
+
+class Jumps(Adds):
+    """Adds little to the first calls, then 2,500 tokens: more than was learned."""
+
+    def __init__(self) -> None:
+        super().__init__(100)
+        self.calls = 0
+
+    def _added(self, request: ModelRequest) -> ModelRequest:
+        self.calls += 1
+        if self.calls == 4:
+            self.rules = f"House rules: {words(2_500, 'rule')}"
+        return super()._added(request)
+
+
+class Guard(AgentMiddleware):  # type: ignore[type-arg]
+    """Asks another model about the request's last messages before the agent's call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = ScriptedChatModel(responses=["safe"] * 50)
+
+    def _ask(self, request: ModelRequest) -> list[Any]:
+        return [SystemMessage("Is this safe?"), *request.messages[-2:]]
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        self.model.invoke(self._ask(request))
+        return handler(request)
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        await self.model.ainvoke(self._ask(request))
+        return await handler(request)
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_a_model_call_an_inner_middleware_makes_is_not_taken_for_the_agents(
+    run_async: bool,
+) -> None:
+    model, _ = _run(_LONG_RUN, [Guard(), Adds(2_500)], run_async=run_async)
+    assert len(model.requests) == 9
