@@ -98,7 +98,7 @@ class InnerProbe(BaseCallbackHandler):
         self.added: int | None = None
         """Tokens the inner middleware added (``None``: no matching call seen)."""
         self.stopped: InnerGrowth | None = None
-        """The last stop, kept for :meth:`check` should a middleware catch it."""
+        """The last stop, kept for :meth:`checked` should a middleware catch it."""
 
     def on_chat_model_start(
         self,
@@ -124,12 +124,13 @@ class InnerProbe(BaseCallbackHandler):
             self.stopped = InnerGrowth(added, self._tokens + added, self._limit)
             raise self.stopped
 
-    def check(self) -> None:
-        """Raises the stop again if a middleware caught it and answered all the same (its
-        answer is not one to the request): the call is to be made again after a
-        compaction."""
+    def checked(self) -> InnerProbe:
+        """The probe, after the call; raises the stop again if a middleware caught it and
+        answered all the same (its answer is not one to the request): the call is to be
+        made again after a compaction."""
         if self.stopped is not None:
             raise self.stopped
+        return self
 
     def _is_ours(self, batch: Sequence[BaseMessage]) -> bool:
         """Whether ``batch`` is the agent's request: it holds the last message ctxfs sent."""

@@ -238,3 +238,25 @@ def test_a_model_call_an_inner_middleware_makes_is_not_taken_for_the_agents(
 ) -> None:
     model, _ = _run(_LONG_RUN, [Guard(), Adds(2_500)], run_async=run_async)
     assert len(model.requests) == 9
+
+
+class _RefusesAfterAStop(ScriptedChatModel):
+    """Refuses the call made again after the stop as too long (a provider counting more)."""
+
+    refused: int = 0
+
+    def _generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        if self.refused == 0 and len(self.requests) == 3:
+            self.refused += 1
+            raise ValueError("Error code: 400 - context_length_exceeded: reduce the length")
+        return super()._generate(messages, *args, **kwargs)
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_a_call_made_again_after_a_stop_and_refused_as_too_long_is_compacted_and_retried(
+    run_async: bool,
+) -> None:
+    model = _RefusesAfterAStop(responses=script(_LONG_RUN))
+    model, _ = _run(_LONG_RUN, Jumps(), run_async=run_async, model=model)
+    assert model.refused == 1
+    assert len(model.requests) == 9
