@@ -65,8 +65,8 @@ class InnerGrowth(GraphBubbleUp):
 
 
 class InnerProbe(BaseCallbackHandler):
-    """Measures the model calls made under it whose messages end with the request ctxfs
-    sent; with ``stop_over``, stops each one over ``limit``.
+    """Measures the model calls made under it whose messages hold the last one ctxfs sent;
+    with ``stop_over``, stops each one over ``limit``.
 
     Every such call is measured and the largest kept: a middleware may call a model of its
     own with the request's last messages (a guard, a classifier) before the agent's call,
@@ -133,11 +133,15 @@ class InnerProbe(BaseCallbackHandler):
         return self
 
     def _is_ours(self, batch: Sequence[BaseMessage]) -> bool:
-        """Whether ``batch`` is the agent's request: it holds the last message ctxfs sent."""
+        """Whether ``batch`` is the agent's request: it holds the last message ctxfs sent,
+        or a copy of it (its id), anywhere (a middleware may append messages after it, or
+        write into a copy of it)."""
         if not self._sent:
             return True
         last = self._sent[-1]
-        return any(message is last for message in batch[-3:])
+        if any(message is last for message in batch):
+            return True
+        return last.id is not None and any(message.id == last.id for message in batch)
 
     def _changed(self, batch: Sequence[BaseMessage]) -> int:
         """Tokens of the messages in ``batch`` that ctxfs did not send, less those of the

@@ -23,7 +23,7 @@ from langchain.agents.middleware import (
     ModelRetryMiddleware,
     TodoListMiddleware,
 )
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from test_request_budget import (
@@ -259,4 +259,38 @@ def test_a_call_made_again_after_a_stop_and_refused_as_too_long_is_compacted_and
     model = _RefusesAfterAStop(responses=script(_LONG_RUN))
     model, _ = _run(_LONG_RUN, Jumps(), run_async=run_async, model=model)
     assert model.refused == 1
+    assert len(model.requests) == 9
+
+
+class Reminds(AgentMiddleware):  # type: ignore[type-arg]
+    """Adds ``tokens`` of reminders after the last message: appended as three messages,
+    or written into a copy of the last message."""
+
+    def __init__(self, tokens: int, how: str) -> None:
+        super().__init__()
+        self.text = f"Reminder: {words(tokens, 'mind')}"
+        self.how = how
+
+    def _added(self, request: ModelRequest) -> ModelRequest:
+        *head, last = request.messages
+        if self.how == "appended":
+            extra = [HumanMessage(self.text), AIMessage("Noted."), HumanMessage("Go on.")]
+            return request.override(messages=[*head, last, *extra])
+        return request.override(
+            messages=[*head, last.model_copy(update={"content": f"{last.text}\n{self.text}"})]
+        )
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        return handler(self._added(request))
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        return await handler(self._added(request))
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+@pytest.mark.parametrize("how", ["appended", "copied"])
+def test_what_an_inner_middleware_adds_after_the_last_message_is_made_room_for(
+    how: str, run_async: bool
+) -> None:
+    model, _ = _run(_LONG_RUN, Reminds(2_000, how), run_async=run_async)
     assert len(model.requests) == 9
