@@ -123,11 +123,12 @@ class InnerProbe(BaseCallbackHandler):
         if self._stop_over and added > self._counted and self._tokens + added > self._limit:
             self.stopped = InnerGrowth(added, self._tokens + added, self._limit)
             raise self.stopped
+        self.stopped = None  # a call that fits came after: the stop was handled
 
     def checked(self) -> InnerProbe:
         """The probe, after the call; raises the stop again if a middleware caught it and
-        answered all the same (its answer is not one to the request): the call is to be
-        made again after a compaction."""
+        answered all the same with no call that fits after it (its answer is not one to the
+        request): the call is to be made again after a compaction."""
         if self.stopped is not None:
             raise self.stopped
         return self

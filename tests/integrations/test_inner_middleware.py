@@ -10,6 +10,7 @@ Found replaying recorded runs: LangChain's ``TodoListMiddleware`` listed after
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -336,3 +337,30 @@ def test_any_stack_of_inner_middleware_stays_in_the_window_or_says_why(
     inner = data.draw(st.composite(_inner_stack)(scenario.window))
     model, _ = _run(scenario, inner, run_async=run_async, exact=False)
     assert len(model.requests) == len(script(scenario))  # no stand-in answer, no call lost
+
+
+class CarefulGuard(Guard):
+    """A guard with a long policy of its own that goes on when its own call fails."""
+
+    def _ask(self, request: ModelRequest) -> list[Any]:
+        return [SystemMessage(f"Policy: {words(6_000, 'clause')}"), *request.messages[-1:]]
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        with contextlib.suppress(Exception):
+            self.model.invoke(self._ask(request))
+        return handler(request)
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[..., Any]) -> Any:
+        with contextlib.suppress(Exception):
+            await self.model.ainvoke(self._ask(request))
+        return await handler(request)
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_a_stop_a_middleware_caught_is_forgotten_once_a_call_within_the_window_is_made(
+    run_async: bool,
+) -> None:
+    # the guard's own call is over the window and stopped; the guard goes on, and the
+    # agent's call that follows fits: its answer is the agent's, not made again
+    model, _ = _run(_LONG_RUN, CarefulGuard(), run_async=run_async, exact=False)
+    assert len(model.requests) == 9
