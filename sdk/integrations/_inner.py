@@ -65,8 +65,9 @@ class InnerGrowth(GraphBubbleUp):
 
 
 class InnerProbe(BaseCallbackHandler):
-    """Measures the model calls made under it whose messages hold the last one ctxfs sent;
-    with ``stop_over``, stops each one over ``limit``.
+    """Measures the model calls made under it whose messages hold the last one ctxfs sent
+    and whose tools (when ctxfs sent any) include one of those; with ``stop_over``, stops
+    each one over ``limit``.
 
     Every such call is measured and the largest kept: a middleware may call a model of its
     own with the request's last messages (a guard, a classifier) before the agent's call,
@@ -90,7 +91,7 @@ class InnerProbe(BaseCallbackHandler):
     ) -> None:
         self._engine = engine
         self._sent = [system, *messages] if system is not None else list(messages)
-        self._names = {tool_name(tool) for tool in tools}
+        self._names = {tool_name(tool) for tool in tools} - {None}
         self._tokens = tokens
         self._limit = limit
         self._stop_over = stop_over
@@ -111,9 +112,10 @@ class InnerProbe(BaseCallbackHandler):
             return
         params = kwargs.get("invocation_params")
         bound = params.get("tools") if isinstance(params, Mapping) else None
-        extra = [
-            t for t in (bound if isinstance(bound, list) else ()) if tool_name(t) not in self._names
-        ]
+        bound = bound if isinstance(bound, list) else []
+        if self._names and not any(tool_name(t) in self._names for t in bound):
+            return  # none of the agent's tools: a middleware's own call (a guard, a selector)
+        extra = [t for t in bound if tool_name(t) not in self._names]
         with self._engine.lock:
             added = self._changed(messages[0]) + (
                 self._engine.count_request(tools=extra) if extra else 0

@@ -75,7 +75,7 @@ def _check(
     model: ScriptedChatModel, events: list[ContextEvent], limit: int, *, exact: bool = True
 ) -> None:
     """Each request within the limit or reported (with ``exact=False``, reported as at least
-    its size: a model call of a middleware's own, measured too, may count for more)."""
+    its size: a middleware whose additions shrink between calls is counted for the larger)."""
     over = {e.tokens for e in events if isinstance(e, ContextOverBudget)}
     for sent, tools in zip(model.requests, model.request_tools, strict=True):
         size = request_tokens(sent, tools)
@@ -364,3 +364,21 @@ def test_a_stop_a_middleware_caught_is_forgotten_once_a_call_within_the_window_i
     # agent's call that follows fits: its answer is the agent's, not made again
     model, _ = _run(_LONG_RUN, CarefulGuard(), run_async=run_async, exact=False)
     assert len(model.requests) == 9
+
+
+class LongGuard(Guard):
+    """A guard with a long policy of its own, about the last message."""
+
+    def _ask(self, request: ModelRequest) -> list[Any]:
+        return [SystemMessage(f"Policy: {words(3_000, 'clause')}"), *request.messages[-1:]]
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_a_middlewares_own_model_call_is_not_counted_into_the_agents_requests(
+    run_async: bool,
+) -> None:
+    # the guard's policy was taken for an addition to the agent's request: every later
+    # request compacted for 3,000 tokens it never held, and reported over the window
+    model, events = _run(_LONG_RUN, LongGuard(), run_async=run_async)
+    assert len(model.requests) == 9
+    assert not [e for e in events if isinstance(e, ContextOverBudget)]
