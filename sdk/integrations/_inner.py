@@ -24,6 +24,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from langchain_core.tracers.context import register_configure_hook
+from langgraph.errors import GraphBubbleUp
 
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._events import CompactionResult, ContextOverBudget
@@ -40,9 +41,13 @@ _PROBE: ContextVar[InnerProbe | None] = ContextVar("ctxfs_inner_probe", default=
 register_configure_hook(_PROBE, inheritable=True)
 
 
-class InnerGrowth(Exception):
+class InnerGrowth(GraphBubbleUp):
     """A middleware inside ``ContextMiddleware`` made the request too large for the window;
     the call was stopped before the model was called.
+
+    A ``GraphBubbleUp``, which LangChain's middleware pass on untouched: a
+    ``ModelRetryMiddleware`` or ``ModelFallbackMiddleware`` inside ``ContextMiddleware``
+    caught any other error and made the stopped call again, or with another model.
 
     Attributes:
         added: The tokens it added.
@@ -60,8 +65,14 @@ class InnerGrowth(Exception):
 
 
 class InnerProbe(BaseCallbackHandler):
-    """Measures the agent's model call made under it (the first whose messages end with
-    the request ctxfs sent); with ``stop_over``, stops it when it is over ``limit``."""
+    """Measures the model calls made under it whose messages hold the last one ctxfs sent
+    and whose tools (when ctxfs sent any) include one of those; with ``stop_over``, stops
+    each one over ``limit``.
+
+    Every such call is measured and the largest kept: a middleware may call a model of its
+    own with the request's last messages (a guard, a classifier) before the agent's call,
+    and a middleware that catches errors may make a stopped call again.
+    """
 
     raise_error = True  # the stop reaches the middleware; the other errors are ours only
     run_inline = True  # in the caller's thread and context, before the call
@@ -80,13 +91,15 @@ class InnerProbe(BaseCallbackHandler):
     ) -> None:
         self._engine = engine
         self._sent = [system, *messages] if system is not None else list(messages)
-        self._names = {tool_name(tool) for tool in tools}
+        self._names = {tool_name(tool) for tool in tools} - {None}
         self._tokens = tokens
         self._limit = limit
         self._stop_over = stop_over
         self._counted = counted  # what the budget already held for these additions
         self.added: int | None = None
         """Tokens the inner middleware added (``None``: no matching call seen)."""
+        self.stopped: InnerGrowth | None = None
+        """The last stop, kept for :meth:`checked` should a middleware catch it."""
 
     def on_chat_model_start(
         self,
@@ -94,32 +107,44 @@ class InnerProbe(BaseCallbackHandler):
         messages: list[list[BaseMessage]],
         **kwargs: Any,
     ) -> None:
-        """Measures the call, once; raises :class:`InnerGrowth` to stop it when over."""
-        if self.added is not None or len(messages) != 1 or not self._is_ours(messages[0]):
+        """Measures the call; raises :class:`InnerGrowth` to stop it when over."""
+        if len(messages) != 1 or not self._is_ours(messages[0]):
             return
         params = kwargs.get("invocation_params")
         bound = params.get("tools") if isinstance(params, Mapping) else None
-        extra = [
-            t for t in (bound if isinstance(bound, list) else ()) if tool_name(t) not in self._names
-        ]
+        bound = bound if isinstance(bound, list) else []
+        if self._names and not any(tool_name(t) in self._names for t in bound):
+            return  # none of the agent's tools: a middleware's own call (a guard, a selector)
+        extra = [t for t in bound if tool_name(t) not in self._names]
         with self._engine.lock:
             added = self._changed(messages[0]) + (
                 self._engine.count_request(tools=extra) if extra else 0
             )
-        self.added = max(0, added)
-        if (
-            self._stop_over
-            and self.added > self._counted
-            and self._tokens + self.added > self._limit
-        ):
-            raise InnerGrowth(self.added, self._tokens + self.added, self._limit)
+        added = max(0, added)
+        self.added = added if self.added is None else max(self.added, added)
+        if self._stop_over and added > self._counted and self._tokens + added > self._limit:
+            self.stopped = InnerGrowth(added, self._tokens + added, self._limit)
+            raise self.stopped
+        self.stopped = None  # a call that fits came after: the stop was handled
+
+    def checked(self) -> InnerProbe:
+        """The probe, after the call; raises the stop again if a middleware caught it and
+        answered all the same with no call that fits after it (its answer is not one to the
+        request): the call is to be made again after a compaction."""
+        if self.stopped is not None:
+            raise self.stopped
+        return self
 
     def _is_ours(self, batch: Sequence[BaseMessage]) -> bool:
-        """Whether ``batch`` is the agent's request: it holds the last message ctxfs sent."""
+        """Whether ``batch`` is the agent's request: it holds the last message ctxfs sent,
+        or a copy of it (its id), anywhere (a middleware may append messages after it, or
+        write into a copy of it)."""
         if not self._sent:
             return True
         last = self._sent[-1]
-        return any(message is last for message in batch[-3:])
+        if any(message is last for message in batch):
+            return True
+        return last.id is not None and any(message.id == last.id for message in batch)
 
     def _changed(self, batch: Sequence[BaseMessage]) -> int:
         """Tokens of the messages in ``batch`` that ctxfs did not send, less those of the

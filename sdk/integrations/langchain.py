@@ -346,19 +346,21 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         thread = current_thread_id()
         shape = self._shape_of(request, own, thread)
         result = self._hooks.compact_request(own, thread, shape)
-        try:
-            sent = self._sent(request, own, result, thread, shape)
-            with watching(self._inner.probe(sent, result, thread, shape)) as probe:
-                response = handler(sent)
-            self._inner.learn(probe, thread)
-        except InnerGrowth as grown:
-            shape = self._inner.grown(shape, grown, thread)
-            assert result is not None  # a call is stopped only after a compaction
-            result = self._hooks.compact_request(result.messages, thread, shape)
-            sent = self._sent(request, own, result, thread, shape)
-            with watching(self._inner.probe(sent, result, thread, shape, stop_over=False)) as probe:
-                response = handler(sent)
-            self._inner.learn(probe, thread, shape, result)
+        try:  # the outer try: a call made again after a stop may be refused as too long too
+            try:
+                sent = self._sent(request, own, result, thread, shape)
+                with watching(self._inner.probe(sent, result, thread, shape)) as probe:
+                    response = handler(sent)
+                self._inner.learn(probe.checked(), thread)
+            except InnerGrowth as grown:
+                shape = self._inner.grown(shape, grown, thread)
+                assert result is not None  # a call is stopped only after a compaction
+                result = self._hooks.compact_request(result.messages, thread, shape)
+                sent = self._sent(request, own, result, thread, shape)
+                probe = self._inner.probe(sent, result, thread, shape, stop_over=False)
+                with watching(probe):
+                    response = handler(sent)
+                self._inner.learn(probe, thread, shape, result)
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
@@ -380,19 +382,21 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         thread = current_thread_id()
         shape = self._shape_of(request, own, thread)
         result = await self._hooks.acompact_request(own, thread, shape)
-        try:
-            sent = self._sent(request, own, result, thread, shape)
-            with watching(self._inner.probe(sent, result, thread, shape)) as probe:
-                response = await handler(sent)
-            self._inner.learn(probe, thread)
-        except InnerGrowth as grown:
-            shape = self._inner.grown(shape, grown, thread)
-            assert result is not None  # a call is stopped only after a compaction
-            result = await self._hooks.acompact_request(result.messages, thread, shape)
-            sent = self._sent(request, own, result, thread, shape)
-            with watching(self._inner.probe(sent, result, thread, shape, stop_over=False)) as probe:
-                response = await handler(sent)
-            self._inner.learn(probe, thread, shape, result)
+        try:  # the outer try: a call made again after a stop may be refused as too long too
+            try:
+                sent = self._sent(request, own, result, thread, shape)
+                with watching(self._inner.probe(sent, result, thread, shape)) as probe:
+                    response = await handler(sent)
+                self._inner.learn(probe.checked(), thread)
+            except InnerGrowth as grown:
+                shape = self._inner.grown(shape, grown, thread)
+                assert result is not None  # a call is stopped only after a compaction
+                result = await self._hooks.acompact_request(result.messages, thread, shape)
+                sent = self._sent(request, own, result, thread, shape)
+                probe = self._inner.probe(sent, result, thread, shape, stop_over=False)
+                with watching(probe):
+                    response = await handler(sent)
+                self._inner.learn(probe, thread, shape, result)
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
