@@ -142,9 +142,10 @@ class InnerProbe(BaseCallbackHandler):
         if not self._sent:
             return True
         last = self._sent[-1]
-        if any(message is last for message in batch):
+        # from the end: where the last message is, unless something was appended after it
+        if any(message is last for message in reversed(batch)):
             return True
-        return last.id is not None and any(message.id == last.id for message in batch)
+        return last.id is not None and any(message.id == last.id for message in reversed(batch))
 
     def _changed(self, batch: Sequence[BaseMessage]) -> int:
         """Tokens of the messages in ``batch`` that ctxfs did not send, less those of the
@@ -178,7 +179,6 @@ class InnerAdditions:
         sent: Any,
         result: CompactionResult | None,
         thread: str,
-        shape: RequestShape,
         *,
         stop_over: bool = True,
     ) -> InnerProbe:

@@ -349,7 +349,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:  # the outer try: a call made again after a stop may be refused as too long too
             try:
                 sent = self._sent(request, own, result, thread, shape)
-                with watching(self._inner.probe(sent, result, thread, shape)) as probe:
+                with watching(self._inner.probe(sent, result, thread)) as probe:
                     response = handler(sent)
                 self._inner.learn(probe.checked(), thread)
             except InnerGrowth as grown:
@@ -357,7 +357,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 assert result is not None  # a call is stopped only after a compaction
                 result = self._hooks.compact_request(result.messages, thread, shape)
                 sent = self._sent(request, own, result, thread, shape)
-                probe = self._inner.probe(sent, result, thread, shape, stop_over=False)
+                probe = self._inner.probe(sent, result, thread, stop_over=False)
                 with watching(probe):
                     response = handler(sent)
                 self._inner.learn(probe, thread, shape, result)
@@ -385,7 +385,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         try:  # the outer try: a call made again after a stop may be refused as too long too
             try:
                 sent = self._sent(request, own, result, thread, shape)
-                with watching(self._inner.probe(sent, result, thread, shape)) as probe:
+                with watching(self._inner.probe(sent, result, thread)) as probe:
                     response = await handler(sent)
                 self._inner.learn(probe.checked(), thread)
             except InnerGrowth as grown:
@@ -393,7 +393,7 @@ class ContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 assert result is not None  # a call is stopped only after a compaction
                 result = await self._hooks.acompact_request(result.messages, thread, shape)
                 sent = self._sent(request, own, result, thread, shape)
-                probe = self._inner.probe(sent, result, thread, shape, stop_over=False)
+                probe = self._inner.probe(sent, result, thread, stop_over=False)
                 with watching(probe):
                     response = await handler(sent)
                 self._inner.learn(probe, thread, shape, result)
