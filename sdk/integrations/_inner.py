@@ -41,6 +41,21 @@ _PROBE: ContextVar[InnerProbe | None] = ContextVar("ctxfs_inner_probe", default=
 register_configure_hook(_PROBE, inheritable=True)
 
 
+def _not_a_stop(record: logging.LogRecord) -> bool:
+    """Drops LangChain's line for a stop raised by the probe ("Error in InnerProbe...
+    callback"): a stop is not a failed callback, and ctxfs logs its own line for it."""
+    return not (
+        isinstance(record.args, tuple)
+        and len(record.args) > 1
+        and record.args[0] == "InnerProbe"
+        and isinstance(record.args[-1], str)
+        and record.args[-1].startswith("InnerGrowth(")
+    )
+
+
+logging.getLogger("langchain_core.callbacks.manager").addFilter(_not_a_stop)
+
+
 class InnerGrowth(GraphBubbleUp):
     """A middleware inside ``ContextMiddleware`` made the request too large for the window;
     the call was stopped before the model was called.
@@ -75,7 +90,10 @@ class InnerProbe(BaseCallbackHandler):
     """
 
     raise_error = True  # the stop reaches the middleware; the other errors are ours only
-    run_inline = True  # in the caller's thread and context, before the call
+    # Gathered with the other handlers by the async callback manager, not awaited before
+    # them: a stop raised inline left their coroutines never awaited. Run in a worker
+    # thread there, in a copy of the caller's context; the sync manager calls it in place.
+    run_inline = False
 
     def __init__(
         self,
@@ -241,7 +259,9 @@ class InnerAdditions:
 
     def grown(self, shape: RequestShape, grown: InnerGrowth, thread: str) -> RequestShape:
         """The shape counting what the inner middleware added, after it stopped a call."""
-        _log.warning("ctxfs [%s]: %s", thread, grown)
+        # its text, not the error: a handler that keeps records (a test's, a memory
+        # handler) would keep its traceback, and every frame of the stopped call, alive
+        _log.warning("ctxfs [%s]: %s", thread, str(grown))
         before = self.tokens(thread)
         self._by_thread[thread] = grown.added
         return dataclasses.replace(shape, added_tokens=shape.added_tokens - before + grown.added)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +28,7 @@ from langchain.agents.middleware import (
     ModelRetryMiddleware,
     TodoListMiddleware,
 )
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -382,3 +386,65 @@ def test_a_middlewares_own_model_call_is_not_counted_into_the_agents_requests(
     model, events = _run(_LONG_RUN, LongGuard(), run_async=run_async)
     assert len(model.requests) == 9
     assert not [e for e in events if isinstance(e, ContextOverBudget)]
+
+
+class _Recorder(BaseCallbackHandler):
+    """A user's callback handler (not run inline: the async manager gathers it)."""
+
+    def __init__(self) -> None:
+        self.starts = 0
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.starts += 1
+
+
+class _AsyncRecorder(AsyncCallbackHandler):
+    def __init__(self) -> None:
+        self.starts = 0
+
+    async def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.starts += 1
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_a_stop_leaves_the_users_callbacks_and_logs_alone(
+    run_async: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the async callback manager awaits inline handlers one by one before it gathers the
+    # others: a stop raised inline left the others' coroutines never awaited (a
+    # RuntimeWarning at garbage collection), and LangChain logged each stop as a failed
+    # callback beside ctxfs's own line
+    recorders = [_Recorder(), _AsyncRecorder()]
+    model = ScriptedChatModel(responses=script(_LONG_RUN))
+    ws = Workspace("memory://inner-callbacks")
+    ws.write_text("/big.txt", "\n".join(f"line {n}" for n in range(3_000)))
+    middleware = ContextMiddleware(ws, ContextPolicy(max_input_tokens=_LONG_RUN.window))
+    agent = create_agent(
+        model,
+        tools_for(_LONG_RUN, ws),
+        system_prompt=system_prompt(_LONG_RUN),
+        middleware=[middleware, Jumps()],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}, "callbacks": recorders}
+    unraisable: list[str] = []
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        warnings.simplefilter("always")
+        patch.setattr(sys, "unraisablehook", lambda u: unraisable.append(repr(u.object)))
+        if run_async:
+            asyncio.run(agent.ainvoke({"messages": [("user", "go")]}, config))
+        else:
+            agent.invoke({"messages": [("user", "go")]}, config)
+        stops = [r.name for r in caplog.records if "added" in r.getMessage()]
+        del agent, middleware
+        caplog.clear()
+        gc.collect()
+    assert len(model.requests) == 9
+    assert [str(w.message) for w in caught] == []
+    assert unraisable == []
+    assert stops == ["ctxfs"]  # ctxfs's own line, once
+    for recorder in recorders:
+        assert recorder.starts >= len(model.requests)
