@@ -48,6 +48,13 @@ def add_mcp_parser(commands: Any) -> None:
         help=f"most tokens of one tool answer (default: {DEFAULT_MAX_OUTPUT_TOKENS})",
     )
     serve.add_argument(
+        "--max-resource-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="largest file served as one resource read (default: 10000000)",
+    )
+    serve.add_argument(
         "--thread-id",
         default="mcp",
         metavar="ID",
@@ -59,7 +66,7 @@ def add_mcp_parser(commands: Any) -> None:
 def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     import anyio  # a missing extra is named by the command line's error handler
 
-    from ctxfs.integrations.mcp import create_server, serve_stdio
+    from ctxfs.integrations.mcp import DEFAULT_MAX_RESOURCE_BYTES, create_server, serve_stdio
     from ctxfs.sandbox import normalize_path
 
     areas = [normalize_path(area) for area in args.read_only]
@@ -70,6 +77,11 @@ def _serve(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             read_only_areas=[area for area in areas if area != "/"],
             max_output_tokens=args.max_output_tokens,
             thread_id=args.thread_id,
+            max_resource_bytes=(
+                DEFAULT_MAX_RESOURCE_BYTES
+                if args.max_resource_bytes is None
+                else args.max_resource_bytes
+            ),
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None

@@ -117,7 +117,8 @@ def read_resource(workspace: Workspace, uri: str, *, max_bytes: int) -> Resource
 
     Raises:
         ValueError: Not a ``ctxfs:///`` URI, or the file is over ``max_bytes`` (the message
-            says to page through it with ``read_text_file``).
+            says to page through it with ``read_text_file``, or, for a binary file, which
+            the tools do not read, to raise the server's ``max_resource_bytes``).
         WorkspaceError: The path is refused, missing, a folder, or could not be read.
     """
     path = workspace.resolve(path_of(uri))
@@ -127,19 +128,41 @@ def read_resource(workspace: Workspace, uri: str, *, max_bytes: int) -> Resource
             f"{path} is a directory; list it with {MCP_NAMES.ls}", path=path
         )
     if info.size is not None and info.size > max_bytes:
+        over = f"{plural(info.size, 'byte')}, over the {max_bytes}-byte limit of a resource read"
+        if _is_text(_head(workspace, path), whole=False):
+            raise ValueError(f"{path} is {over}; read it in pages with {MCP_NAMES.read_file}")
+        # the tools read text only: a binary file this large has no way out of this server
         raise ValueError(
-            f"{path} is {plural(info.size, 'byte')}, over the {max_bytes}-byte limit of a "
-            f"resource read; read it in pages with the {MCP_NAMES.read_file} tool"
+            f"{path} is binary and {over}; start the server with a larger "
+            "max_resource_bytes (--max-resource-bytes) to read it"
         )
     data = workspace.read_bytes(path)
     mime = _mime_type(path)
-    if b"\x00" not in data:
-        try:
-            return ResourceContent(uri, mime, text=data.decode("utf-8"))
-        except UnicodeDecodeError:
-            pass
+    if _is_text(data, whole=True):
+        return ResourceContent(uri, mime, text=data.decode("utf-8"))
     blob = base64.b64encode(data).decode("ascii")
     return ResourceContent(uri, mime or "application/octet-stream", blob=blob)
+
+
+_HEAD_BYTES: Final = 8_192
+
+
+def _head(workspace: Workspace, path: str) -> bytes:
+    """The first bytes of a file (a read of the whole file is what the limit avoids)."""
+    with guard_store(workspace.store).open_read(path) as stream:
+        return stream.read(_HEAD_BYTES)
+
+
+def _is_text(data: bytes, *, whole: bool) -> bool:
+    """Whether ``data`` is UTF-8 text with no NUL byte; of a file's head (``whole=False``),
+    a character cut at its end does not count against it."""
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return not whole and exc.start >= len(data) - 3 and exc.reason == "unexpected end of data"
+    return True
 
 
 def path_of(uri: str) -> str:

@@ -406,6 +406,27 @@ def test_resources_page_and_refuse_what_is_not_theirs(workspace: Workspace) -> N
     _run(session, server)
 
 
+def test_a_resource_over_the_limit_names_the_way_to_read_it(workspace: Workspace) -> None:
+    # a binary file was told to be read in pages with read_text_file, which refuses it
+    workspace.write_text("/tool_results/t/long.txt", "é" * 100)  # 200 bytes
+    workspace.write_text("/tool_results/t/longer.txt", "a" + "é" * 5_000)  # é cut at 8 KiB
+    workspace.write_bytes("/tool_results/t/shot.png", b"\x89PNG\r\n\x1a\n" + bytes(200))
+    workspace.write_bytes("/tool_results/t/latin.txt", "café ".encode("latin-1") * 50)
+    server = create_server(workspace, max_resource_bytes=100)
+
+    async def session(client: Client) -> None:
+        for name, message in [
+            ("long.txt", "read it in pages with read_text_file"),
+            ("longer.txt", "read it in pages with read_text_file"),
+            ("shot.png", "is binary and 208 bytes.*larger max_resource_bytes"),
+            ("latin.txt", "is binary and 250 bytes.*larger max_resource_bytes"),
+        ]:
+            with pytest.raises(MCPError, match=message):
+                await client.read_resource(f"ctxfs:///tool_results/t/{name}")
+
+    _run(session, server)
+
+
 def test_a_large_output_is_cut_when_it_cannot_be_saved(workspace: Workspace) -> None:
     workspace.write_text("/a.txt", "x\n" * 300)
     # ctxfs itself may not write its results area here, so the diff cannot be saved

@@ -229,3 +229,35 @@ def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path)
     assert "'params': Input should be an object" in by_id[5]["error"]["message"]
     assert by_id[4]["result"]["content"][0]["text"] == "/big.txt\n/notes/"
     assert Workspace(folder).read_text("/notes/plan.md") == "# Plan\n"
+
+
+def test_the_resource_read_limit_is_set_from_the_command_line(folder: Path) -> None:
+    Workspace(folder).write_text("/notes/short.md", "short\n")
+    server = subprocess.Popen(
+        [*SERVE, str(folder), "--max-resource-bytes", "100"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    lines = [
+        _HELLO,
+        _READY,
+        _message("resources/read", {"uri": "ctxfs:///big.txt"}, 2),
+        _message("resources/read", {"uri": "ctxfs:///notes/short.md"}, 3),
+    ]
+    try:
+        server.stdin.write(b"".join(lines))
+        server.stdin.flush()
+        answers = [_answer(server.stdout) for _ in range(3)]
+        server.stdin.close()
+        assert server.wait(timeout=HANG_GUARD) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for stream in (server.stdin, server.stdout, server.stderr):
+            stream.close()
+    by_id = {answer.get("id"): answer for answer in answers}
+    assert "over the 100-byte limit of a resource read" in by_id[2]["error"]["message"]
+    assert by_id[3]["result"]["contents"][0]["text"] == "short\n"
