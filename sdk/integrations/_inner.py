@@ -19,9 +19,11 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
+from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables.config import ensure_config, get_callback_manager_for_config
 from langchain_core.tools import BaseTool
 from langchain_core.tracers.context import register_configure_hook
 from langgraph.errors import GraphBubbleUp
@@ -70,13 +72,14 @@ class InnerGrowth(GraphBubbleUp):
         limit: What the request may hold.
     """
 
-    def __init__(self, added: int, tokens: int, limit: int) -> None:
+    def __init__(self, added: int, tokens: int, limit: int, run_id: UUID | None = None) -> None:
         super().__init__(
             f"a middleware inside ContextMiddleware added {added:,} tokens to the "
             f"request ({tokens:,}, over its limit of {limit:,}); compacting for them and "
             "calling again"
         )
         self.added, self.tokens, self.limit = added, tokens, limit
+        self.run_id = run_id  # the stopped call's run, which the callback handlers saw start
 
 
 class InnerProbe(BaseCallbackHandler):
@@ -141,7 +144,13 @@ class InnerProbe(BaseCallbackHandler):
         added = max(0, added)
         self.added = added if self.added is None else max(self.added, added)
         if self._stop_over and added > self._counted and self._tokens + added > self._limit:
-            self.stopped = InnerGrowth(added, self._tokens + added, self._limit)
+            run_id = kwargs.get("run_id")
+            self.stopped = InnerGrowth(
+                added,
+                self._tokens + added,
+                self._limit,
+                run_id if isinstance(run_id, UUID) else None,
+            )
             raise self.stopped
         self.stopped = None  # a call that fits came after: the stop was handled
 
@@ -262,9 +271,34 @@ class InnerAdditions:
         # its text, not the error: a handler that keeps records (a test's, a memory
         # handler) would keep its traceback, and every frame of the stopped call, alive
         _log.warning("ctxfs [%s]: %s", thread, str(grown))
+        _end_stopped_run(grown)
         before = self.tokens(thread)
         self._by_thread[thread] = grown.added
         return dataclasses.replace(shape, added_tokens=shape.added_tokens - before + grown.added)
+
+
+def _end_stopped_run(grown: InnerGrowth) -> None:
+    """Ends the stopped call's run, as an error (the stop), for the callback handlers of the
+    model node it was made under: they saw it start, and a tracer would show it running
+    for ever. Best effort: a handler's failure here is not the agent's."""
+    if grown.run_id is None:
+        return
+    manager = get_callback_manager_for_config(ensure_config())
+    handlers = [h for h in manager.handlers if not isinstance(h, InnerProbe)]
+    if not handlers:
+        return
+    run = CallbackManagerForLLMRun(
+        run_id=grown.run_id,
+        handlers=handlers,
+        inheritable_handlers=[],
+        parent_run_id=manager.parent_run_id,
+        tags=manager.tags,
+        metadata=manager.metadata,
+    )
+    try:
+        run.on_llm_error(grown)
+    except Exception:  # a handler that raises its errors: the call is made again all the same
+        _log.debug("a callback handler failed on the stopped call's end", exc_info=True)
 
 
 @contextlib.contextmanager

@@ -392,18 +392,32 @@ class _Recorder(BaseCallbackHandler):
     """A user's callback handler (not run inline: the async manager gathers it)."""
 
     def __init__(self) -> None:
-        self.starts = 0
+        self.started: list[Any] = []
+        self.ended: list[Any] = []
 
     def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
-        self.starts += 1
+        self.started.append(kwargs["run_id"])
+
+    def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        self.ended.append(kwargs["run_id"])
+
+    def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
+        self.ended.append(kwargs["run_id"])
 
 
 class _AsyncRecorder(AsyncCallbackHandler):
     def __init__(self) -> None:
-        self.starts = 0
+        self.started: list[Any] = []
+        self.ended: list[Any] = []
 
     async def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
-        self.starts += 1
+        self.started.append(kwargs["run_id"])
+
+    async def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        self.ended.append(kwargs["run_id"])
+
+    async def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
+        self.ended.append(kwargs["run_id"])
 
 
 @pytest.mark.parametrize("run_async", [False, True])
@@ -413,7 +427,7 @@ def test_a_stop_leaves_the_users_callbacks_and_logs_alone(
     # the async callback manager awaits inline handlers one by one before it gathers the
     # others: a stop raised inline left the others' coroutines never awaited (a
     # RuntimeWarning at garbage collection), and LangChain logged each stop as a failed
-    # callback beside ctxfs's own line
+    # callback beside ctxfs's own line; the handlers saw the stopped call start, and no end
     recorders = [_Recorder(), _AsyncRecorder()]
     model = ScriptedChatModel(responses=script(_LONG_RUN))
     ws = Workspace("memory://inner-callbacks")
@@ -447,4 +461,6 @@ def test_a_stop_leaves_the_users_callbacks_and_logs_alone(
     assert unraisable == []
     assert stops == ["ctxfs"]  # ctxfs's own line, once
     for recorder in recorders:
-        assert recorder.starts >= len(model.requests)
+        # each call the handlers saw start ends, the stopped one with the stop as its error
+        assert len(recorder.started) == len(model.requests) + 1
+        assert sorted(map(str, recorder.ended)) == sorted(map(str, recorder.started))
