@@ -176,12 +176,24 @@ def test_an_orphaned_server_stops_its_work(folder: Path, tmp_path: Path) -> None
 # -- requests the transport cannot read ---------------------------------------------------
 
 
-def _answer(stream: IO[bytes]) -> dict[str, Any]:
-    """The next message the server writes (the guard only keeps a silent server from hanging
-    the test: a request it drops is never answered)."""
-    ready, _, _ = select.select([stream], [], [], HANG_GUARD)
-    assert ready, "the server did not answer"
-    return dict(json.loads(stream.readline()))
+def _answers(stream: IO[bytes], count: int) -> list[dict[str, Any]]:
+    """The next ``count`` messages the server writes (the guard only keeps a silent server
+    from hanging the test: a request it drops is never answered). Read from the pipe itself:
+    a buffered ``readline`` may take two answers off the pipe and leave ``select`` waiting
+    for the second."""
+    pending = b""
+    answers: list[dict[str, Any]] = []
+    while len(answers) < count:
+        if b"\n" not in pending:
+            ready, _, _ = select.select([stream], [], [], HANG_GUARD)
+            assert ready, "the server did not answer"
+            chunk = os.read(stream.fileno(), 65_536)
+            assert chunk, "the server closed its output"
+            pending += chunk
+            continue
+        line, _, pending = pending.partition(b"\n")
+        answers.append(dict(json.loads(line)))
+    return answers
 
 
 def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path) -> None:
@@ -205,7 +217,7 @@ def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path)
     try:
         server.stdin.write(b"".join(lines))
         server.stdin.flush()
-        answers = [_answer(server.stdout) for _ in range(6)]
+        answers = _answers(server.stdout, 6)
         server.stdin.close()
         assert server.wait(timeout=HANG_GUARD) == 0
     finally:
@@ -249,7 +261,7 @@ def test_the_resource_read_limit_is_set_from_the_command_line(folder: Path) -> N
     try:
         server.stdin.write(b"".join(lines))
         server.stdin.flush()
-        answers = [_answer(server.stdout) for _ in range(3)]
+        answers = _answers(server.stdout, 3)
         server.stdin.close()
         assert server.wait(timeout=HANG_GUARD) == 0
     finally:
