@@ -176,6 +176,28 @@ def test_an_orphaned_server_stops_its_work(folder: Path, tmp_path: Path) -> None
 # -- requests the transport cannot read ---------------------------------------------------
 
 
+def _exchange(argv: list[str], lines: list[bytes], count: int) -> dict[Any, dict[str, Any]]:
+    """Runs ``ctxfs mcp serve`` with ``argv``, writes ``lines`` to it and reads ``count``
+    answers; then closes its input and checks that it ends cleanly. The answers by id."""
+    server = subprocess.Popen(
+        [*SERVE, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    try:
+        server.stdin.write(b"".join(lines))
+        server.stdin.flush()
+        answers = _answers(server.stdout, count)
+        server.stdin.close()
+        assert server.wait(timeout=HANG_GUARD) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        for stream in (server.stdin, server.stdout, server.stderr):
+            stream.close()
+    return {answer.get("id"): answer for answer in answers}
+
+
 def _answers(stream: IO[bytes], count: int) -> list[dict[str, Any]]:
     """The next ``count`` messages the server writes (the guard only keeps a silent server
     from hanging the test: a request it drops is never answered). Read from the pipe itself:
@@ -199,10 +221,6 @@ def _answers(stream: IO[bytes], count: int) -> list[dict[str, Any]]:
 def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path) -> None:
     # A JavaScript client writes half of a UTF-16 pair as "\ud800"; the SDK's parser refuses
     # it, and a request it could not read used to be dropped: the client waited forever.
-    server = subprocess.Popen(
-        [*SERVE, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
     lone = r'{"path":"/notes/plan.md","content":"a\ud800"}'
     lines = [
         _HELLO,
@@ -214,19 +232,7 @@ def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path)
         b'{"jsonrpc":"2.0","id":5,"method":"resources/read","params":["ctxfs:///big.txt"]}\n',
         _message("tools/call", {"name": "list_directory", "arguments": {"path": "/"}}, 4),
     ]
-    try:
-        server.stdin.write(b"".join(lines))
-        server.stdin.flush()
-        answers = _answers(server.stdout, 6)
-        server.stdin.close()
-        assert server.wait(timeout=HANG_GUARD) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for stream in (server.stdin, server.stdout, server.stderr):
-            stream.close()
-    by_id = {answer.get("id"): answer for answer in answers}
+    by_id = _exchange([str(folder)], lines, 6)
     assert set(by_id) == {1, 2, None, 3, 5, 4}
     assert by_id[2]["result"]["isError"] is True
     assert by_id[2]["result"]["content"][0]["text"].startswith(
@@ -245,31 +251,12 @@ def test_every_request_gets_an_answer_and_the_server_keeps_serving(folder: Path)
 
 def test_the_resource_read_limit_is_set_from_the_command_line(folder: Path) -> None:
     Workspace(folder).write_text("/notes/short.md", "short\n")
-    server = subprocess.Popen(
-        [*SERVE, str(folder), "--max-resource-bytes", "100"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
     lines = [
         _HELLO,
         _READY,
         _message("resources/read", {"uri": "ctxfs:///big.txt"}, 2),
         _message("resources/read", {"uri": "ctxfs:///notes/short.md"}, 3),
     ]
-    try:
-        server.stdin.write(b"".join(lines))
-        server.stdin.flush()
-        answers = _answers(server.stdout, 3)
-        server.stdin.close()
-        assert server.wait(timeout=HANG_GUARD) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        for stream in (server.stdin, server.stdout, server.stderr):
-            stream.close()
-    by_id = {answer.get("id"): answer for answer in answers}
+    by_id = _exchange([str(folder), "--max-resource-bytes", "100"], lines, 3)
     assert "over the 100-byte limit of a resource read" in by_id[2]["error"]["message"]
     assert by_id[3]["result"]["contents"][0]["text"] == "short\n"
