@@ -33,7 +33,7 @@ from ctxfs._errors import (
 )
 from ctxfs._layout import SDK_AREAS
 from ctxfs._workspace._textread import decode_text
-from ctxfs.backends import FileInfo
+from ctxfs.backends import FileInfo, Store
 from ctxfs.sandbox import case_key, is_within, normalize_path
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "check_write_target",
     "in_file_endings",
     "update_file",
+    "write_conditionally",
 ]
 
 UPDATE_ATTEMPTS = 16
@@ -163,6 +164,38 @@ def _check_no_file_above(lookup: Callable[[str], FileInfo], virtual: str) -> Non
                 path=virtual,
             )
         return
+
+
+def write_conditionally(
+    store: Store, virtual: str, data: bytes, *, create_only: bool, if_version: str | None
+) -> None:
+    """One write of ``store``: plain, create-only, or only if the file has ``if_version``.
+
+    A conditional write refused on its own bytes is done: a client that retried a write
+    whose answer was lost (botocore retries a PUT) finds the write's own result there and
+    is refused (``If-None-Match``: it exists; ``If-Match``: it changed). Taken for another
+    writer's, a write-once file already written (a workflow's first state, a claim, a
+    journal) was reported as "already exists" and its run stopped. So a refused
+    conditional write reads the file back, and holding exactly ``data``, returns.
+
+    Raises:
+        PathExistsError: ``create_only`` and the file holds something else.
+        ConflictError: ``if_version`` and the file changed to something else or was deleted.
+    """
+    try:
+        if if_version is None:  # a store written before conditional writes still works
+            store.write(virtual, data, create_only=create_only)
+        else:
+            store.write(virtual, data, if_version=if_version)
+    except (PathExistsError, ConflictError) as refused:
+        if not (create_only or if_version is not None):
+            raise
+        try:
+            there = store.read_bytes(virtual)
+        except WorkspaceError:  # gone, or the storage cannot say: refused all the same
+            raise refused from None
+        if there != data:
+            raise
 
 
 class VersionedFiles(Protocol):
