@@ -349,13 +349,10 @@ class Workspace:
                 :meth:`read_versioned` (compare-and-swap, atomic against other writers:
                 see :meth:`ctxfs.backends.Store.write`).
 
-        A conditional write the store refused although the file holds exactly ``data`` is
-        done: a client that retried it after its answer was lost is refused on its own
-        result.
-
         Raises:
             ReadOnlyPathError: ``path`` is in a read-only area.
-            PathExistsError: ``create_only`` and the file exists.
+            PathExistsError: ``create_only`` and the file exists (holding other bytes than
+                ``data``: a write refused on its own bytes, a retry after a lost answer, is done).
             ConflictError: ``if_version`` and the file changed or was deleted since it was
                 read; nothing was written.
             IsADirectoryPathError: ``path`` is a directory, or ends with ``/``.
