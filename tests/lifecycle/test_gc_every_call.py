@@ -97,7 +97,7 @@ def test_every_store_call_of_a_listing_may_fail(name: str) -> None:
     built, raw = prepared()
     store = FailingAt(raw.store)
     clean = operation(Workspace(store, check=False), built)
-    for fault in faults(store.calls):
+    for fault in faults(store.calls, wide=True):
         store = fault.store(raw.store)
         caught = Killed if fault.error is Killed else WorkspaceError
         with contextlib.suppress(caught):
@@ -120,7 +120,7 @@ def test_every_store_call_of_a_collection_may_fail() -> None:
     assert report.ok and len(report.removed) == 3, report
     methods = {call.method for call in store.calls}
     assert {"walk", "read_bytes", "write", "remove"} <= methods, methods
-    for fault in faults(store.calls, both=False):
+    for fault in faults(store.calls, both=False, wide=True):
         built, raw = prepared()
         before = snapshot(raw)
         store = fault.store(raw.store)
