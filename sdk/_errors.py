@@ -251,5 +251,5 @@ class TaskRecordError(WorkspaceError, ValueError):
 
     The task is not run again on such a record (it may have ended, and its result would be
     lost or its work done twice), and the record is never overwritten: read it, then delete
-    it to run the task again.
+    it to run the task again (a newer ctxfs's record: upgrade ctxfs).
     """

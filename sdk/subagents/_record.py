@@ -27,7 +27,7 @@ from typing import Any
 
 from ctxfs._archive._transcripts import thread_transcript_dir
 from ctxfs._errors import PathNotFoundError, TaskRecordError
-from ctxfs._json import check_format_version, loads_bounded
+from ctxfs._json import NewerFormatError, check_format_version, loads_bounded
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.subagents._result import TaskResult
@@ -119,7 +119,7 @@ class TaskRecord:
         """
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
             raise ValueError("not a sub-task record")
-        check_format_version(data.get("version"), _VERSION, "the record")
+        check_format_version(data.get("version"), _VERSION, "the sub-task record")
         try:
             raw = data["result"]
             return cls(
@@ -182,6 +182,8 @@ def parse_record(data: bytes, path: str) -> TaskRecord:
     else:
         try:
             return TaskRecord.from_json(value)
+        except NewerFormatError as exc:  # nothing to delete: a newer ctxfs reads it
+            raise TaskRecordError(f"{path}: {exc}", path=path) from None
         except ValueError as exc:
             why = str(exc)
     raise TaskRecordError(

@@ -75,7 +75,7 @@ WHY = {
     "torn": "not valid JSON",
     "nested too deep": "nested 50,000 levels deep",
     "a key named twice": "the key 'status' appears twice",
-    "a newer format": "format version 2, written by a newer ctxfs",
+    "a newer format": "record is format version 2, written by a newer ctxfs",
     "not a record": "not a sub-task record",
 }
 
@@ -92,7 +92,8 @@ def test_a_record_that_cannot_be_read_is_reported_and_kept_and_the_task_not_run_
     with pytest.raises(TaskRecordError, match=re.escape(path)) as caught:
         subagents.run("general-purpose", "Go.", parent_thread_id="p", tool_call_id="c")
     assert WHY[damage] in str(caught.value) and caught.value.path == path
-    assert "delete it to run the task again" in str(caught.value)
+    advice = "upgrade ctxfs" if damage == "a newer format" else "delete it to run the task again"
+    assert advice in str(caught.value)
     # the task tool answers it in one line
     tool = subagents.task_tool(parent_thread_id="p")
     args = {"description": "Go.", "subagent_type": "general-purpose"}
