@@ -187,3 +187,20 @@ def test_an_index_with_a_key_named_twice_is_rebuilt_saying_why() -> None:
     again = TranscriptArchive(workspace, THREAD)
     assert again.segments() == before
     assert any("the key 'segments' appears twice" in why for why in again.repairs), again.repairs
+
+
+def test_an_index_page_of_a_newer_format_is_refused_too() -> None:
+    workspace = Workspace(f"memory://file-formats-pages-{next(_fresh)}")
+    archive = TranscriptArchive(workspace, THREAD)
+    for number in range(33):  # a full page of 32, and one in the head
+        said = [HumanMessage(f"q{number}", id=f"h{number}"), AIMessage("a", id=f"a{number}")]
+        segment, _ = archive.write_segment(said, start=2 * number, tokens=4)
+        archive.commit(segment, summary=HumanMessage(f"Summary {number}.", id=f"s{number}"))
+    page = archive.page_path(1)
+    text = workspace.read_text(page)
+    newer = text.replace('"version": 5', '"version": 6')
+    assert newer != text
+    workspace.write_text(page, newer)
+    with pytest.raises(ArchiveError, match="format version 6, written by a newer ctxfs"):
+        TranscriptArchive(workspace, THREAD).segments()
+    assert workspace.read_text(page) == newer
