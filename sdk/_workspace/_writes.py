@@ -178,24 +178,43 @@ def write_conditionally(
     journal) was reported as "already exists" and its run stopped. So a refused
     conditional write reads the file back, and holding exactly ``data``, returns.
 
+    A create-only write that failed is read back too: holding ``data``, only its answer was
+    lost, and it is done; holding a strict prefix of it (a store without atomic writes cut
+    it off), the part is removed before the error is raised, so a write-once file is there
+    whole or not at all (a torn offload or transcript segment stayed for good, taking its
+    name).
+
     Raises:
         PathExistsError: ``create_only`` and the file holds something else.
         ConflictError: ``if_version`` and the file changed to something else or was deleted.
+        BackendError: The write failed (a torn create-only write is removed first).
     """
     try:
         if if_version is None:  # a store written before conditional writes still works
             store.write(virtual, data, create_only=create_only)
         else:
             store.write(virtual, data, if_version=if_version)
-    except (PathExistsError, ConflictError) as refused:
-        if not (create_only or if_version is not None):
+    except (PathExistsError, ConflictError):
+        if not (create_only or if_version is not None) or _held(store, virtual) != data:
             raise
-        try:
-            there = store.read_bytes(virtual)
-        except WorkspaceError:  # gone, or the storage cannot say: refused all the same
-            raise refused from None
-        if there != data:
+    except BackendError:
+        if not create_only:
             raise
+        there = _held(store, virtual)
+        if there == data:
+            return  # only the answer was lost
+        if there is not None and data.startswith(there):
+            with contextlib.suppress(WorkspaceError):  # the storage still fails: left
+                store.remove(virtual)
+        raise
+
+
+def _held(store: Store, virtual: str) -> bytes | None:
+    """What the file at ``virtual`` holds, or ``None`` if it is gone or cannot be read."""
+    try:
+        return store.read_bytes(virtual)
+    except WorkspaceError:
+        return None
 
 
 class VersionedFiles(Protocol):
