@@ -31,6 +31,8 @@
     │                                          (names the registered ones)
     ├── TaskLimitError (+ RuntimeError)        a thread started as many sub-tasks as the
     │                                          registry's max_tasks allows
+    ├── TaskRecordError (+ ValueError)         a sub-task's record is damaged or of a newer
+    │                                          format (names the file)
     └── BackendError (+ OSError)               the storage could not be asked
                                                (network, permission, server error)
 
@@ -57,6 +59,7 @@ __all__ = [
     "ReadOnlyPathError",
     "SearchTimeoutError",
     "TaskLimitError",
+    "TaskRecordError",
     "TraceError",
     "UnknownSubAgentError",
     "UnsafePathError",
@@ -240,3 +243,13 @@ class TaskLimitError(WorkspaceError, RuntimeError):
         )
         self.parent_thread_id = parent_thread_id
         self.max_tasks = max_tasks
+
+
+class TaskRecordError(WorkspaceError, ValueError):
+    """A sub-task's record (``/transcripts/<thread>/task.json``) cannot be read: torn, not
+    JSON, a key named twice, not a record, or written by a newer ctxfs.
+
+    The task is not run again on such a record (it may have ended, and its result would be
+    lost or its work done twice), and the record is never overwritten: read it, then delete
+    it to run the task again (a newer ctxfs's record: upgrade ctxfs).
+    """

@@ -7,6 +7,15 @@ through :func:`loads_bounded`: the depth is measured first, in one linear pass t
 recurses, and a document deeper than :data:`MAX_JSON_DEPTH` is refused with a
 :class:`json.JSONDecodeError` that says how deep it is, which the caller turns into its own
 format error naming the file.
+
+An object that names one key twice is refused the same way (:class:`JsonDuplicateKeyError`,
+naming the key): :func:`json.loads` keeps the last value without a word, so a hand edit that
+added a key instead of changing it would be read as neither author meant.
+
+Every file ctxfs writes with a format version is read through :func:`check_format_version`:
+a file of a newer version than this ctxfs knows is refused with
+:class:`NewerFormatError`, naming both versions, never read in part (what is not understood
+would be dropped when ctxfs writes the file again).
 """
 
 from __future__ import annotations
@@ -19,7 +28,10 @@ from typing import Any
 __all__ = [
     "MAX_JSON_DEPTH",
     "JsonDepthError",
+    "JsonDuplicateKeyError",
+    "NewerFormatError",
     "brackets",
+    "check_format_version",
     "dumps_any",
     "dumps_compact",
     "json_depth",
@@ -39,6 +51,77 @@ class JsonDepthError(json.JSONDecodeError):
 
     def __str__(self) -> str:
         return self.msg
+
+
+class JsonDuplicateKeyError(json.JSONDecodeError):
+    """A JSON object names one key twice (see the module docstring).
+
+    A :class:`json.JSONDecodeError` whose text is the message alone and whose ``key`` is the
+    key named twice.
+    """
+
+    def __init__(self, key: str, doc: str) -> None:
+        super().__init__(f"the key {key!r} appears twice in one object", doc, 0)
+        self.key = key
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+class _Duplicate(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The object of ``pairs``; :class:`_Duplicate` if a key comes twice."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Duplicate(key)
+            seen.add(key)
+    return found
+
+
+class NewerFormatError(ValueError):
+    """A file written by a newer ctxfs: its format version is above the one this ctxfs reads.
+
+    Not a :class:`json.JSONDecodeError`: a reader that rebuilds or ignores a torn file must
+    not rebuild or ignore this one (it would write the older format over the newer).
+
+    Attributes:
+        found: The file's format version.
+        known: The newest this ctxfs reads.
+    """
+
+    def __init__(self, what: str, found: int, known: int) -> None:
+        super().__init__(
+            f"{what} is format version {found}, written by a newer ctxfs (this one reads up "
+            f"to version {known}): upgrade ctxfs to use it"
+        )
+        self.found = found
+        self.known = known
+
+
+def check_format_version(found: object, known: int, what: str) -> None:
+    """Refuses a file whose format version ``found`` (read from it) is an integer above
+    ``known``; any other value is left to the file's own checks.
+
+    >>> check_format_version(1, 1, "the index")
+    >>> try:
+    ...     check_format_version(7, 5, "it")
+    ... except NewerFormatError as exc:
+    ...     print(str(exc).split(":")[0])
+    it is format version 7, written by a newer ctxfs (this one reads up to version 5)
+
+    Raises:
+        NewerFormatError: The version is above ``known``.
+    """
+    if type(found) is int and found > known:
+        raise NewerFormatError(what, found, known)
 
 
 def brackets(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
@@ -82,9 +165,14 @@ def json_depth(text: str | bytes) -> int:
 
 
 def loads_bounded(
-    text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, strict: bool = True
+    text: str | bytes,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    strict: bool = True,
+    unique_keys: bool = True,
 ) -> Any:
-    """:func:`json.loads`, refusing documents nested deeper than ``max_depth``.
+    """:func:`json.loads`, refusing documents nested deeper than ``max_depth`` and objects
+    that name a key twice.
 
     >>> try:
     ...     loads_bounded("[" * 100 + "]" * 100)
@@ -95,9 +183,19 @@ def loads_bounded(
     A number too long for Python to convert (over 4,300 digits) is refused as not JSON
     too, so a caller that handles :class:`json.JSONDecodeError` handles every bad document.
     ``strict=False`` allows control characters inside strings, as :func:`json.loads` does.
+    ``unique_keys=False`` keeps the last of a key's values, as :func:`json.loads` does: for
+    what a model sends (tool-call arguments), never for a file ctxfs reads back.
+
+    >>> try:
+    ...     loads_bounded('{"status": "running", "status": "done"}')
+    ... except JsonDuplicateKeyError as exc:
+    ...     print(exc)
+    the key 'status' appears twice in one object
 
     Raises:
         JsonDepthError: The document nests deeper than ``max_depth`` (a
+            :class:`json.JSONDecodeError`).
+        JsonDuplicateKeyError: ``unique_keys`` and an object names a key twice (a
             :class:`json.JSONDecodeError`).
         json.JSONDecodeError: It is not JSON, or holds such a number (a ``ValueError``).
     """
@@ -114,9 +212,13 @@ def loads_bounded(
         past = next(at for at, deeper in _openings(doc) if deeper > max_depth)
         raise JsonDepthError(message, doc, past)
     try:
-        return json.loads(text, strict=strict)
+        hook = _unique_keys if unique_keys else None
+        return json.loads(text, strict=strict, object_pairs_hook=hook)
     except json.JSONDecodeError:
         raise
+    except _Duplicate as exc:
+        doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        raise JsonDuplicateKeyError(exc.key, doc) from None
     except ValueError as exc:  # int() past sys.get_int_max_str_digits()
         doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
         raise json.JSONDecodeError(f"a number too long to read ({exc})", doc, 0) from None

@@ -361,6 +361,10 @@ def test_missing_and_undecodable_files(tmp_path: Path, capsys: pytest.CaptureFix
         ("{", "policy file p:1: not valid JSON: Expecting property name enclosed in double"),
         ("[" * 100_000 + "]" * 100_000, "policy file p: nested too deeply to read\n"),
         ('{"max_input_tokens": 1' + "0" * 5_000 + "}", "policy file p:1: not valid JSON: a nu"),
+        (
+            '{"max_input_tokens": 900,\n "max_input_tokens": 9000}',
+            "policy file p: not valid settings: the key 'max_input_tokens' appears twice",
+        ),
     ],
 )
 def test_bad_policies_are_one_line(

@@ -163,8 +163,9 @@ def test_looking_never_writes(ws: str, capsys: pytest.CaptureFixture[str]) -> No
     ("index", "reason"),
     [
         ('{"format": "ctxfs-transcript-index", "thread_id": "t", "segments": [', "Expecting"),
-        ("[" * 100_000 + "]" * 100_000, "its JSON is nested too deeply"),
+        ("[" * 100_000 + "]" * 100_000, "JSON nested 100,000 levels deep"),
         ("[1, 2]", "list indices must be integers or slices, not str"),
+        ('{"thread_id": "t", "thread_id": "u"}', "the key 'thread_id' appears twice"),
     ],
 )
 def test_a_corrupted_transcript_index_is_one_line(

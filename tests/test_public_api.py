@@ -56,6 +56,7 @@ PUBLIC = [
     "SummaryTrigger",
     "SummaryTriggerDict",
     "TaskLimitError",
+    "TaskRecordError",
     "Threshold",
     "ThresholdDict",
     "TiktokenCounter",

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +28,7 @@ from ctxfs._errors import (
     PathNotFoundError,
     WorkspaceError,
 )
+from ctxfs._json import NewerFormatError, check_format_version, loads_bounded
 
 __all__ = ["INDEX_VERSION", "PAGE_SIZE", "Head", "PagedIndex", "Unreadable"]
 
@@ -67,6 +67,10 @@ class Unreadable(Exception):
 _PARSE_ERRORS = (ValueError, KeyError, TypeError, AttributeError, RecursionError, ArchiveError)
 
 
+def _version_of(data: object) -> object:
+    return data.get("version") if isinstance(data, dict) else None
+
+
 def _entries(data: object) -> list[ArchiveSegment]:
     if not isinstance(data, dict) or not isinstance(data.get("segments"), list):
         raise ValueError("no list of segments")
@@ -97,7 +101,7 @@ class PagedIndex:
         Raises:
             Unreadable: A file is missing, torn or malformed, or the entries are out of
                 order.
-            ArchiveError: The storage could not be asked.
+            ArchiveError: The storage could not be asked, or a newer ctxfs wrote a file.
         """
         head = self.read_head()
         entries: list[ArchiveSegment] = []
@@ -115,7 +119,7 @@ class PagedIndex:
 
         Raises:
             Unreadable: It is torn or malformed.
-            ArchiveError: The storage could not be asked.
+            ArchiveError: The storage could not be asked, or a newer ctxfs wrote it.
         """
         path = self._folder.index_path
         try:
@@ -127,12 +131,15 @@ class PagedIndex:
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not read {path}: {exc}") from exc
         try:
-            data = json.loads(raw)
+            data = loads_bounded(raw)
+            check_format_version(_version_of(data), INDEX_VERSION, path)
             entries = tuple(_entries(data))
             pages = data.get("pages", 0)
             if type(pages) is not int or pages < 0:
                 raise ValueError(f"pages is {pages!r}")
             format_version = data.get("version")
+        except NewerFormatError as exc:  # rebuilt, it would lose what it holds
+            raise ArchiveError(str(exc)) from None
         except _PARSE_ERRORS as exc:
             reason = f"the index could not be read ({type(exc).__name__}: {exc})"
             raise Unreadable(reason, version) from None
@@ -150,9 +157,13 @@ class PagedIndex:
         except (WorkspaceError, OSError) as exc:
             raise ArchiveError(f"could not read {path}: {exc}") from exc
         try:
-            entries = _entries(json.loads(raw))
+            data = loads_bounded(raw)
+            check_format_version(_version_of(data), INDEX_VERSION, path)
+            entries = _entries(data)
             if len(entries) != PAGE_SIZE:
                 raise ValueError(f"{len(entries)} entries instead of {PAGE_SIZE}")
+        except NewerFormatError as exc:
+            raise ArchiveError(str(exc)) from None
         except _PARSE_ERRORS as exc:
             reason = f"the index page {path} could not be read ({type(exc).__name__}: {exc})"
             raise Unreadable(reason, head_version) from None
@@ -210,7 +221,8 @@ class PagedIndex:
             if self._folder.put(path, data):
                 return
             try:
-                there = [s.number for s in _entries(json.loads(self._folder.read_bytes(path)))]
+                held = loads_bounded(self._folder.read_bytes(path))
+                there = [s.number for s in _entries(held)]
             except _PARSE_ERRORS:
                 there = []  # torn: no head names it yet, so it is replaced below
             if there:

@@ -15,7 +15,6 @@ whose failures become :class:`~ctxfs._errors.ArchiveError`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -29,6 +28,7 @@ from ctxfs._errors import (
     PathNotFoundError,
     WorkspaceError,
 )
+from ctxfs._json import loads_bounded
 from ctxfs._layout import TRANSCRIPTS_DIR, safe_name
 from ctxfs._messages import text_blocks
 from ctxfs._workspace._workspace import Workspace
@@ -303,6 +303,6 @@ def _record_at(workspace: Workspace, path: str) -> ArchiveSegment | None:
     except (WorkspaceError, OSError) as exc:
         raise ArchiveError(f"could not read {path}: {exc}") from exc
     try:
-        return ArchiveSegment.from_json(json.loads(raw))
+        return ArchiveSegment.from_json(loads_bounded(raw))
     except (ValueError, TypeError, AttributeError, RecursionError, ArchiveError):
         return None  # a torn record

@@ -176,8 +176,8 @@ class TranscriptArchive:
                 this thread's is the one the next segment continues.
 
         Raises:
-            ArchiveError: The storage could not be asked, or an expected segment has no
-                record either.
+            ArchiveError: The storage could not be asked, an expected segment has no
+                record either, or the index is of a newer format (never rebuilt over).
         """
         expected = self._expect(expected)
         try:

@@ -34,7 +34,7 @@ from ctxfs._cli._common import (
 )
 from ctxfs._compaction._engine import ContextEngine
 from ctxfs._events import ContextEvent, Summarized, describe_event
-from ctxfs._json import JsonDepthError, loads_bounded
+from ctxfs._json import JsonDepthError, JsonDuplicateKeyError, loads_bounded
 from ctxfs._policy._settings import ContextPolicy
 from ctxfs._replay._recovery import Recovery, check_recovery
 from ctxfs._replay._run import ModelCall, ReplayResult, replay
@@ -207,6 +207,8 @@ def _read_settings(path: str) -> dict[str, Any]:
         raise CliError(f"policy file {path}: not valid TOML: {exc}") from None
     except JsonDepthError:
         raise CliError(f"policy file {path}: nested too deeply to read") from None
+    except JsonDuplicateKeyError as exc:  # no position: the key names it
+        raise CliError(f"policy file {path}: not valid settings: {exc}") from None
     except json.JSONDecodeError as exc:
         raise CliError(
             f"policy file {path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno}); "

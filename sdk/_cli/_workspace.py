@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -30,6 +29,7 @@ from ctxfs._errors import (
     ReadOnlyPathError,
     WorkspaceError,
 )
+from ctxfs._json import loads_bounded
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.tools import ToolFunction, tool_functions
@@ -361,7 +361,7 @@ def _threads(workspace: Workspace) -> list[str]:
         index = f"{folder.path}/{INDEX_NAME}"
         problem = None
         try:
-            data = json.loads(workspace.read_text(index))
+            data = loads_bounded(workspace.read_text(index))
             threads.append(str(data["thread_id"]))
             continue
         except PathNotFoundError:

@@ -216,7 +216,7 @@ def _tool_calls(raw: object, number: int) -> tuple[list[ToolCall], list[InvalidT
         try:
             # bounded: arguments nested thousands deep or with a 5,000-digit number are a
             # model's bad call, kept verbatim as invalid, not a RecursionError out of here
-            args = loads_bounded(arguments, strict=False) if arguments else {}
+            args = loads_bounded(arguments, strict=False, unique_keys=False) if arguments else {}
         except ValueError as error:
             invalid.append(make_invalid_tool_call(raw_call, f"the arguments are not JSON: {error}"))
             continue

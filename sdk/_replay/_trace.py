@@ -114,7 +114,7 @@ def read_trace(path: str | os.PathLike[str]) -> list[BaseMessage]:
         ) from None
     if text.lstrip().startswith("["):  # one JSON array of messages
         try:
-            items = loads_bounded(text, max_depth=_TRACE_DEPTH)
+            items = loads_bounded(text, max_depth=_TRACE_DEPTH, unique_keys=False)
         except json.JSONDecodeError as exc:
             raise TraceError(
                 f"not valid JSON: {exc.msg} (column {exc.colno})", source=source, line=exc.lineno
@@ -166,7 +166,7 @@ class _TraceParser:
     def add(self, index: int, raw: str) -> None:
         line = index + 1
         try:
-            record = loads_bounded(raw, max_depth=_TRACE_DEPTH)
+            record = loads_bounded(raw, max_depth=_TRACE_DEPTH, unique_keys=False)
         except JsonDepthError:
             raise self.fail(line, "JSON nested too deeply to read") from None
         except json.JSONDecodeError as exc:
@@ -286,7 +286,7 @@ class _TraceParser:
         args: object = {}
         if isinstance(arguments, str) and arguments.strip():
             try:
-                args = loads_bounded(arguments, max_depth=_TRACE_DEPTH)
+                args = loads_bounded(arguments, max_depth=_TRACE_DEPTH, unique_keys=False)
             except json.JSONDecodeError as exc:
                 raise self.fail(
                     line, f"{where}.function.arguments is not JSON: {exc.msg}"

@@ -34,6 +34,7 @@ from ctxfs._workspace._writes import (
     Replacement,
     check_write_target,
     update_file,
+    write_conditionally,
 )
 from ctxfs.backends import Store, check_store, guard_store, open_storage
 from ctxfs.sandbox import Limits, normalize_path
@@ -350,7 +351,8 @@ class Workspace:
 
         Raises:
             ReadOnlyPathError: ``path`` is in a read-only area.
-            PathExistsError: ``create_only`` and the file exists.
+            PathExistsError: ``create_only`` and the file exists (holding other bytes than
+                ``data``: a write refused on its own bytes, a retry after a lost answer, is done).
             ConflictError: ``if_version`` and the file changed or was deleted since it was
                 read; nothing was written.
             IsADirectoryPathError: ``path`` is a directory, or ends with ``/``.
@@ -360,10 +362,7 @@ class Workspace:
         _check_write(data, create_only=create_only, if_version=if_version)
         virtual = _file_path(path, self._writable(path))
         check_write_target(self._info, virtual, create_only=create_only, if_version=if_version)
-        if if_version is None:  # a store written before conditional writes still works
-            self._io.write(virtual, data, create_only=create_only)
-        else:
-            self._io.write(virtual, data, if_version=if_version)
+        write_conditionally(self._io, virtual, data, create_only=create_only, if_version=if_version)
         return FileInfo(virtual, "file", len(data))
 
     def update(

@@ -33,7 +33,7 @@ from ctxfs._errors import (
 )
 from ctxfs._layout import SDK_AREAS
 from ctxfs._workspace._textread import decode_text
-from ctxfs.backends import FileInfo
+from ctxfs.backends import FileInfo, Store
 from ctxfs.sandbox import case_key, is_within, normalize_path
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "check_write_target",
     "in_file_endings",
     "update_file",
+    "write_conditionally",
 ]
 
 UPDATE_ATTEMPTS = 16
@@ -163,6 +164,57 @@ def _check_no_file_above(lookup: Callable[[str], FileInfo], virtual: str) -> Non
                 path=virtual,
             )
         return
+
+
+def write_conditionally(
+    store: Store, virtual: str, data: bytes, *, create_only: bool, if_version: str | None
+) -> None:
+    """One write of ``store``: plain, create-only, or only if the file has ``if_version``.
+
+    A conditional write refused on its own bytes is done: a client that retried a write
+    whose answer was lost (botocore retries a PUT) finds the write's own result there and
+    is refused (``If-None-Match``: it exists; ``If-Match``: it changed). Taken for another
+    writer's, a write-once file already written (a workflow's first state, a claim, a
+    journal) was reported as "already exists" and its run stopped. So a refused
+    conditional write reads the file back, and holding exactly ``data``, returns.
+
+    A create-only write that failed is read back too: holding ``data``, only its answer was
+    lost, and it is done; holding a strict prefix of it (a store without atomic writes cut
+    it off), the part is removed before the error is raised, so a write-once file is there
+    whole or not at all (a torn offload or transcript segment stayed for good, taking its
+    name).
+
+    Raises:
+        PathExistsError: ``create_only`` and the file holds something else.
+        ConflictError: ``if_version`` and the file changed to something else or was deleted.
+        BackendError: The write failed (a torn create-only write is removed first).
+    """
+    try:
+        if if_version is None:  # a store written before conditional writes still works
+            store.write(virtual, data, create_only=create_only)
+        else:
+            store.write(virtual, data, if_version=if_version)
+    except (PathExistsError, ConflictError):
+        if not (create_only or if_version is not None) or _held(store, virtual) != data:
+            raise
+    except BackendError:
+        if not create_only:
+            raise
+        there = _held(store, virtual)
+        if there == data:
+            return  # only the answer was lost
+        if there is not None and data.startswith(there):
+            with contextlib.suppress(WorkspaceError):  # the storage still fails: left
+                store.remove(virtual)
+        raise
+
+
+def _held(store: Store, virtual: str) -> bytes | None:
+    """What the file at ``virtual`` holds, or ``None`` if it is gone or cannot be read."""
+    try:
+        return store.read_bytes(virtual)
+    except WorkspaceError:
+        return None
 
 
 class VersionedFiles(Protocol):

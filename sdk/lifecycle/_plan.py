@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ctxfs._errors import PathNotFoundError
-from ctxfs._json import loads_bounded
+from ctxfs._errors import PathNotFoundError, WorkspaceError
+from ctxfs._json import NewerFormatError, check_format_version, loads_bounded
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.lifecycle._order import unit_order, units
@@ -38,6 +38,7 @@ from ctxfs.lifecycle._threads import JOURNAL_NAME, Scan, ThreadInfo, key_of_fold
 __all__ = ["Collection", "GcPlan", "Journal", "Kept", "make_plan", "read_journal"]
 
 _JOURNAL_FORMAT = "ctxfs-gc-journal"
+_JOURNAL_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,7 +161,7 @@ def journal_bytes(collection: Collection, now: datetime) -> bytes:
     """The journal of a collection: the files it deletes, in order."""
     document = {
         "format": _JOURNAL_FORMAT,
-        "version": 1,
+        "version": _JOURNAL_VERSION,
         "thread": collection.thread.name,
         "started": now.isoformat(),
         "files": list(collection.files),
@@ -170,7 +171,12 @@ def journal_bytes(collection: Collection, now: datetime) -> bytes:
 
 def read_journal(workspace: Workspace, path: str) -> Journal | None:
     """The journal at ``path``, or ``None`` for a missing, torn or foreign one (never acted
-    on)."""
+    on).
+
+    Raises:
+        WorkspaceError: The storage could not be asked, or the journal is of a newer format
+            (a newer ctxfs's collection, which this one neither finishes nor drops).
+    """
     try:
         data = loads_bounded(workspace.read_bytes(path))
     except PathNotFoundError:
@@ -179,6 +185,10 @@ def read_journal(workspace: Workspace, path: str) -> Journal | None:
         return None
     if not isinstance(data, dict) or data.get("format") != _JOURNAL_FORMAT:
         return None
+    try:
+        check_format_version(data.get("version"), _JOURNAL_VERSION, path)
+    except NewerFormatError as exc:
+        raise WorkspaceError(str(exc), path=path) from None
     files, started = data.get("files"), data.get("started")
     if not isinstance(files, list) or not isinstance(started, str):
         return None

@@ -24,7 +24,13 @@ from pydantic import (
 )
 
 from ctxfs._errors import MemoryFormatError
-from ctxfs._json import JsonDepthError, loads_bounded
+from ctxfs._json import (
+    JsonDepthError,
+    JsonDuplicateKeyError,
+    NewerFormatError,
+    check_format_version,
+    loads_bounded,
+)
 from ctxfs._sections import one_line
 
 __all__ = [
@@ -45,6 +51,9 @@ __all__ = [
 
 DOCUMENT_FORMAT = "ctxfs-memory"
 """The ``format`` field of every memory document."""
+
+_DOCUMENT_VERSION = 1
+"""The newest format version of a memory document this ctxfs reads (and the one it writes)."""
 
 FactCategory = Literal["preference", "knowledge", "context", "behavior", "goal"]
 """What kind of thing a fact is: a preference of the user, something known about their work
@@ -297,6 +306,8 @@ def parse_document(data: bytes, path: str) -> MemoryDocument:
         raise MemoryFormatError(f"not UTF-8 text ({exc.reason})", path=path) from None
     except JsonDepthError as exc:
         raise MemoryFormatError(str(exc), path=path) from None
+    except JsonDuplicateKeyError as exc:
+        raise MemoryFormatError(str(exc), path=path, field=exc.key) from None
     except json.JSONDecodeError as exc:
         raise MemoryFormatError(
             f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path
@@ -307,6 +318,10 @@ def parse_document(data: bytes, path: str) -> MemoryDocument:
         raise MemoryFormatError(
             f"expected {DOCUMENT_FORMAT!r}, found {raw.get('format')!r}", path=path, field="format"
         )
+    try:
+        check_format_version(raw.get("version"), _DOCUMENT_VERSION, "the document")
+    except NewerFormatError as exc:
+        raise MemoryFormatError(str(exc), path=path, field="version") from None
     try:
         return MemoryDocument.model_validate(raw)
     except ValidationError as exc:

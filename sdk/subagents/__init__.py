@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxfs._errors import TaskLimitError, UnknownSubAgentError
+from ctxfs._errors import TaskLimitError, TaskRecordError, UnknownSubAgentError
 from ctxfs.subagents._record import TaskRecord, child_thread_id, task_records
 from ctxfs.subagents._result import TaskProgress, TaskResult, TaskStatus, merge_artifacts
 from ctxfs.subagents._runner import DEFAULT_MAX_PARALLEL, DEFAULT_MAX_TASKS, SubAgents
@@ -41,6 +41,7 @@ __all__ = [
     "TaskLimitError",
     "TaskProgress",
     "TaskRecord",
+    "TaskRecordError",
     "TaskResult",
     "TaskStatus",
     "UnknownSubAgentError",

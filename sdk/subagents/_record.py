@@ -4,22 +4,30 @@ A sub-task runs on the thread ``<parent thread>/task-<tool call id>``, so parall
 share one and a re-run after a crash finds the same one. Next to its transcripts, in
 ``/transcripts/<thread>/task.json``, a record names the parent thread, the call, the
 sub-agent, the prompt and, once it ended, the :class:`~ctxfs.subagents.TaskResult`. The
-record is written when the sub-task starts (``running``) and rewritten, atomically, when it
-ends (once its transcript is written); a re-run of the same call with the same prompt returns
-the recorded result instead of working again, and one whose record is still ``running`` (the
-process died, or the transcript could not be written) starts over.
+record is written when the sub-task starts (``running``) and rewritten when it ends (once its
+transcript is written); a re-run of the same call with the same prompt returns the recorded
+result instead of working again, and one whose record is still ``running`` (the process died,
+or the transcript could not be written) starts over.
+
+Every write of a record goes through :meth:`~ctxfs.Workspace.update`: a write a store tore
+mid-way (one without atomic writes) is undone, so the file holds the record before or the
+record after, never a part of one. A record that cannot be read all the same (torn while the
+storage failed, edited by hand, written by a newer ctxfs) raises
+:class:`~ctxfs.TaskRecordError` naming the file: the task is not run again over it, since it
+may have ended and its result would be lost, or its work done twice.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ctxfs._archive._transcripts import thread_transcript_dir
-from ctxfs._errors import PathExistsError, PathNotFoundError
-from ctxfs._json import loads_bounded
+from ctxfs._errors import PathNotFoundError, TaskRecordError
+from ctxfs._json import NewerFormatError, check_format_version, loads_bounded
 from ctxfs._layout import TRANSCRIPTS_DIR
 from ctxfs._workspace._workspace import Workspace
 from ctxfs.subagents._result import TaskResult
@@ -31,6 +39,7 @@ __all__ = [
     "claim_thread",
     "describe_relations",
     "joined_pairs",
+    "parse_record",
     "read_record",
     "record_path",
     "same_task",
@@ -44,6 +53,7 @@ RECORD_NAME = "task.json"
 _FORMAT = "ctxfs-subagent-task"
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _VERSION = 1
+_log = logging.getLogger("ctxfs.subagents")
 
 
 def child_thread_id(parent_thread_id: str, tool_call_id: str, attempt: int = 1) -> str:
@@ -104,10 +114,12 @@ class TaskRecord:
         """Reads a record file's content.
 
         Raises:
-            ValueError: It is not a task record.
+            ValueError: It is not a task record, or of a newer format version
+                (:class:`~ctxfs._json.NewerFormatError`).
         """
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
             raise ValueError("not a sub-task record")
+        check_format_version(data.get("version"), _VERSION, "the sub-task record")
         try:
             raw = data["result"]
             return cls(
@@ -142,58 +154,97 @@ def record_path(thread_id: str) -> str:
 def read_record(workspace: Workspace, thread_id: str) -> TaskRecord | None:
     """The record of the sub-task on ``thread_id``, or ``None`` if there is none.
 
-    A record that cannot be parsed counts as none (it is rewritten when the sub-task runs).
-
     Raises:
+        TaskRecordError: There is one, and it cannot be read (see the module docstring).
         WorkspaceError: The storage could not be asked.
     """
+    path = record_path(thread_id)
     try:
-        data = workspace.read_bytes(record_path(thread_id))
+        data = workspace.read_bytes(path)
     except PathNotFoundError:
         return None
-    try:
-        return TaskRecord.from_json(loads_bounded(data))
-    except ValueError:  # not JSON, nested too deep, or not a record
-        return None
+    return parse_record(data, path)
 
 
-def write_record(workspace: Workspace, record: TaskRecord, *, create_only: bool = False) -> None:
-    """Writes (or rewrites, atomically) the record of ``record.thread_id``.
-
-    ``create_only``: only if there is none yet (the claim of the thread, see
-    :class:`~ctxfs.subagents.SubAgents`).
+def parse_record(data: bytes, path: str) -> TaskRecord:
+    """The record in ``data``, the bytes of the file at ``path``.
 
     Raises:
-        PathExistsError: ``create_only`` and a record is there.
-        WorkspaceError: It could not be written.
+        TaskRecordError: It is not one (torn, not JSON, a key named twice, nested too deep,
+            a field missing or wrong, a newer format), naming the file and why.
     """
+    try:
+        value = loads_bounded(data)
+    except UnicodeDecodeError as exc:
+        why = f"not UTF-8 text: {exc.reason}"
+    except json.JSONDecodeError as exc:
+        why = f"not valid JSON: {exc}"
+    else:
+        try:
+            return TaskRecord.from_json(value)
+        except NewerFormatError as exc:  # nothing to delete: a newer ctxfs reads it
+            raise TaskRecordError(f"{path}: {exc}", path=path) from None
+        except ValueError as exc:
+            why = str(exc)
+    raise TaskRecordError(
+        f"{path}: the sub-task record cannot be read ({why}); the task is not run again over "
+        "it: read it, then delete it to run the task again",
+        path=path,
+    )
+
+
+def _record_bytes(record: TaskRecord) -> bytes:
     data = json.dumps(record.to_json(), indent=1, ensure_ascii=False, sort_keys=True)
     # A lone surrogate (a model's reply, a prompt may hold one) is written as its escape: the
     # file stays valid UTF-8 JSON and reads back to the same text.
     data = _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", data)
+    return data.encode("utf-8") + b"\n"
+
+
+def write_record(workspace: Workspace, record: TaskRecord) -> None:
+    """Writes (or rewrites) the record of ``record.thread_id``, whole or not at all.
+
+    Raises:
+        TaskRecordError: The record there cannot be read (it is kept).
+        WorkspaceError: It could not be written (a write torn mid-way is undone).
+    """
     path = record_path(record.thread_id)
-    workspace.write_bytes(path, data.encode("utf-8") + b"\n", create_only=create_only)
+    data = _record_bytes(record)
+
+    def change(current: bytes | None) -> bytes:
+        if current is not None and current != data:
+            parse_record(current, path)  # never written over: it may hold a result
+        return data
+
+    workspace.update(path, change)
 
 
 def claim_thread(workspace: Workspace, record: TaskRecord) -> bool | None:
     """Claims ``record.thread_id`` for the task of ``record`` against other processes on the
-    workspace, by writing its record create-only.
+    workspace, by writing its record if there is none yet.
 
     Returns:
         ``True``: claimed (the record is written); ``None``: another run of the same task
-        (same parent, call id, sub-agent and prompt) wrote it first, or what is there cannot
-        be read (it is rewritten when the task runs): the thread is this task's too;
-        ``False``: it is another task's.
+        (same parent, call id, sub-agent and prompt) wrote it first: the thread is this
+        task's too; ``False``: it is another task's.
 
     Raises:
+        TaskRecordError: The record there cannot be read (it is kept).
         WorkspaceError: The storage could not be asked.
     """
-    try:
-        write_record(workspace, record, create_only=True)
-    except PathExistsError:
-        there = read_record(workspace, record.thread_id)
-        return None if there is None or same_task(there, record) else False
-    return True
+    path = record_path(record.thread_id)
+    data = _record_bytes(record)
+    found: list[bytes | None] = [None]
+
+    def change(current: bytes | None) -> bytes:
+        found[0] = current
+        return data if current is None else current
+
+    workspace.update(path, change)
+    there = found[0]
+    if there is None:
+        return True
+    return None if same_task(parse_record(there, path), record) else False
 
 
 def same_task(a: TaskRecord, b: TaskRecord) -> bool:
@@ -209,6 +260,9 @@ def same_task(a: TaskRecord, b: TaskRecord) -> bool:
 def task_records(workspace: Workspace) -> tuple[TaskRecord, ...]:
     """Every sub-task record in the workspace, sorted by parent thread, then thread.
 
+    A record that cannot be read is left out, with a warning on the ``ctxfs.subagents``
+    logger naming it and why.
+
     Raises:
         WorkspaceError: The storage could not be asked.
     """
@@ -223,9 +277,9 @@ def task_records(workspace: Workspace) -> tuple[TaskRecord, ...]:
         except PathNotFoundError:
             continue
         try:
-            found.append(TaskRecord.from_json(loads_bounded(data)))
-        except ValueError:  # not JSON, nested too deep, or not a record
-            continue
+            found.append(parse_record(data, f"{folder}/{RECORD_NAME}"))
+        except TaskRecordError as exc:  # listed without it, and said so
+            _log.warning("ctxfs: %s", exc)
     return tuple(sorted(found, key=lambda r: (r.parent_thread_id, r.thread_id)))
 
 

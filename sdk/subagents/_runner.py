@@ -246,9 +246,9 @@ class SubAgents:
                 known neither from the policy nor from the model's profile; the system prompt
                 and tool schemas leave no room in it; or ``prompt`` is too long to send whole
                 and could not be saved (the model was not called).
-            WorkspaceError: The sub-task's record could not be read or written (nothing ran).
-            Exception: Whatever the model's ``bind_tools`` raised (nothing ran or was
-                recorded).
+            WorkspaceError: The sub-task's record could not be read or written (nothing ran);
+                :class:`~ctxfs.TaskRecordError` if it is there but cannot be read (it is kept).
+            Exception: Whatever the model's ``bind_tools`` raised (nothing ran or recorded).
         """
         spec, prompt, thread = self._claim(name, prompt, parent_thread_id, tool_call_id, depth)
         try:

@@ -130,7 +130,7 @@ class ToolFunction:
         """
         if isinstance(arguments, str):
             try:
-                arguments = loads_bounded(arguments) if arguments.strip() else {}
+                arguments = loads_bounded(arguments, unique_keys=False) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 return (
                     f"Error: the arguments of {self.name} are not valid JSON ({exc.msg} at "

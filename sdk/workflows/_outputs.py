@@ -150,7 +150,7 @@ def _from_json_text(schema: type[BaseModel], text: str) -> BaseModel:
         if not _SURROGATE.search(text):
             raise
         try:
-            data = loads_bounded(text)
+            data = loads_bounded(text, unique_keys=False)  # as pydantic reads it
         except ValueError:
             raise error from None  # pydantic's message says what is wrong with the JSON
         return schema.model_validate(data)
@@ -208,7 +208,7 @@ def raw_record(reply: object) -> Any:
         if json_depth(text) > MAX_REPLY_DEPTH:
             return reply  # kept as the text it is
         try:
-            value = loads_bounded(text)
+            value = loads_bounded(text, unique_keys=False)  # a model's reply
         except ValueError:
             return reply
         return value if isinstance(value, dict | list) else reply

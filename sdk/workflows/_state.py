@@ -41,7 +41,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ctxfs._errors import WorkflowStateError
-from ctxfs._json import loads_bounded
+from ctxfs._json import NewerFormatError, check_format_version, loads_bounded
 from ctxfs.workflows._checks import inconsistencies
 from ctxfs.workflows._paths import dumps_json
 
@@ -200,17 +200,32 @@ def dump_state(state: WorkflowState) -> bytes:
     return (dumps_json(state.model_dump(mode="json")) + "\n").encode("utf-8")
 
 
+def _check_format(raw: object, path: str) -> None:
+    """Refuses a state file of a newer format (``ctxfs.workflow/2``...), naming both."""
+    found = raw.get("format") if isinstance(raw, dict) else None
+    prefix, _, number = STATE_FORMAT.rpartition("/")
+    if isinstance(found, str) and found.startswith(f"{prefix}/") and found != STATE_FORMAT:
+        version = found.removeprefix(f"{prefix}/")
+        if version.isdigit() and version.isascii():
+            try:
+                check_format_version(int(version), int(number), path)
+            except NewerFormatError as exc:
+                raise WorkflowStateError(f"{exc} (format {found!r})", path=path) from None
+
+
 def load_state(data: bytes, path: str) -> WorkflowState:
     """Parses a state file and checks that its fields agree.
 
     Raises:
-        WorkflowStateError: Not UTF-8 JSON, nested too deep, a field missing or wrong, or
-            fields that contradict each other (each named, one line per problem).
+        WorkflowStateError: Not UTF-8 JSON, nested too deep, a key named twice, a field
+            missing or wrong, fields that contradict each other (each named, one line per
+            problem), or a newer format.
     """
     try:
         raw = loads_bounded(data.decode("utf-8"))
     except ValueError as exc:
         raise WorkflowStateError(f"{path} is not valid JSON: {exc}", path=path) from None
+    _check_format(raw, path)
     try:
         state = WorkflowState.model_validate(raw)
     except ValidationError as exc:

@@ -181,3 +181,28 @@ def test_an_update_torn_mid_write_leaves_what_was_there(
     assert (raw.read_bytes("/state.json") if raw.exists("/state.json") else None) == old
     workspace.update("/state.json", lambda there: new if there == old else b"changed twice")
     assert raw.read_bytes("/state.json") == new
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.binary(min_size=1, max_size=40), keep=st.integers(0, 40), lost=st.booleans())
+def test_a_create_only_write_is_there_whole_or_not_at_all(
+    data: bytes, keep: int, lost: bool
+) -> None:
+    # torn, its part stayed for good and took the name (an offload, a transcript segment
+    # written under the next name, the torn one left beside it); its answer lost, the
+    # write-once file was reported as failed though it was written
+    raw = Workspace(f"memory://guard-once-{next(_fresh)}")
+    store = FaultyStore(raw.store)
+    kind = "lost_response" if lost else "torn_write"
+    keep_at = None if lost else min(keep, len(data) - 1)
+    store.add(Fault(method="write", kind=kind, keep=keep_at))  # type: ignore[arg-type]
+    workspace = Workspace(store, check=False)
+    if lost:
+        assert workspace.write_bytes("/once.bin", data, create_only=True).size == len(data)
+        assert raw.read_bytes("/once.bin") == data
+    else:
+        with pytest.raises(BackendError):
+            workspace.write_bytes("/once.bin", data, create_only=True)
+        assert not raw.exists("/once.bin")
+        workspace.write_bytes("/once.bin", data, create_only=True)  # the name is free
+        assert raw.read_bytes("/once.bin") == data

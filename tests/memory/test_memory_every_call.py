@@ -161,7 +161,7 @@ def test_every_store_call_of_a_memory_operation_may_fail(
     caplog.set_level(logging.CRITICAL, logger="ctxfs")
     calls, before, after = clean(name)
     done = contents(after)
-    for fault in faults(calls):
+    for fault in faults(calls, wide=True):
         raw = prepared()
         store = fault.store(raw.store)
         expected = Killed if fault.error is Killed else WorkspaceError

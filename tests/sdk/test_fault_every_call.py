@@ -65,9 +65,11 @@ NEXT = [*turn(9), *turn(10)]
 _fresh = itertools.count()
 
 
-def compact(at: int | None, error: type[BaseException]) -> tuple[Workspace, FailingAt, Any]:
+def compact(
+    at: int | None, error: type[BaseException], how: str = ""
+) -> tuple[Workspace, FailingAt, Any]:
     raw = Workspace(f"memory://every-call-{next(_fresh)}")
-    store = FailingAt(raw.store, at, error)
+    store = FailingAt(raw.store, at, error, lost=how == "reply lost", how=how)
     engine = ContextEngine(Workspace(store, check=False), policy())
     # a storage error is either handled (the result says what happened) or a ctxfs error
     expected = Killed if error is Killed else WorkspaceError
@@ -112,4 +114,33 @@ def test_every_store_call_of_a_compaction_may_fail(error: type[BaseException]) -
         after = engine.compact([*context, *NEXT], thread_id="t")
         summarized = result is not None and result.summarized
         assert summarized or any(isinstance(e, Summarized) for e in after.events), at
+        all_there(raw, after.messages, [*HISTORY, *NEXT])
+
+
+_MISBEHAVING = {
+    "reply lost": ("write", "remove"),
+    "torn": ("write",),
+    "retried": ("write",),
+    "not found": ("info", "ls", "walk", "open_read", "read_bytes", "read_versioned", "fetch"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", sorted(_MISBEHAVING))
+def test_every_store_call_of_a_compaction_may_misbehave(how: str) -> None:
+    """What a real store does besides failing, at each call it applies to: a write done and
+    its reply lost, a write torn mid-way, a conditional write done and refused as its retry
+    would be, a read answered "not found" for a file that is there."""
+    _, clean, _ = compact(None, OSError)
+    picked = [at for at, c in enumerate(clean.calls, 1) if c.method in _MISBEHAVING[how]]
+    assert picked
+    for at in picked:
+        raw, store, result = compact(at, OSError, how)
+        context = list(HISTORY) if result is None else result.messages
+        all_there(raw, context, HISTORY)
+        store.heal()
+        engine = ContextEngine(Workspace(store, check=False), policy())
+        after = engine.compact([*context, *NEXT], thread_id="t")
+        summarized = result is not None and result.summarized
+        assert summarized or any(isinstance(e, Summarized) for e in after.events), (how, at)
         all_there(raw, after.messages, [*HISTORY, *NEXT])

@@ -77,7 +77,7 @@ def test_a_torn_write_leaves_a_prefix_and_raises(
     store, ws, truth = faulty
     store.add(Fault(method="write", kind="torn_write", keep=4))
     with pytest.raises(BackendError, match="injected torn_write fault on write call 1"):
-        ws.write_text("/segment.jsonl", '{"role": "user"}\n', create_only=True)
+        ws.write_text("/segment.jsonl", '{"role": "user"}\n')
     assert truth.read_text("/segment.jsonl") == '{"ro'
     store.add(Fault(method="write", kind="torn_write"))
     with pytest.raises(BackendError):
@@ -91,7 +91,7 @@ def test_a_lost_response_writes_everything_but_raises(
     store, ws, truth = faulty
     store.add(Fault(method="write", kind="lost_response"))
     with pytest.raises(BackendError, match="injected lost_response fault on write call 1"):
-        ws.write_text("/done.txt", "complete", create_only=True)
+        ws.write_text("/done.txt", "complete")
     assert truth.read_text("/done.txt") == "complete"
     store.add(Fault(method="remove", kind="lost_response"))
     with pytest.raises(BackendError):

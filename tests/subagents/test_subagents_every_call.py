@@ -93,7 +93,7 @@ def test_every_store_call_of_a_task_may_fail() -> None:
     assert first.status == "success", first.content
     areas = {c.path.split("/")[1] for c in store.calls}
     assert {"tool_results", "transcripts", "notes"} <= areas, areas
-    for fault in faults(store.calls, both=False):
+    for fault in faults(store.calls, both=False, wide=True):
         raw = Workspace(f"memory://subagents-every-call-{next(_fresh)}")
         store = fault.store(raw.store)
         with contextlib.suppress(Killed):

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import ToolMessage
 
-from ctxfs import ContextPolicy, Workspace
+from ctxfs import ContextPolicy, TaskRecordError, Workspace
 from ctxfs.subagents import SubAgents, task_records
 from ctxfs.subagents._record import read_record, record_path
 from ctxfs.testing import ScriptedChatModel
@@ -73,11 +73,12 @@ def test_a_record_with_a_number_out_of_range_is_no_record(field: str, value: Any
     data = json.loads(workspace.read_bytes(path))
     data["result"][field] = value
     workspace.write_bytes(path, json.dumps(data).encode())  # 1e999 is written as Infinity
-    recorded = read_record(workspace, first.thread_id)
-    if recorded is None:  # damaged: the task runs again, and its new record is whole
-        task_records(workspace)
-        again = agents.run("general-purpose", "p", parent_thread_id="main", tool_call_id="d1")
-        assert again.status == "completed"
-        assert read_record(workspace, first.thread_id) is not None
+    try:
+        recorded = read_record(workspace, first.thread_id)
+    except TaskRecordError:  # damaged: reported and kept, never run over
+        assert task_records(workspace) == ()
+        with pytest.raises(TaskRecordError, match=path):
+            agents.run("general-purpose", "p", parent_thread_id="main", tool_call_id="d1")
+        assert len(model.requests) == 1
     else:
-        assert isinstance(getattr(recorded.result, field), int)
+        assert recorded is not None and isinstance(getattr(recorded.result, field), int)

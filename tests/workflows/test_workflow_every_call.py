@@ -60,7 +60,7 @@ def test_every_store_call_of_a_workflow_may_fail() -> None:
     )
     calls = store.calls
     assert {"read_versioned", "write", "info"} <= {c.method for c in calls}
-    for fault in faults(calls, both=False):
+    for fault in faults(calls, both=False, wide=True):
         raw = fresh()
         store = fault.store(raw.store)
         caught = Killed if fault.error is Killed else WorkspaceError
@@ -107,7 +107,7 @@ def test_every_store_call_of_a_resume_may_fail() -> None:
     outputs, ran = finish(Workspace(store, check=False))
     assert outputs == expected and ran == ["analyst", "writer"]
     assert read_state(raw, WORKFLOW_ID).set_aside, "the forged file was not set aside"
-    for fault in faults(store.calls, both=False):
+    for fault in faults(store.calls, both=False, wide=True):
         raw = interrupted()
         store = fault.store(raw.store)
         caught = Killed if fault.error is Killed else WorkspaceError
